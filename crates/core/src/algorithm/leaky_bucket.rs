@@ -1,0 +1,85 @@
+//! Leaky bucket as pacing: requests are put on a steady schedule and told how long to wait.
+//!
+//! This is *virtual scheduling*: GCRA whose tolerance is the longest a request may wait. Each
+//! key keeps one timestamp, the next free slot (TAT). A request of cost c starts at
+//! `start = max(now, tat)`, waits `start − now`, and moves the next free slot to
+//! `start + c × T`. A request that would wait longer than the maximum delay is refused, with a
+//! retry-after of how much too long it would wait. There are no queues and no timers, so a
+//! shared store decides pacing exactly like the in-memory one.
+//!
+//! **Trade-off.** Smooths bursts instead of refusing them, which suits work that must go out at a
+//! steady pace (SMS to a provider that cannot take spikes). Waiting callers hold a connection
+//! open; a long maximum delay can hide overload, so keep it short.
+//!
+//! ```
+//! use std::time::Duration;
+//! use tollgate_core::algorithm::{gcra::GcraState, AlgorithmState};
+//! use tollgate_core::{Quota, Rate, Timestamp};
+//!
+//! let quota = Quota::leaky_bucket(Rate::per_second(10), Duration::from_millis(200))?;
+//! let now = Timestamp::from_secs(1);
+//! let mut state = GcraState::default();
+//! let delays: Vec<_> = (0..3).map(|_| state.check(&quota, now, 1, now).0.delay()).collect();
+//! assert_eq!(delays, [Duration::ZERO, Duration::from_millis(100), Duration::from_millis(200)]);
+//! assert!(!state.check(&quota, now, 1, now).0.is_allowed());
+//! # Ok::<(), tollgate_core::QuotaError>(())
+//! ```
+
+use super::{gcra::GcraState, never_fits};
+use crate::{Charge, Decision, Quota, Refusal, Timestamp, Verdict};
+
+pub(super) fn check(
+    state: &mut GcraState,
+    quota: &Quota,
+    now: Timestamp,
+    cost: u64,
+    not_before: Timestamp,
+) -> (Decision, Option<Charge>) {
+    let interval = quota.interval_micros();
+    let max_delay = quota.span_micros();
+    let limit = quota.limit();
+    let slots_left = |backlog: u64| {
+        if backlog <= max_delay {
+            (max_delay - backlog) / interval + 1
+        } else {
+            0
+        }
+    };
+    let backlog = state.tat().micros_since(now);
+    let current =
+        Decision::from_micros(Verdict::Allowed, limit, slots_left(backlog), backlog, 0, 0);
+    if cost == 0 {
+        return (current, None);
+    }
+    if cost > limit {
+        return (never_fits(current), None);
+    }
+    let scheduled_until = state.tat().max(now);
+    let start = scheduled_until.max(not_before);
+    let delay = start.micros_since(now);
+    if delay > max_delay {
+        let refused = Decision::from_micros(
+            Verdict::Refused(Refusal::LimitReached),
+            limit,
+            slots_left(backlog),
+            backlog,
+            delay - max_delay,
+            0,
+        );
+        return (refused, None);
+    }
+    let next_free = start.saturating_add_micros(cost * interval);
+    state.set_tat(next_free);
+    // The charge includes any gap left by `not_before`, so a refund restores the schedule.
+    let added = next_free.micros_since(scheduled_until);
+    let new_backlog = next_free.micros_since(now);
+    let allowed = Decision::from_micros(
+        Verdict::Allowed,
+        limit,
+        slots_left(new_backlog),
+        new_backlog,
+        0,
+        delay,
+    );
+    (allowed, Some(Charge::Scheduled { micros: added }))
+}

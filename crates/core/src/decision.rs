@@ -1,0 +1,180 @@
+//! The answer to "may this go ahead?", as data.
+
+use std::time::Duration;
+
+/// Why a request was refused. A refusal is data, never an error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Refusal {
+    /// The quota is used up for now; [`Decision::retry_after`] says when it will fit.
+    LimitReached,
+    /// The cost is larger than the quota could ever allow at once (more than the capacity,
+    /// burst or window limit). Retrying never helps, so `retry_after` is zero.
+    CostExceedsLimit,
+}
+
+/// Allowed or refused, and why.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Verdict {
+    /// The request may go ahead (after [`Decision::delay`], for pacing rules).
+    Allowed,
+    /// The request must not go ahead.
+    Refused(Refusal),
+}
+
+/// One rule's answer for one request, with sub-second precision.
+///
+/// * `limit`: the quota's [`limit`](crate::Quota::limit);
+/// * `remaining`: how much more cost would be allowed right now (after this charge, if any);
+/// * `reset_after`: when the caller's allowance is whole again;
+/// * `retry_after`: when a refused request of the same cost would fit (zero when allowed);
+/// * `delay`: how long an allowed request should wait before going ahead (pacing only).
+///
+/// ```
+/// use std::time::Duration;
+/// use tollgate_core::{Decision, Refusal};
+///
+/// let refused = Decision::refused(
+///     Refusal::LimitReached, 100, 0, Duration::from_secs(30), Duration::from_millis(300),
+/// );
+/// assert!(!refused.is_allowed());
+/// assert_eq!(refused.retry_after_secs(), 1); // 300 ms rounds up, never down to 0
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Decision {
+    verdict: Verdict,
+    limit: u64,
+    remaining: u64,
+    reset_after_micros: u64,
+    retry_after_micros: u64,
+    delay_micros: u64,
+}
+
+impl Decision {
+    /// An allowed decision.
+    pub fn allowed(limit: u64, remaining: u64, reset_after: Duration) -> Decision {
+        Decision::from_micros(
+            Verdict::Allowed,
+            limit,
+            remaining,
+            duration_micros(reset_after),
+            0,
+            0,
+        )
+    }
+
+    /// A refused decision.
+    pub fn refused(
+        reason: Refusal,
+        limit: u64,
+        remaining: u64,
+        reset_after: Duration,
+        retry_after: Duration,
+    ) -> Decision {
+        Decision::from_micros(
+            Verdict::Refused(reason),
+            limit,
+            remaining,
+            duration_micros(reset_after),
+            duration_micros(retry_after),
+            0,
+        )
+    }
+
+    /// This decision with a pacing delay.
+    #[must_use]
+    pub fn with_delay(mut self, delay: Duration) -> Decision {
+        self.delay_micros = duration_micros(delay);
+        self
+    }
+
+    pub(crate) const fn from_micros(
+        verdict: Verdict,
+        limit: u64,
+        remaining: u64,
+        reset_after_micros: u64,
+        retry_after_micros: u64,
+        delay_micros: u64,
+    ) -> Decision {
+        Decision {
+            verdict,
+            limit,
+            remaining,
+            reset_after_micros,
+            retry_after_micros,
+            delay_micros,
+        }
+    }
+
+    /// Allowed or refused.
+    pub const fn verdict(&self) -> Verdict {
+        self.verdict
+    }
+
+    /// Whether the request may go ahead.
+    pub const fn is_allowed(&self) -> bool {
+        matches!(self.verdict, Verdict::Allowed)
+    }
+
+    /// Why it was refused, if it was.
+    pub const fn refusal(&self) -> Option<Refusal> {
+        match self.verdict {
+            Verdict::Allowed => None,
+            Verdict::Refused(reason) => Some(reason),
+        }
+    }
+
+    /// The quota's limit.
+    pub const fn limit(&self) -> u64 {
+        self.limit
+    }
+
+    /// What could still be spent right now.
+    pub const fn remaining(&self) -> u64 {
+        self.remaining
+    }
+
+    /// Time until the allowance is whole again.
+    pub const fn reset_after(&self) -> Duration {
+        Duration::from_micros(self.reset_after_micros)
+    }
+
+    /// Time until a refused request of the same cost would fit; zero when allowed, and zero for
+    /// [`Refusal::CostExceedsLimit`] (it never fits).
+    pub const fn retry_after(&self) -> Duration {
+        Duration::from_micros(self.retry_after_micros)
+    }
+
+    /// How long to wait before going ahead (pacing); zero otherwise.
+    pub const fn delay(&self) -> Duration {
+        Duration::from_micros(self.delay_micros)
+    }
+
+    /// [`retry_after`](Self::retry_after) in whole seconds, rounded **up**: a 300 ms wait is 1.
+    pub fn retry_after_secs(&self) -> u64 {
+        whole_seconds_up(self.retry_after())
+    }
+
+    /// [`reset_after`](Self::reset_after) in whole seconds, rounded up.
+    pub fn reset_after_secs(&self) -> u64 {
+        whole_seconds_up(self.reset_after())
+    }
+}
+
+/// A duration in whole seconds, rounded **up**, as HTTP headers need it (a 300 ms wait is `1`,
+/// never `0`; exactly 2 s is `2`).
+///
+/// ```
+/// use std::time::Duration;
+/// use tollgate_core::whole_seconds_up;
+/// assert_eq!(whole_seconds_up(Duration::from_millis(300)), 1);
+/// assert_eq!(whole_seconds_up(Duration::from_secs(2)), 2);
+/// assert_eq!(whole_seconds_up(Duration::ZERO), 0);
+/// ```
+pub fn whole_seconds_up(duration: Duration) -> u64 {
+    duration.as_secs() + u64::from(duration.subsec_nanos() > 0)
+}
+
+fn duration_micros(duration: Duration) -> u64 {
+    crate::clock::micros_ceil(duration)
+}

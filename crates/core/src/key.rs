@@ -1,0 +1,116 @@
+//! Who is counted: the extracted key parts, encoded so they can never run into each other.
+
+use std::fmt;
+use std::sync::Arc;
+
+use sha2::{Digest, Sha256};
+
+/// Encoded keys longer than this are replaced by their SHA-256 digest.
+const MAX_RAW_LEN: usize = 128;
+
+/// Marks a digested key. A raw encoding never starts with it: raw keys are at most
+/// [`MAX_RAW_LEN`] bytes, so every part length fits in one byte below `0x80`.
+const DIGEST_TAG: u8 = 0xFF;
+
+/// The caller a rule counts: one or more parts (an account id; an IP block and a route; nothing
+/// at all for a global cap), encoded into a bounded byte string.
+///
+/// Each part is length-prefixed, so `("ab", "c")` and `("a", "bc")` are different keys. An encoding
+/// longer than 128 bytes (a hostile 1 MB header, say) is replaced by a tagged SHA-256 digest, so a
+/// stored key never grows without bound and a digest can never equal a short raw key. Keys are
+/// scoped to a rule by the store, so equal keys under different rules never share state.
+/// Cloning is cheap (a reference count).
+///
+/// ```
+/// use tollgate_core::Key;
+/// let account = Key::new("user77");
+/// let block_and_route = Key::from_parts(&[b"203.0.113.0/24".as_slice(), b"/signup"]);
+/// assert_ne!(Key::from_parts(&[b"ab".as_slice(), b"c"]), Key::from_parts(&[b"a".as_slice(), b"bc"]));
+/// assert!(Key::new(vec![b'x'; 1_000_000]).as_bytes().len() <= 33);
+/// assert_eq!(Key::global().as_bytes(), b"");
+/// # let _ = (account, block_and_route);
+/// ```
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Key(Arc<[u8]>);
+
+impl Key {
+    /// A key of one part.
+    pub fn new(part: impl AsRef<[u8]>) -> Key {
+        Key::from_parts(&[part.as_ref()])
+    }
+
+    /// A key of several parts, in order.
+    pub fn from_parts(parts: &[&[u8]]) -> Key {
+        let encoded_len: usize = parts.iter().map(|part| part.len().saturating_add(1)).sum();
+        if encoded_len > MAX_RAW_LEN {
+            return Key::digest(parts);
+        }
+        let mut bytes = Vec::with_capacity(encoded_len);
+        for part in parts {
+            // Every part is shorter than MAX_RAW_LEN here, so its length fits in one byte < 0x80.
+            bytes.push(u8::try_from(part.len()).unwrap_or(u8::MAX));
+            bytes.extend_from_slice(part);
+        }
+        Key(Arc::from(bytes))
+    }
+
+    /// The key with no parts: one shared count for everyone (a global cap).
+    pub fn global() -> Key {
+        Key(Arc::from(&[][..]))
+    }
+
+    fn digest(parts: &[&[u8]]) -> Key {
+        let mut hasher = Sha256::new();
+        for part in parts {
+            hasher.update((part.len() as u64).to_le_bytes());
+            hasher.update(part);
+        }
+        let mut bytes = Vec::with_capacity(33);
+        bytes.push(DIGEST_TAG);
+        bytes.extend_from_slice(&hasher.finalize());
+        Key(Arc::from(bytes))
+    }
+
+    /// The canonical encoding stores use (at most 128 bytes).
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.0
+    }
+
+    /// Whether the parts were too long and the key is their digest.
+    pub fn is_digest(&self) -> bool {
+        self.0.first() == Some(&DIGEST_TAG)
+    }
+}
+
+impl fmt::Debug for Key {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Key(")?;
+        for byte in self.0.iter() {
+            write!(f, "{}", std::ascii::escape_default(*byte))?;
+        }
+        write!(f, ")")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_keys_are_digested_and_do_not_collide() {
+        let a = Key::new(vec![b'a'; 1 << 20]);
+        let b = Key::new(vec![b'b'; 1 << 20]);
+        assert!(a.is_digest() && b.is_digest());
+        assert_ne!(a, b);
+        assert_eq!(a.as_bytes().len(), 33);
+        let at_limit = Key::new(vec![b'a'; MAX_RAW_LEN - 1]);
+        assert!(!at_limit.is_digest());
+        assert_eq!(at_limit.as_bytes().len(), MAX_RAW_LEN);
+    }
+
+    #[test]
+    fn part_boundaries_matter() {
+        assert_ne!(Key::new(""), Key::global());
+        assert_ne!(Key::from_parts(&[b"a".as_slice(), b""]), Key::new("a"));
+    }
+}

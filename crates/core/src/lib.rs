@@ -1,0 +1,67 @@
+//! # tollgate-core
+//!
+//! The core of [tollgate](https://docs.rs/tollgate), a rate-limiting ecosystem for tower and axum
+//! services. It knows nothing of HTTP, tower or Redis; it holds what every part shares:
+//!
+//! * **what** a rule allows — a [`Quota`]: an [`Algorithm`] and its numbers, built from a [`Rate`]
+//!   that cannot be misread (`Rate::per_second(10)` means ten a second);
+//! * **the algorithms** — token bucket (computed as GCRA), GCRA, fixed window, sliding window
+//!   counter, sliding window log and leaky-bucket pacing, one module each in [`algorithm`];
+//! * **who** is counted — a [`Key`] of bounded, unambiguous parts, under a [`RuleId`];
+//! * **the answer** — a [`Decision`]: data, never an error, with sub-second precision;
+//! * **where counts live** — the [`Store`] contract (batches, all-or-nothing, receipts and
+//!   refunds, peek and reset) and the bounded, sharded [`MemoryStore`];
+//! * **when** — a [`Clock`]: only the store's clock decides.
+//!
+//! ```
+//! use futures_executor::block_on;
+//! use tollgate_core::{Item, Key, MemoryStore, Quota, Rate, RuleId, Store};
+//!
+//! // Posting: 30 an hour per account, bursts of 5.
+//! let posting = RuleId::new("posting")?;
+//! let quota = Quota::token_bucket(5, Rate::per_hour(30))?;
+//! let store = MemoryStore::new();
+//! let account = Key::new("account-4821");
+//!
+//! let mut allowed = 0;
+//! for _ in 0..10 {
+//!     let answer = block_on(store.check(&[Item::new(&posting, quota, &account)]))?;
+//!     allowed += u32::from(answer.is_allowed());
+//! }
+//! assert_eq!(allowed, 5);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! ## Features
+//!
+//! * `testing` — the [`testing`] module: a manual clock and the store conformance suite every
+//!   store runs.
+
+pub mod algorithm;
+mod clock;
+mod decision;
+mod error;
+mod item;
+mod key;
+mod memory;
+mod policy;
+pub mod quota;
+mod rate;
+mod receipt;
+mod rule_id;
+mod store;
+#[cfg(feature = "testing")]
+pub mod testing;
+
+pub use clock::{Clock, SystemClock, Timestamp};
+pub use decision::{Decision, Refusal, Verdict, whole_seconds_up};
+pub use error::{QuotaError, RuleIdError, StoreError, StoreErrorKind};
+pub use item::Item;
+pub use key::Key;
+pub use memory::{DEFAULT_MAX_KEYS, MemoryStats, MemoryStore, MemoryStoreBuilder};
+pub use policy::{Mode, OnStoreFailure};
+pub use quota::{Algorithm, Quota};
+pub use rate::Rate;
+pub use receipt::{Charge, Receipt};
+pub use rule_id::RuleId;
+pub use store::{BatchDecision, ItemDecision, Store};

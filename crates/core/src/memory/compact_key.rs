@@ -1,0 +1,67 @@
+//! A key stored in 16 bytes: inline when short, one heap pointer when long.
+
+use std::num::NonZeroU8;
+
+const INLINE_CAPACITY: usize = 15;
+
+/// The bytes of a [`Key`](crate::Key) as the in-memory store keeps them. Most keys (an account
+/// id, an IP block, an API key prefix) fit in 15 bytes and cost no allocation; longer ones (at
+/// most 128 bytes, see `Key`) are boxed.
+#[derive(Clone, PartialEq, Eq)]
+pub(crate) enum CompactKey {
+    /// `len_plus_one - 1` bytes of `bytes` are the key (the `NonZeroU8` lets the enum use its
+    /// zero as the tag, keeping the whole key at 16 bytes).
+    Inline {
+        len_plus_one: NonZeroU8,
+        bytes: [u8; INLINE_CAPACITY],
+    },
+    /// A long key.
+    Boxed(Box<Box<[u8]>>),
+}
+
+impl CompactKey {
+    pub(crate) fn new(key: &[u8]) -> Self {
+        if key.len() <= INLINE_CAPACITY {
+            let mut bytes = [0; INLINE_CAPACITY];
+            bytes[..key.len()].copy_from_slice(key);
+            let len_plus_one = u8::try_from(key.len() + 1)
+                .ok()
+                .and_then(NonZeroU8::new)
+                .unwrap_or(NonZeroU8::MIN);
+            CompactKey::Inline {
+                len_plus_one,
+                bytes,
+            }
+        } else {
+            CompactKey::Boxed(Box::new(Box::from(key)))
+        }
+    }
+
+    pub(crate) fn as_bytes(&self) -> &[u8] {
+        match self {
+            CompactKey::Inline {
+                len_plus_one,
+                bytes,
+            } => &bytes[..usize::from(len_plus_one.get() - 1)],
+            CompactKey::Boxed(bytes) => bytes,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_compact_key_is_sixteen_bytes() {
+        assert_eq!(std::mem::size_of::<CompactKey>(), 16);
+    }
+
+    #[test]
+    fn round_trips_short_and_long_keys() {
+        for len in [0, 1, 14, 15, 16, 128] {
+            let key: Vec<u8> = (0..len).map(|i| i as u8).collect();
+            assert_eq!(CompactKey::new(&key).as_bytes(), &key[..]);
+        }
+    }
+}

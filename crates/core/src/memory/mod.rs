@@ -1,0 +1,431 @@
+//! The in-memory store: keyed, concurrent, sharded and bounded.
+//!
+//! State lives in shards, each behind its own lock; a key's shard and slot come from one hash of
+//! (rule, key) with a per-store random seed, so callers cannot aim keys at one shard. A check
+//! locks only the shards its items live in (in a fixed order, so batches never deadlock), reads
+//! the clock once, and answers with a ready future: no boxing, and no allocation unless a new key
+//! is stored.
+//!
+//! **Time** never goes backwards inside a shard: a clock that steps back counts as no time passing.
+//!
+//! **Memory.** Token bucket, GCRA and pacing keep 24 bytes per key (a 16-byte inline key and one
+//! timestamp; keys over 15 encoded bytes take one extra allocation), windows 32–40, a sliding log
+//! 16 bytes per entry. BENCHMARKS.md has measured bytes per key.
+//!
+//! **Bounds and eviction.** The store holds at most [`max_keys`](MemoryStoreBuilder::max_keys)
+//! keys (default [`DEFAULT_MAX_KEYS`]), split evenly across shards. Eviction order:
+//!
+//! 1. state that loses nothing when dropped — expired windows, logs with nothing in the window,
+//!    buckets that are full again — is removed by sweeps, which run when a shard has doubled
+//!    since its last sweep, when it is full, and at least once a minute of store time;
+//! 2. only when a shard is full of live state, the keys holding the **smallest share of their
+//!    limit** are evicted (a sixteenth of the shard at a time), and each such lossy eviction is
+//!    counted in [`MemoryStats::lossy_evictions`].
+//!
+//! So flooding the store with fresh keys evicts other fresh keys first: a caller who is being
+//! refused holds all of its limit and is the last to be forgotten, and cannot reset itself for
+//! free.
+//!
+//! ```
+//! use futures_executor::block_on;
+//! use tollgate_core::{Item, Key, MemoryStore, Quota, Rate, RuleId, Store};
+//!
+//! let store = MemoryStore::builder().max_keys(100_000).build();
+//! let rule = RuleId::new("reads")?;
+//! let key = Key::new("user77");
+//! let item = Item::new(&rule, Quota::token_bucket(50, Rate::per_second(10))?, &key);
+//! let answer = block_on(store.check(&[item]))?;
+//! assert_eq!(answer.items()[0].decision().remaining(), 49);
+//! assert_eq!(store.stats().keys, 1);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod compact_key;
+mod ops;
+mod rule_index;
+mod shard;
+mod table;
+
+use std::future::{Future, ready};
+use std::hash::BuildHasher;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use parking_lot::{Mutex, MutexGuard};
+use smallvec::SmallVec;
+
+use self::ops::{InsertContext, Location};
+use self::rule_index::RuleIndex;
+use self::shard::Shard;
+use crate::{
+    Algorithm, BatchDecision, Clock, Decision, Item, ItemDecision, Key, Receipt, RuleId, Store,
+    StoreError, SystemClock, Timestamp,
+};
+
+/// The default bound on keys: 2^20 (about a million; some 50 MB of token buckets).
+pub const DEFAULT_MAX_KEYS: usize = 1 << 20;
+
+/// A lock on its own cache lines, so neighbouring shards do not slow each other down.
+#[repr(align(128))]
+struct Padded<T>(T);
+
+/// Counts a [`MemoryStore`] keeps about itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct MemoryStats {
+    /// Keys held now (all rules, all algorithms).
+    pub keys: usize,
+    /// States removed because dropping them lost nothing.
+    pub lossless_evictions: u64,
+    /// Live states evicted because a shard was full: each one forgot part of someone's usage.
+    pub lossy_evictions: u64,
+}
+
+/// The in-memory [`Store`]. Cloning is cheap and clones share state.
+pub struct MemoryStore<C: Clock = SystemClock> {
+    inner: Arc<Inner<C>>,
+}
+
+impl<C: Clock> Clone for MemoryStore<C> {
+    fn clone(&self) -> Self {
+        MemoryStore {
+            inner: Arc::clone(&self.inner),
+        }
+    }
+}
+
+impl<C: Clock> std::fmt::Debug for MemoryStore<C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemoryStore")
+            .field("shards", &self.inner.shards.len())
+            .field("max_keys_per_shard", &self.inner.capacity_per_shard)
+            .finish_non_exhaustive()
+    }
+}
+
+struct Inner<C> {
+    clock: C,
+    rules: RuleIndex,
+    shards: Box<[Padded<Mutex<Shard>>]>,
+    shard_mask: usize,
+    capacity_per_shard: usize,
+    seed: foldhash::fast::RandomState,
+    lossless_evictions: AtomicU64,
+    lossy_evictions: AtomicU64,
+}
+
+/// Builds a [`MemoryStore`].
+#[derive(Debug, Clone)]
+#[must_use]
+pub struct MemoryStoreBuilder<C = SystemClock> {
+    clock: C,
+    max_keys: usize,
+    shards: usize,
+}
+
+impl MemoryStore<SystemClock> {
+    /// A store with the system clock and default bounds.
+    pub fn new() -> Self {
+        MemoryStore::builder().build()
+    }
+
+    /// Starts building a store.
+    pub fn builder() -> MemoryStoreBuilder<SystemClock> {
+        let parallelism = std::thread::available_parallelism().map_or(4, usize::from);
+        MemoryStoreBuilder {
+            clock: SystemClock::new(),
+            max_keys: DEFAULT_MAX_KEYS,
+            shards: (parallelism * 16).clamp(64, 1024),
+        }
+    }
+}
+
+impl Default for MemoryStore<SystemClock> {
+    fn default() -> Self {
+        MemoryStore::new()
+    }
+}
+
+impl<C> MemoryStoreBuilder<C> {
+    /// The most keys the store holds (default [`DEFAULT_MAX_KEYS`]); see the module docs for
+    /// what happens at the bound.
+    pub fn max_keys(mut self, max_keys: usize) -> Self {
+        self.max_keys = max_keys.max(1);
+        self
+    }
+
+    /// How many independently locked shards (rounded up to a power of two; default 16 per
+    /// core, at least 64).
+    pub fn shards(mut self, shards: usize) -> Self {
+        self.shards = shards.clamp(1, 1 << 16);
+        self
+    }
+
+    /// The clock the store decides by (tests use `testing::ManualClock`).
+    pub fn clock<D: Clock>(self, clock: D) -> MemoryStoreBuilder<D> {
+        MemoryStoreBuilder {
+            clock,
+            max_keys: self.max_keys,
+            shards: self.shards,
+        }
+    }
+
+    /// Builds the store.
+    pub fn build(self) -> MemoryStore<C>
+    where
+        C: Clock,
+    {
+        let shards = self.shards.next_power_of_two();
+        MemoryStore {
+            inner: Arc::new(Inner {
+                clock: self.clock,
+                rules: RuleIndex::new(),
+                shards: (0..shards)
+                    .map(|_| Padded(Mutex::new(Shard::new())))
+                    .collect(),
+                shard_mask: shards - 1,
+                capacity_per_shard: self.max_keys.div_ceil(shards).max(1),
+                seed: foldhash::fast::RandomState::default(),
+                lossless_evictions: AtomicU64::new(0),
+                lossy_evictions: AtomicU64::new(0),
+            }),
+        }
+    }
+}
+
+impl<C: Clock> InsertContext for Inner<C> {
+    fn capacity_per_shard(&self) -> usize {
+        self.capacity_per_shard
+    }
+
+    fn rehash(&self, rule: u32, key: &[u8]) -> u64 {
+        self.hash(rule, key)
+    }
+
+    fn record_removed(&self, lossless: usize, lossy: usize) {
+        if lossless > 0 {
+            self.lossless_evictions
+                .fetch_add(lossless as u64, Ordering::Relaxed);
+        }
+        if lossy > 0 {
+            self.lossy_evictions
+                .fetch_add(lossy as u64, Ordering::Relaxed);
+        }
+    }
+}
+
+impl<C: Clock> Inner<C> {
+    fn hash(&self, rule: u32, key: &[u8]) -> u64 {
+        self.seed.hash_one((rule, key))
+    }
+
+    fn locate(&self, rule: u32, key: &Key) -> Location {
+        let hash = self.hash(rule, key.as_bytes());
+        Location {
+            // The table uses the low bits and the top seven; pick the shard from the middle.
+            shard: (hash >> 32) as usize & self.shard_mask,
+            rule,
+            hash,
+        }
+    }
+
+    fn lock(&self, shard: usize) -> MutexGuard<'_, Shard> {
+        self.shards[shard].0.lock()
+    }
+
+    /// "Now" for these locked shards: the clock, but never earlier than any of them has seen.
+    fn now_for(&self, shards: &mut [MutexGuard<'_, Shard>]) -> Timestamp {
+        let now = shards
+            .iter()
+            .map(|shard| shard.latest_now)
+            .fold(self.clock.now(), Timestamp::max);
+        for shard in shards.iter_mut() {
+            shard.latest_now = now;
+        }
+        now
+    }
+
+    fn check(&self, items: &[Item<'_>]) -> Result<BatchDecision, StoreError> {
+        let mut locations: SmallVec<[Location; 4]> = SmallVec::with_capacity(items.len());
+        for item in items {
+            locations.push(self.locate(self.rules.find_or_add(item.rule())?, item.key()));
+        }
+        let mut order: SmallVec<[usize; 4]> = locations.iter().map(|at| at.shard).collect();
+        order.sort_unstable();
+        order.dedup();
+        let mut guards: SmallVec<[MutexGuard<'_, Shard>; 4]> =
+            order.iter().map(|&shard| self.lock(shard)).collect();
+        let slot = |at: &Location| order.binary_search(&at.shard).unwrap_or_default();
+        let now = self.now_for(&mut guards);
+
+        // Several pacing rules are all scheduled at the latest of their earliest slots.
+        let not_before = items
+            .iter()
+            .zip(&locations)
+            .filter(|(item, _)| {
+                item.is_enforcing()
+                    && item.cost() > 0
+                    && item.quota().algorithm() == Algorithm::LeakyBucket
+            })
+            .map(|(item, at)| ops::earliest_start(&guards[slot(at)], *at, item, now))
+            .fold(now, Timestamp::max);
+
+        let mut answers: SmallVec<[(Decision, Option<crate::Charge>); 4]> =
+            SmallVec::with_capacity(items.len());
+        let mut allowed = true;
+        for (item, at) in items.iter().zip(&locations) {
+            if !item.is_enforcing() {
+                answers.push((Decision::allowed(0, 0, std::time::Duration::ZERO), None));
+                continue;
+            }
+            let answer = ops::evaluate(&mut guards[slot(at)], *at, item, now, not_before, self);
+            allowed &= answer.0.is_allowed();
+            answers.push(answer);
+        }
+        if !allowed {
+            // All or nothing: take back every charge, newest first, and report the current state.
+            for ((item, at), answer) in items.iter().zip(&locations).zip(answers.iter_mut()).rev() {
+                if let Some(charge) = answer.1.take() {
+                    let shard = &mut guards[slot(at)];
+                    ops::refund(
+                        shard,
+                        *at,
+                        item.key().as_bytes(),
+                        item.quota(),
+                        &charge,
+                        now,
+                    );
+                    answer.0 = ops::peek(shard, *at, item, 0, now);
+                }
+            }
+        }
+        // Shadow items act as if enforced alone; they are charged only if the request goes ahead.
+        for ((item, at), answer) in items.iter().zip(&locations).zip(answers.iter_mut()) {
+            if item.is_enforcing() {
+                continue;
+            }
+            let shard = &mut guards[slot(at)];
+            *answer = if allowed {
+                ops::evaluate(shard, *at, item, now, now, self)
+            } else {
+                (ops::peek(shard, *at, item, item.cost(), now), None)
+            };
+        }
+        drop(guards);
+        Ok(BatchDecision::new(
+            allowed,
+            answers
+                .into_iter()
+                .map(|(decision, charge)| ItemDecision::new(decision, charge)),
+        ))
+    }
+
+    fn peek(&self, item: &Item<'_>) -> Decision {
+        let mut shard;
+        let now;
+        let at;
+        match self.rules.find(item.rule()) {
+            Some(rule) => {
+                at = self.locate(rule, item.key());
+                shard = self.lock(at.shard);
+                now = self.now_for(std::slice::from_mut(&mut shard));
+            }
+            None => {
+                // Never seen: evaluate against an empty state without storing anything.
+                let empty = Shard::new();
+                let now = self.clock.now();
+                let at = Location {
+                    shard: 0,
+                    rule: 0,
+                    hash: 0,
+                };
+                return ops::peek(&empty, at, item, item.cost(), now);
+            }
+        }
+        ops::peek(&shard, at, item, item.cost(), now)
+    }
+
+    fn refund(&self, receipt: &Receipt) {
+        let Some(rule) = self.rules.find(receipt.rule()) else {
+            return;
+        };
+        let at = self.locate(rule, receipt.key());
+        let mut shard = self.lock(at.shard);
+        let now = self.now_for(std::slice::from_mut(&mut shard));
+        ops::refund(
+            &mut shard,
+            at,
+            receipt.key().as_bytes(),
+            receipt.quota(),
+            receipt.charge(),
+            now,
+        );
+    }
+
+    fn reset(&self, rule: &RuleId, key: &Key) {
+        let Some(rule) = self.rules.find(rule) else {
+            return;
+        };
+        let at = self.locate(rule, key);
+        ops::reset(&mut self.lock(at.shard), at, key.as_bytes());
+    }
+}
+
+impl<C: Clock> MemoryStore<C> {
+    /// What the store holds and has evicted.
+    pub fn stats(&self) -> MemoryStats {
+        MemoryStats {
+            keys: self
+                .inner
+                .shards
+                .iter()
+                .map(|shard| shard.0.lock().len())
+                .sum(),
+            lossless_evictions: self.inner.lossless_evictions.load(Ordering::Relaxed),
+            lossy_evictions: self.inner.lossy_evictions.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Removes every state that loses nothing when dropped, now. Sweeps also run on their own
+    /// (see the module docs); call this from a timer to return memory sooner after a burst.
+    pub fn sweep(&self) {
+        for shard in self.inner.shards.iter() {
+            let mut shard = shard.0.lock();
+            let now = self.inner.now_for(std::slice::from_mut(&mut shard));
+            let removed = shard.sweep(now);
+            self.inner.record_removed(removed, 0);
+        }
+    }
+
+    /// The store's clock.
+    pub fn clock(&self) -> &C {
+        &self.inner.clock
+    }
+}
+
+impl<C: Clock> Store for MemoryStore<C> {
+    fn check(
+        &self,
+        items: &[Item<'_>],
+    ) -> impl Future<Output = Result<BatchDecision, StoreError>> + Send {
+        ready(self.inner.check(items))
+    }
+
+    fn peek(&self, item: &Item<'_>) -> impl Future<Output = Result<Decision, StoreError>> + Send {
+        ready(Ok(self.inner.peek(item)))
+    }
+
+    fn refund(&self, receipt: &Receipt) -> impl Future<Output = Result<(), StoreError>> + Send {
+        self.inner.refund(receipt);
+        ready(Ok(()))
+    }
+
+    fn reset(
+        &self,
+        rule: &RuleId,
+        key: &Key,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send {
+        self.inner.reset(rule, key);
+        ready(Ok(()))
+    }
+}

@@ -1,0 +1,209 @@
+//! One lock's worth of the in-memory store: every rule's states for the keys hashed here, kept
+//! within a bound.
+
+use super::table::Table;
+use crate::algorithm::AlgorithmState;
+use crate::algorithm::fixed_window::WindowCount;
+use crate::algorithm::gcra::GcraState;
+use crate::algorithm::sliding_window_counter::SlidingCounts;
+use crate::algorithm::sliding_window_log::ChargeLog;
+use crate::{Algorithm, Timestamp};
+
+/// Sweep idle state at least this often (store time), whatever the traffic.
+const SWEEP_INTERVAL_MICROS: u64 = 60 * 1_000_000;
+
+/// Do not bother sweeping shards smaller than this on growth.
+const MIN_SWEEP_LEN: usize = 256;
+
+/// All of one rule's tables, one per state type.
+#[derive(Default)]
+pub(crate) struct RuleTables {
+    gcra: Table<GcraState>,
+    fixed: Table<WindowCount>,
+    sliding: Table<SlidingCounts>,
+    log: Table<ChargeLog>,
+}
+
+/// A state type the in-memory store keeps, and where.
+pub(crate) trait StoredState: AlgorithmState {
+    fn table(tables: &mut RuleTables) -> &mut Table<Self>;
+    fn table_ref(tables: &RuleTables) -> &Table<Self>;
+}
+
+macro_rules! stored_state {
+    ($state:ty, $field:ident) => {
+        impl StoredState for $state {
+            fn table(tables: &mut RuleTables) -> &mut Table<Self> {
+                &mut tables.$field
+            }
+            fn table_ref(tables: &RuleTables) -> &Table<Self> {
+                &tables.$field
+            }
+        }
+    };
+}
+
+stored_state!(GcraState, gcra);
+stored_state!(WindowCount, fixed);
+stored_state!(SlidingCounts, sliding);
+stored_state!(ChargeLog, log);
+
+/// Something to do with the state type an algorithm uses.
+pub(crate) trait StateVisitor {
+    type Output;
+    fn visit<S: StoredState>(self) -> Self::Output;
+}
+
+/// Runs `visitor` with the state type `algorithm` keeps.
+pub(crate) fn visit_state<V: StateVisitor>(algorithm: Algorithm, visitor: V) -> V::Output {
+    match algorithm {
+        Algorithm::FixedWindow => visitor.visit::<WindowCount>(),
+        Algorithm::SlidingWindowCounter => visitor.visit::<SlidingCounts>(),
+        Algorithm::SlidingWindowLog => visitor.visit::<ChargeLog>(),
+        // Token bucket, GCRA and pacing all keep one timestamp.
+        _ => visitor.visit::<GcraState>(),
+    }
+}
+
+/// What a sweep or eviction removed.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Removed {
+    pub(crate) lossless: usize,
+    pub(crate) lossy: usize,
+}
+
+/// The states of every rule for the keys that hash to this shard.
+pub(crate) struct Shard {
+    /// The latest time this shard has seen: "now" never goes backwards here.
+    pub(crate) latest_now: Timestamp,
+    tables: Vec<RuleTables>,
+    len: usize,
+    next_sweep_len: usize,
+    last_sweep: Timestamp,
+}
+
+impl Shard {
+    pub(crate) fn new() -> Self {
+        Shard {
+            latest_now: Timestamp::EPOCH,
+            tables: Vec::new(),
+            len: 0,
+            next_sweep_len: MIN_SWEEP_LEN,
+            last_sweep: Timestamp::EPOCH,
+        }
+    }
+
+    /// The number of keys held.
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// The table of `S` for rule number `rule`, if the rule has any state here.
+    pub(crate) fn table<S: StoredState>(&self, rule: u32) -> Option<&Table<S>> {
+        self.tables.get(rule as usize).map(S::table_ref)
+    }
+
+    /// The table of `S` for rule number `rule`, created if missing.
+    pub(crate) fn table_mut<S: StoredState>(&mut self, rule: u32) -> &mut Table<S> {
+        let index = rule as usize;
+        if self.tables.len() <= index {
+            self.tables.resize_with(index + 1, RuleTables::default);
+        }
+        S::table(&mut self.tables[index])
+    }
+
+    /// Records a key added or removed by a caller of `table_mut`.
+    pub(crate) fn note_added(&mut self) {
+        self.len += 1;
+    }
+
+    pub(crate) fn note_removed(&mut self) {
+        self.len = self.len.saturating_sub(1);
+    }
+
+    /// Makes room for one more key if the shard is at `capacity`, and sweeps idle state when the
+    /// shard has grown a lot or not been swept for a while.
+    pub(crate) fn before_insert(&mut self, capacity: usize, now: Timestamp) -> Removed {
+        let mut removed = Removed::default();
+        let overdue = now.micros_since(self.last_sweep) >= SWEEP_INTERVAL_MICROS;
+        if self.len >= capacity || self.len >= self.next_sweep_len || overdue {
+            removed.lossless = self.sweep(now);
+        }
+        if self.len >= capacity {
+            // Every key holds live state: forget those that hold the least of their limit, a
+            // sixteenth of the shard at a time so the scan is paid rarely.
+            let target = (capacity / 16).max(1).min(self.len);
+            removed.lossy = self.evict_least_used(target, now);
+        }
+        removed
+    }
+
+    /// Removes every state that loses nothing when dropped (expired, or full again).
+    pub(crate) fn sweep(&mut self, now: Timestamp) -> usize {
+        let mut removed = 0;
+        for tables in &mut self.tables {
+            removed += sweep_table(&mut tables.gcra, now);
+            removed += sweep_table(&mut tables.fixed, now);
+            removed += sweep_table(&mut tables.sliding, now);
+            removed += sweep_table(&mut tables.log, now);
+        }
+        self.len -= removed;
+        self.last_sweep = now;
+        self.next_sweep_len = (self.len * 2).max(MIN_SWEEP_LEN);
+        removed
+    }
+
+    /// Removes the `count` states that hold the smallest share of their limit.
+    fn evict_least_used(&mut self, count: usize, now: Timestamp) -> usize {
+        let mut usages = Vec::with_capacity(self.len);
+        for tables in &self.tables {
+            tables.gcra.usages(now, &mut usages);
+            tables.fixed.usages(now, &mut usages);
+            tables.sliding.usages(now, &mut usages);
+            tables.log.usages(now, &mut usages);
+        }
+        if usages.is_empty() || count == 0 {
+            return 0;
+        }
+        let nth = count.min(usages.len()) - 1;
+        let (_, threshold, _) = usages.select_nth_unstable(nth);
+        let threshold = *threshold;
+        // Remove everything strictly below the threshold, then ties until `count` are gone.
+        let mut budget = count;
+        let mut removed = 0;
+        for pass_ties in [false, true] {
+            for tables in &mut self.tables {
+                let mut evict = |usage: u64| {
+                    let take = if pass_ties {
+                        usage == threshold
+                    } else {
+                        usage < threshold
+                    };
+                    if take && budget > 0 {
+                        budget -= 1;
+                        return true;
+                    }
+                    false
+                };
+                removed += evict_table(&mut tables.gcra, now, &mut evict);
+                removed += evict_table(&mut tables.fixed, now, &mut evict);
+                removed += evict_table(&mut tables.sliding, now, &mut evict);
+                removed += evict_table(&mut tables.log, now, &mut evict);
+            }
+        }
+        self.len -= removed;
+        removed
+    }
+}
+
+fn sweep_table<S: AlgorithmState>(table: &mut Table<S>, now: Timestamp) -> usize {
+    table.retain(|state, quota| !state.is_idle(quota, now))
+}
+
+fn evict_table<S: AlgorithmState>(
+    table: &mut Table<S>,
+    now: Timestamp,
+    evict: &mut impl FnMut(u64) -> bool,
+) -> usize {
+    table.retain(|state, quota| !evict(state.usage_ppm(quota, now)))
+}

@@ -1,0 +1,314 @@
+//! What a rule allows: an algorithm and its numbers, validated once.
+
+use std::time::Duration;
+
+use crate::clock::micros_ceil;
+use crate::{QuotaError, Rate};
+
+/// The longest period, window or delay tollgate accepts: 366 days.
+pub const MAX_PERIOD: Duration = Duration::from_secs(366 * 86_400);
+
+/// The most entries a sliding window log may keep per key.
+pub const MAX_LOG_LIMIT: u64 = 100_000;
+
+/// Every derived time span stays below 2^52 µs (about 142 years), so state stays exact in a
+/// double-precision number (Redis Lua) and nothing near `u64::MAX` is ever stored.
+const MAX_SPAN_MICROS: u64 = 1 << 52;
+
+/// The largest limit, capacity or burst.
+pub const MAX_LIMIT: u64 = 1 << 40;
+
+/// Which limiting algorithm a quota uses. Each has its own module in [`crate::algorithm`], whose
+/// docs describe its trade-off.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Algorithm {
+    /// A bucket of `capacity` tokens refilled at a steady rate ([`crate::algorithm::token_bucket`]).
+    TokenBucket,
+    /// The generic cell rate algorithm: a rate with a burst ([`crate::algorithm::gcra`]).
+    Gcra,
+    /// `limit` per epoch-aligned window ([`crate::algorithm::fixed_window`]).
+    FixedWindow,
+    /// A rolling window estimated from two fixed windows ([`crate::algorithm::sliding_window_counter`]).
+    SlidingWindowCounter,
+    /// An exact rolling window from a log of arrivals ([`crate::algorithm::sliding_window_log`]).
+    SlidingWindowLog,
+    /// Pacing: requests are delayed onto a steady schedule ([`crate::algorithm::leaky_bucket`]).
+    LeakyBucket,
+}
+
+impl Algorithm {
+    /// A short, stable name (used in stored keys and logs).
+    pub const fn name(self) -> &'static str {
+        match self {
+            Algorithm::TokenBucket => "token_bucket",
+            Algorithm::Gcra => "gcra",
+            Algorithm::FixedWindow => "fixed_window",
+            Algorithm::SlidingWindowCounter => "sliding_window_counter",
+            Algorithm::SlidingWindowLog => "sliding_window_log",
+            Algorithm::LeakyBucket => "leaky_bucket",
+        }
+    }
+}
+
+/// An algorithm with its numbers: how much a caller may do.
+///
+/// A `Quota` can only be built through constructors that check their input, so a stored quota is
+/// always usable: no zero rates, zero capacities, absurd periods or spans that would overflow.
+///
+/// ```
+/// use std::time::Duration;
+/// use tollgate_core::{Algorithm, Quota, Rate};
+///
+/// // Reading feeds: bursts of 50, then 10 a second.
+/// let reads = Quota::token_bucket(50, Rate::per_second(10))?;
+/// assert_eq!(reads.limit(), 50);
+/// assert_eq!(reads.replenish_time(), Duration::from_secs(5));
+///
+/// // 400 follows a day, no more in any rolling day (approximately).
+/// let follows = Quota::sliding_window_counter(400, Duration::from_secs(86_400))?;
+/// assert_eq!(follows.algorithm(), Algorithm::SlidingWindowCounter);
+/// # Ok::<(), tollgate_core::QuotaError>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Quota {
+    algorithm: Algorithm,
+    limit: u64,
+    /// Emission interval T (bucket, GCRA, pacing) or window length (windows), in µs.
+    interval_micros: u64,
+    /// Tolerance τ = limit × T (bucket, GCRA), maximum delay (pacing), or window length.
+    span_micros: u64,
+}
+
+impl Quota {
+    /// A token bucket of `capacity` tokens, refilled at `refill` (one token per emission
+    /// interval). Capacity 5 refilled `Rate::every(6 s)` gives a burst of 5, then 10 a minute.
+    pub fn token_bucket(capacity: u64, refill: Rate) -> Result<Quota, QuotaError> {
+        Quota::bucket(Algorithm::TokenBucket, "capacity", capacity, refill)
+    }
+
+    /// GCRA at `rate` with a burst of `burst` requests: emission interval T = 1/rate,
+    /// tolerance τ = burst × T. `Quota::gcra(Rate::per_second(10), 5)` has T = 100 ms, τ = 500 ms.
+    pub fn gcra(rate: Rate, burst: u64) -> Result<Quota, QuotaError> {
+        Quota::bucket(Algorithm::Gcra, "burst", burst, rate)
+    }
+
+    /// At most `limit` per fixed window of `window`, windows aligned to the Unix epoch.
+    pub fn fixed_window(limit: u64, window: Duration) -> Result<Quota, QuotaError> {
+        Quota::windowed(Algorithm::FixedWindow, limit, window, MAX_LIMIT)
+    }
+
+    /// At most about `limit` in any rolling `window`, estimated from two epoch-aligned windows.
+    pub fn sliding_window_counter(limit: u64, window: Duration) -> Result<Quota, QuotaError> {
+        Quota::windowed(Algorithm::SlidingWindowCounter, limit, window, MAX_LIMIT)
+    }
+
+    /// Exactly at most `limit` in any rolling `window`; keeps one log entry per charge, so the
+    /// limit is capped at [`MAX_LOG_LIMIT`].
+    pub fn sliding_window_log(limit: u64, window: Duration) -> Result<Quota, QuotaError> {
+        Quota::windowed(Algorithm::SlidingWindowLog, limit, window, MAX_LOG_LIMIT)
+    }
+
+    /// Pacing at `rate`: each request is scheduled one emission interval after the previous
+    /// one and told how long to wait; a request that would wait longer than `max_delay` is
+    /// refused.
+    pub fn leaky_bucket(rate: Rate, max_delay: Duration) -> Result<Quota, QuotaError> {
+        let interval = checked_interval(rate)?;
+        let max_delay_micros = micros_ceil(max_delay);
+        if max_delay > MAX_PERIOD {
+            return Err(QuotaError::PeriodTooLong {
+                what: "maximum delay",
+                value: max_delay,
+                max: MAX_PERIOD,
+            });
+        }
+        Ok(Quota {
+            algorithm: Algorithm::LeakyBucket,
+            limit: max_delay_micros / interval + 1,
+            interval_micros: interval,
+            span_micros: max_delay_micros,
+        })
+    }
+
+    fn bucket(
+        algorithm: Algorithm,
+        what: &'static str,
+        limit: u64,
+        rate: Rate,
+    ) -> Result<Quota, QuotaError> {
+        check_limit(what, limit, MAX_LIMIT)?;
+        let interval = checked_interval(rate)?;
+        let span = limit
+            .checked_mul(interval)
+            .filter(|span| *span <= MAX_SPAN_MICROS)
+            .ok_or(QuotaError::TooLarge {
+                what,
+                value: limit,
+                max: MAX_SPAN_MICROS / interval,
+            })?;
+        Ok(Quota {
+            algorithm,
+            limit,
+            interval_micros: interval,
+            span_micros: span,
+        })
+    }
+
+    fn windowed(
+        algorithm: Algorithm,
+        limit: u64,
+        window: Duration,
+        max_limit: u64,
+    ) -> Result<Quota, QuotaError> {
+        check_limit("limit", limit, max_limit)?;
+        let window_micros = checked_period("window", window)?;
+        Ok(Quota {
+            algorithm,
+            limit,
+            interval_micros: window_micros,
+            span_micros: window_micros,
+        })
+    }
+
+    /// The algorithm.
+    pub const fn algorithm(&self) -> Algorithm {
+        self.algorithm
+    }
+
+    /// The most a caller can spend at once: the capacity (token bucket), burst (GCRA), the
+    /// window limit (windows), or how many requests can be scheduled ahead (pacing).
+    pub const fn limit(&self) -> u64 {
+        self.limit
+    }
+
+    /// The emission interval (token bucket, GCRA, pacing): the time one unit of cost takes to
+    /// come back. `None` for windows.
+    pub fn emission_interval(&self) -> Option<Duration> {
+        self.is_scheduled()
+            .then(|| Duration::from_micros(self.interval_micros))
+    }
+
+    /// The window length (window algorithms). `None` otherwise.
+    pub fn window(&self) -> Option<Duration> {
+        (!self.is_scheduled()).then(|| Duration::from_micros(self.interval_micros))
+    }
+
+    /// The longest a pacing rule lets a request wait. `None` for other algorithms.
+    pub fn max_delay(&self) -> Option<Duration> {
+        (self.algorithm == Algorithm::LeakyBucket).then(|| Duration::from_micros(self.span_micros))
+    }
+
+    /// How long an exhausted caller takes to get the whole limit back: τ for buckets and GCRA,
+    /// the window for windows (a sliding counter's old window fades over one more window), and
+    /// `limit` emission intervals for pacing.
+    pub fn replenish_time(&self) -> Duration {
+        Duration::from_micros(match self.algorithm {
+            Algorithm::LeakyBucket => self.limit.saturating_mul(self.interval_micros),
+            _ => self.span_micros,
+        })
+    }
+
+    fn is_scheduled(&self) -> bool {
+        matches!(
+            self.algorithm,
+            Algorithm::TokenBucket | Algorithm::Gcra | Algorithm::LeakyBucket
+        )
+    }
+
+    /// Emission interval or window length, in µs.
+    pub(crate) const fn interval_micros(&self) -> u64 {
+        self.interval_micros
+    }
+
+    /// Tolerance, maximum delay or window length, in µs.
+    pub(crate) const fn span_micros(&self) -> u64 {
+        self.span_micros
+    }
+}
+
+fn check_limit(what: &'static str, limit: u64, max: u64) -> Result<(), QuotaError> {
+    if limit == 0 {
+        return Err(QuotaError::Zero { what });
+    }
+    if limit > max {
+        return Err(QuotaError::TooLarge {
+            what,
+            value: limit,
+            max,
+        });
+    }
+    Ok(())
+}
+
+fn checked_period(what: &'static str, period: Duration) -> Result<u64, QuotaError> {
+    if period.is_zero() {
+        return Err(QuotaError::ZeroPeriod {
+            what,
+            value: period,
+        });
+    }
+    if period > MAX_PERIOD {
+        return Err(QuotaError::PeriodTooLong {
+            what,
+            value: period,
+            max: MAX_PERIOD,
+        });
+    }
+    Ok(micros_ceil(period))
+}
+
+fn checked_interval(rate: Rate) -> Result<u64, QuotaError> {
+    if rate.count() == 0 {
+        return Err(QuotaError::Zero { what: "rate count" });
+    }
+    checked_period("rate period", rate.period())?;
+    if rate.count() > rate.period_micros() {
+        return Err(QuotaError::RateTooFast { rate });
+    }
+    rate.emission_interval_micros()
+        .ok_or(QuotaError::Zero { what: "rate count" })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gcra_numbers_match_the_seed() {
+        let quota = Quota::gcra(Rate::per_second(10), 5).unwrap();
+        assert_eq!(quota.emission_interval(), Some(Duration::from_millis(100)));
+        assert_eq!(quota.replenish_time(), Duration::from_millis(500));
+    }
+
+    #[test]
+    fn bad_values_are_named() {
+        let zero_rate = Quota::gcra(Rate::per_second(0), 5).unwrap_err();
+        assert_eq!(zero_rate, QuotaError::Zero { what: "rate count" });
+        let zero_window = Quota::fixed_window(5, Duration::ZERO).unwrap_err();
+        assert!(
+            zero_window
+                .to_string()
+                .contains("window must be longer than zero")
+        );
+        let absurd = Quota::token_bucket(5, Rate::per(1, Duration::from_secs(10 * 365 * 86_400)));
+        assert!(absurd.unwrap_err().to_string().contains("rate period"));
+        let too_fast = Quota::token_bucket(5, Rate::per_second(2_000_000)).unwrap_err();
+        assert!(matches!(too_fast, QuotaError::RateTooFast { .. }));
+        let huge_burst = Quota::token_bucket(u64::MAX, Rate::per_second(1)).unwrap_err();
+        assert!(huge_burst.to_string().contains(&u64::MAX.to_string()));
+        let huge_log = Quota::sliding_window_log(MAX_LOG_LIMIT + 1, Duration::from_secs(1));
+        assert!(huge_log.unwrap_err().is_out_of_range());
+        let zero_capacity = Quota::token_bucket(0, Rate::per_second(1)).unwrap_err();
+        assert_eq!(
+            zero_capacity.to_string(),
+            "capacity must be at least 1, got 0"
+        );
+    }
+
+    #[test]
+    fn pacing_limit_counts_the_schedulable_slots() {
+        let quota = Quota::leaky_bucket(Rate::per_second(10), Duration::from_millis(250)).unwrap();
+        assert_eq!(quota.limit(), 3);
+        assert_eq!(quota.max_delay(), Some(Duration::from_millis(250)));
+    }
+}

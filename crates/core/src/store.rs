@@ -1,0 +1,186 @@
+//! The Store contract: where counts live, and the one shape every store answers in.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use smallvec::SmallVec;
+
+use crate::{Charge, Decision, Item, Key, Receipt, RuleId, StoreError};
+
+/// Keeps the counts and decides, on its own clock.
+///
+/// Every store — in-memory, Redis, Redis Cluster, leased, with-fallback — passes the same
+/// conformance suite (`tollgate_core::testing::conformance`, feature `testing`), so a rule gives
+/// the same decision wherever its state lives.
+///
+/// * [`check`](Store::check) takes **all** items of one request in one call and answers
+///   all-or-nothing over the enforcing items: if any refuses, none is charged. Shadow items are
+///   evaluated as if enforced on their own, charged only if the request goes ahead and they
+///   would allow it, and their would-be refusals are reported. Several pacing items are all
+///   scheduled at the latest of their earliest slots.
+/// * [`peek`](Store::peek) answers "would this cost pass now?" without charging.
+/// * [`refund`](Store::refund) undoes exactly the charge a [`Receipt`] describes.
+/// * [`reset`](Store::reset) clears a caller's state for a rule (to unblock someone limited by
+///   mistake).
+///
+/// A store error is never a refusal; the rule's [`OnStoreFailure`](crate::OnStoreFailure) decides.
+/// The in-memory store answers with ready futures that neither box nor allocate; remote stores
+/// may box.
+///
+/// ```
+/// use futures_executor::block_on;
+/// use tollgate_core::{Item, Key, MemoryStore, Quota, Rate, RuleId, Store};
+///
+/// let store = MemoryStore::new();
+/// let rule = RuleId::new("login")?;
+/// let key = Key::new("user77");
+/// let quota = Quota::token_bucket(2, Rate::per_minute(2))?;
+/// let item = Item::new(&rule, quota, &key);
+///
+/// assert!(block_on(store.check(&[item]))?.is_allowed());
+/// assert!(block_on(store.check(&[item]))?.is_allowed());
+/// let third = block_on(store.check(&[item]))?;
+/// assert!(!third.is_allowed());
+/// assert_eq!(third.items()[0].decision().retry_after_secs(), 30);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub trait Store: Send + Sync + 'static {
+    /// Decides and charges one request's items, all-or-nothing over the enforcing ones.
+    fn check(
+        &self,
+        items: &[Item<'_>],
+    ) -> impl Future<Output = Result<BatchDecision, StoreError>> + Send;
+
+    /// Would `item` pass now? Charges nothing.
+    fn peek(&self, item: &Item<'_>) -> impl Future<Output = Result<Decision, StoreError>> + Send;
+
+    /// Undoes exactly the charge `receipt` describes (a no-op when the state it went into has
+    /// already expired).
+    fn refund(&self, receipt: &Receipt) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// Forgets everything `rule` counted for `key`.
+    fn reset(
+        &self,
+        rule: &RuleId,
+        key: &Key,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+}
+
+impl<S: Store> Store for Arc<S> {
+    fn check(
+        &self,
+        items: &[Item<'_>],
+    ) -> impl Future<Output = Result<BatchDecision, StoreError>> + Send {
+        (**self).check(items)
+    }
+
+    fn peek(&self, item: &Item<'_>) -> impl Future<Output = Result<Decision, StoreError>> + Send {
+        (**self).peek(item)
+    }
+
+    fn refund(&self, receipt: &Receipt) -> impl Future<Output = Result<(), StoreError>> + Send {
+        (**self).refund(receipt)
+    }
+
+    fn reset(
+        &self,
+        rule: &RuleId,
+        key: &Key,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send {
+        (**self).reset(rule, key)
+    }
+}
+
+/// One item's part of a [`BatchDecision`]: its decision, and its charge if it was charged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ItemDecision {
+    decision: Decision,
+    charge: Option<Charge>,
+}
+
+impl ItemDecision {
+    /// An item's decision and charge.
+    pub fn new(decision: Decision, charge: Option<Charge>) -> Self {
+        ItemDecision { decision, charge }
+    }
+
+    /// The decision. In a refused batch, items that were not the refusing one report their
+    /// current, uncharged state.
+    pub fn decision(&self) -> &Decision {
+        &self.decision
+    }
+
+    /// What was charged; `None` when nothing was (refused batch, shadow refusal, zero cost).
+    pub fn charge(&self) -> Option<&Charge> {
+        self.charge.as_ref()
+    }
+
+    /// A receipt for this charge, to refund later. `item` must be the item this decision
+    /// answers (same position in the batch).
+    pub fn receipt(&self, item: &Item<'_>) -> Option<Receipt> {
+        self.charge.map(|charge| {
+            Receipt::new(
+                item.rule().clone(),
+                item.key().clone(),
+                *item.quota(),
+                charge,
+            )
+        })
+    }
+}
+
+/// A store's answer to one [`Store::check`]: one [`ItemDecision`] per item, in order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BatchDecision {
+    allowed: bool,
+    items: SmallVec<[ItemDecision; 4]>,
+}
+
+impl BatchDecision {
+    /// An answer: whether the request goes ahead, and each item's decision in order.
+    pub fn new(allowed: bool, items: impl IntoIterator<Item = ItemDecision>) -> Self {
+        BatchDecision {
+            allowed,
+            items: items.into_iter().collect(),
+        }
+    }
+
+    /// Whether the request may go ahead (every enforcing item allowed).
+    pub fn is_allowed(&self) -> bool {
+        self.allowed
+    }
+
+    /// Each item's decision, in the order the items were given.
+    pub fn items(&self) -> &[ItemDecision] {
+        &self.items
+    }
+
+    /// The first refused item that caused the refusal, given the items checked (shadow
+    /// refusals do not count).
+    pub fn refusing<'i>(&self, items: &'i [Item<'i>]) -> Option<(&'i Item<'i>, &ItemDecision)> {
+        items
+            .iter()
+            .zip(&self.items)
+            .find(|(item, answer)| item.is_enforcing() && !answer.decision.is_allowed())
+    }
+
+    /// How long to wait before going ahead: the longest pacing delay (zero without pacing).
+    pub fn delay(&self) -> Duration {
+        self.items
+            .iter()
+            .map(|answer| answer.decision.delay())
+            .max()
+            .unwrap_or(Duration::ZERO)
+    }
+
+    /// Receipts for every charged item (for "count only some outcomes": refund them all when
+    /// the response says the request should not count).
+    pub fn receipts(&self, items: &[Item<'_>]) -> Vec<Receipt> {
+        items
+            .iter()
+            .zip(&self.items)
+            .filter_map(|(item, answer)| answer.receipt(item))
+            .collect()
+    }
+}

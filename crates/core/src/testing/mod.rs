@@ -1,0 +1,16 @@
+//! Test support (feature `testing`): a manual clock, and the conformance suite every store runs.
+//!
+//! ```
+//! use std::time::Duration;
+//! use tollgate_core::testing::ManualClock;
+//! use tollgate_core::{Clock, Timestamp};
+//!
+//! let clock = ManualClock::new(Timestamp::from_secs(60));
+//! clock.advance(Duration::from_millis(1500));
+//! assert_eq!(clock.now(), Timestamp::from_micros(61_500_000));
+//! ```
+
+pub mod conformance;
+mod manual_clock;
+
+pub use manual_clock::ManualClock;

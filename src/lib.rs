@@ -1,0 +1,49 @@
+//! # tollgate
+//!
+//! Rate limiting for Rust services built on tower and axum: name who to count and how much each
+//! may do, per route; get correct `429`s with `Retry-After` and the IETF `RateLimit` headers; keep
+//! the count in memory on one machine or in Redis across a fleet, and decide in advance what
+//! happens when Redis is down.
+//!
+//! This facade re-exports the parts:
+//!
+//! * [`core`] (always): quotas, algorithms, decisions, keys, the `Store` contract and the
+//!   in-memory store — its main items are also re-exported at the top level;
+//! * `tower` (feature `tower`): the `RateLimitLayer` middleware;
+//! * `axum` (feature `axum`): typed limits as extractors;
+//! * `redis` (feature `redis`): the Redis and Redis Cluster store.
+//!
+//! ```
+//! use futures_executor::block_on;
+//! use tollgate::{Item, Key, MemoryStore, Quota, Rate, RuleId, Store};
+//!
+//! let store = MemoryStore::new();
+//! let rule = RuleId::new("sms-per-phone")?;
+//! let quota = Quota::fixed_window(3, std::time::Duration::from_secs(3600))?;
+//! let phone = Key::new("+91-98xxxxxx01");
+//! let item = Item::new(&rule, quota, &phone);
+//! for _ in 0..3 {
+//!     assert!(block_on(store.check(&[item]))?.is_allowed());
+//! }
+//! assert!(!block_on(store.check(&[item]))?.is_allowed());
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+pub use tollgate_core as core;
+pub use tollgate_core::{
+    Algorithm, BatchDecision, Clock, Decision, Item, ItemDecision, Key, MemoryStore, Mode,
+    OnStoreFailure, Quota, QuotaError, Rate, Receipt, Refusal, RuleId, Store, StoreError,
+    SystemClock, Timestamp,
+};
+
+/// The tower middleware (feature `tower`).
+#[cfg(feature = "tower")]
+pub use tollgate_tower as tower;
+
+/// Typed limits as axum extractors (feature `axum`).
+#[cfg(feature = "axum")]
+pub use tollgate_axum as axum;
+
+/// The Redis and Redis Cluster store (feature `redis`).
+#[cfg(feature = "redis")]
+pub use tollgate_redis as redis;
