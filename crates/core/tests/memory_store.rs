@@ -1,0 +1,171 @@
+//! The in-memory store's own promises: bounded keys with a lossless-first eviction order,
+//! automatic sweeping, exact counts under concurrency, and clones that share state.
+
+use std::time::Duration;
+
+use futures_executor::block_on;
+use tollgate_core::testing::ManualClock;
+use tollgate_core::{Item, Key, MemoryStore, Quota, Rate, RuleId, Store, Timestamp};
+
+fn store_with(clock: &ManualClock, max_keys: usize) -> MemoryStore<ManualClock> {
+    MemoryStore::builder()
+        .clock(clock.clone())
+        .shards(1)
+        .max_keys(max_keys)
+        .build()
+}
+
+fn allowed<S: Store>(store: &S, item: Item<'_>) -> bool {
+    block_on(store.check(&[item])).unwrap().is_allowed()
+}
+
+fn start() -> ManualClock {
+    ManualClock::new(Timestamp::from_secs(1_700_000_000))
+}
+
+#[test]
+fn full_again_state_is_evicted_first_and_losslessly() {
+    let clock = start();
+    let store = store_with(&clock, 64);
+    let rule = RuleId::new("reads").unwrap();
+    let quota = Quota::token_bucket(10, Rate::per_second(10)).unwrap();
+    for i in 0..64 {
+        let key = Key::new(format!("early-{i}"));
+        assert!(allowed(&store, Item::new(&rule, quota, &key)));
+    }
+    assert_eq!(store.stats().keys, 64);
+    clock.advance(Duration::from_secs(1)); // every bucket is full again
+    for i in 0..64 {
+        let key = Key::new(format!("late-{i}"));
+        assert!(allowed(&store, Item::new(&rule, quota, &key)));
+    }
+    let stats = store.stats();
+    assert_eq!(stats.keys, 64);
+    assert_eq!(stats.lossless_evictions, 64);
+    assert_eq!(stats.lossy_evictions, 0);
+}
+
+#[test]
+fn flooding_distinct_keys_cannot_reset_a_refused_key() {
+    let clock = start();
+    let store = store_with(&clock, 64);
+    let rule = RuleId::new("login").unwrap();
+    let quota = Quota::token_bucket(10, Rate::per_hour(10)).unwrap();
+    let attacker = Key::new("attacker");
+    let attack = Item::new(&rule, quota, &attacker);
+    while allowed(&store, attack) {}
+    for i in 0..10_000 {
+        let key = Key::new(format!("flood-{i}"));
+        allowed(&store, Item::new(&rule, quota, &key));
+        assert!(store.stats().keys <= 64, "the bound holds");
+    }
+    assert!(!allowed(&store, attack), "the refused key is still refused");
+    let stats = store.stats();
+    assert!(stats.lossy_evictions > 0, "lossy evictions are counted: {stats:?}");
+}
+
+#[test]
+fn idle_state_is_swept_without_being_asked() {
+    let clock = start();
+    let store = MemoryStore::builder().clock(clock.clone()).shards(1).build();
+    let rule = RuleId::new("search").unwrap();
+    let quota = Quota::fixed_window(5, Duration::from_secs(10)).unwrap();
+    for i in 0..100 {
+        let key = Key::new(format!("user-{i}"));
+        assert!(allowed(&store, Item::new(&rule, quota, &key)));
+    }
+    assert_eq!(store.stats().keys, 100);
+    clock.advance(Duration::from_secs(61));
+    let newcomer = Key::new("newcomer");
+    assert!(allowed(&store, Item::new(&rule, quota, &newcomer)));
+    assert_eq!(store.stats().keys, 1, "expired windows were swept on the next insert");
+    clock.advance(Duration::from_secs(20));
+    store.sweep();
+    assert_eq!(store.stats().keys, 0);
+}
+
+#[test]
+fn refused_new_keys_and_peeks_store_nothing() {
+    let clock = start();
+    let store = store_with(&clock, 64);
+    let rule = RuleId::new("export").unwrap();
+    let quota = Quota::token_bucket(5, Rate::per_second(1)).unwrap();
+    let key = Key::new("user77");
+    assert!(!allowed(&store, Item::new(&rule, quota, &key).with_cost(6)));
+    block_on(store.peek(&Item::new(&rule, quota, &key))).unwrap();
+    assert_eq!(store.stats().keys, 0);
+}
+
+#[test]
+fn concurrent_checks_on_one_key_are_exact_and_clones_share_state() {
+    let store = MemoryStore::new();
+    let rule = RuleId::new("follows").unwrap();
+    let quota = Quota::sliding_window_counter(100, Duration::from_secs(86_400)).unwrap();
+    let key = Key::new("user77");
+    let total: usize = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..8)
+            .map(|_| {
+                let store = store.clone();
+                let (rule, key) = (&rule, &key);
+                scope.spawn(move || {
+                    (0..200)
+                        .filter(|_| allowed(&store, Item::new(rule, quota, key)))
+                        .count()
+                })
+            })
+            .collect();
+        workers.into_iter().map(|worker| worker.join().unwrap()).sum()
+    });
+    assert_eq!(total, 100);
+}
+
+#[test]
+fn concurrent_batches_are_all_or_nothing() {
+    let store = MemoryStore::new();
+    let (wide_rule, narrow_rule) = (RuleId::new("wide").unwrap(), RuleId::new("narrow").unwrap());
+    let wide = Quota::fixed_window(1_000, Duration::from_secs(3_600)).unwrap();
+    let narrow = Quota::fixed_window(50, Duration::from_secs(3_600)).unwrap();
+    let (a, b) = (Key::new("a"), Key::new("b"));
+    let passed: usize = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..4)
+            .map(|_| {
+                let store = store.clone();
+                let (wide_rule, narrow_rule, a, b) = (&wide_rule, &narrow_rule, &a, &b);
+                scope.spawn(move || {
+                    (0..100)
+                        .filter(|_| {
+                            let items = [Item::new(wide_rule, wide, a), Item::new(narrow_rule, narrow, b)];
+                            block_on(store.check(&items)).unwrap().is_allowed()
+                        })
+                        .count()
+                })
+            })
+            .collect();
+        workers.into_iter().map(|worker| worker.join().unwrap()).sum()
+    });
+    assert_eq!(passed, 50);
+    let remaining = block_on(store.peek(&Item::new(&wide_rule, wide, &a).with_cost(0))).unwrap();
+    assert_eq!(remaining.remaining(), 950, "refused batches charged the wide rule nothing");
+}
+
+#[test]
+fn hostile_keys_are_distinct_and_bounded() {
+    let clock = start();
+    let store = store_with(&clock, 1_000);
+    let rule = RuleId::new("api-key").unwrap();
+    let quota = Quota::fixed_window(1, Duration::from_secs(60)).unwrap();
+    let keys = [
+        Key::new(vec![b'x'; 1 << 20]),
+        Key::new(vec![b'y'; 1 << 20]),
+        Key::new("{tag}"),
+        Key::new("a:b"),
+        Key::new([0u8, 255, 10, 13]),
+        Key::new(""),
+    ];
+    for key in &keys {
+        assert!(allowed(&store, Item::new(&rule, quota, key)), "{key:?} starts fresh");
+    }
+    for key in &keys {
+        assert!(!allowed(&store, Item::new(&rule, quota, key)), "{key:?} was counted");
+    }
+}
