@@ -47,3 +47,8 @@ pub use tollgate_axum as axum;
 /// The Redis and Redis Cluster store (feature `redis`).
 #[cfg(feature = "redis")]
 pub use tollgate_redis as redis;
+
+/// The README's examples, compiled and run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

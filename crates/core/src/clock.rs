@@ -117,7 +117,7 @@ impl Clock for SystemClock {
 
 /// Converts a duration to whole microseconds, rounding up and saturating.
 pub(crate) fn micros_ceil(duration: Duration) -> u64 {
-    let micros = duration.as_micros() + u128::from(duration.subsec_nanos() % 1_000 != 0);
+    let micros = duration.as_micros() + u128::from(!duration.subsec_nanos().is_multiple_of(1_000));
     u64::try_from(micros).unwrap_or(u64::MAX)
 }
 

@@ -112,7 +112,7 @@ impl fmt::Debug for Rate {
 impl fmt::Display for Rate {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let period = self.period_micros;
-        if period % MICROS_PER_SECOND == 0 {
+        if period.is_multiple_of(MICROS_PER_SECOND) {
             write!(f, "{} per {}s", self.count, period / MICROS_PER_SECOND)
         } else {
             write!(f, "{} per {}µs", self.count, period)

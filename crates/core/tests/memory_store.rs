@@ -16,7 +16,9 @@ fn store_with(clock: &ManualClock, max_keys: usize) -> MemoryStore<ManualClock> 
 }
 
 fn allowed<S: Store>(store: &S, item: Item<'_>) -> bool {
-    block_on(store.check(&[item])).unwrap().is_allowed()
+    block_on(store.check(&[item]))
+        .expect("the in-memory store answers")
+        .is_allowed()
 }
 
 fn start() -> ManualClock {
@@ -61,13 +63,19 @@ fn flooding_distinct_keys_cannot_reset_a_refused_key() {
     }
     assert!(!allowed(&store, attack), "the refused key is still refused");
     let stats = store.stats();
-    assert!(stats.lossy_evictions > 0, "lossy evictions are counted: {stats:?}");
+    assert!(
+        stats.lossy_evictions > 0,
+        "lossy evictions are counted: {stats:?}"
+    );
 }
 
 #[test]
 fn idle_state_is_swept_without_being_asked() {
     let clock = start();
-    let store = MemoryStore::builder().clock(clock.clone()).shards(1).build();
+    let store = MemoryStore::builder()
+        .clock(clock.clone())
+        .shards(1)
+        .build();
     let rule = RuleId::new("search").unwrap();
     let quota = Quota::fixed_window(5, Duration::from_secs(10)).unwrap();
     for i in 0..100 {
@@ -78,7 +86,11 @@ fn idle_state_is_swept_without_being_asked() {
     clock.advance(Duration::from_secs(61));
     let newcomer = Key::new("newcomer");
     assert!(allowed(&store, Item::new(&rule, quota, &newcomer)));
-    assert_eq!(store.stats().keys, 1, "expired windows were swept on the next insert");
+    assert_eq!(
+        store.stats().keys,
+        1,
+        "expired windows were swept on the next insert"
+    );
     clock.advance(Duration::from_secs(20));
     store.sweep();
     assert_eq!(store.stats().keys, 0);
@@ -114,7 +126,10 @@ fn concurrent_checks_on_one_key_are_exact_and_clones_share_state() {
                 })
             })
             .collect();
-        workers.into_iter().map(|worker| worker.join().unwrap()).sum()
+        workers
+            .into_iter()
+            .map(|worker| worker.join().unwrap())
+            .sum()
     });
     assert_eq!(total, 100);
 }
@@ -134,18 +149,28 @@ fn concurrent_batches_are_all_or_nothing() {
                 scope.spawn(move || {
                     (0..100)
                         .filter(|_| {
-                            let items = [Item::new(wide_rule, wide, a), Item::new(narrow_rule, narrow, b)];
+                            let items = [
+                                Item::new(wide_rule, wide, a),
+                                Item::new(narrow_rule, narrow, b),
+                            ];
                             block_on(store.check(&items)).unwrap().is_allowed()
                         })
                         .count()
                 })
             })
             .collect();
-        workers.into_iter().map(|worker| worker.join().unwrap()).sum()
+        workers
+            .into_iter()
+            .map(|worker| worker.join().unwrap())
+            .sum()
     });
     assert_eq!(passed, 50);
     let remaining = block_on(store.peek(&Item::new(&wide_rule, wide, &a).with_cost(0))).unwrap();
-    assert_eq!(remaining.remaining(), 950, "refused batches charged the wide rule nothing");
+    assert_eq!(
+        remaining.remaining(),
+        950,
+        "refused batches charged the wide rule nothing"
+    );
 }
 
 #[test]
@@ -163,9 +188,15 @@ fn hostile_keys_are_distinct_and_bounded() {
         Key::new(""),
     ];
     for key in &keys {
-        assert!(allowed(&store, Item::new(&rule, quota, key)), "{key:?} starts fresh");
+        assert!(
+            allowed(&store, Item::new(&rule, quota, key)),
+            "{key:?} starts fresh"
+        );
     }
     for key in &keys {
-        assert!(!allowed(&store, Item::new(&rule, quota, key)), "{key:?} was counted");
+        assert!(
+            !allowed(&store, Item::new(&rule, quota, key)),
+            "{key:?} was counted"
+        );
     }
 }
