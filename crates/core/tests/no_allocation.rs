@@ -1,0 +1,94 @@
+//! The in-memory store's check path for a key it already holds neither boxes nor allocates.
+//!
+//! This test binary counts every allocation with a wrapping global allocator, so it holds one
+//! test only (no other test threads allocate meanwhile).
+
+// A global allocator must be an `unsafe impl`; this one only counts and delegates to `System`.
+#![allow(unsafe_code)]
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use futures_util::FutureExt;
+use tollgate_core::{Item, Key, MemoryStore, Mode, Quota, Rate, RuleId, Store};
+
+struct CountingAllocator;
+
+static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
+
+// SAFETY: every call is forwarded unchanged to the system allocator.
+unsafe impl GlobalAlloc for CountingAllocator {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: the caller upholds `GlobalAlloc::alloc`'s contract, which `System` shares.
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: `ptr` came from `System.alloc` with this layout.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: as for `dealloc`, and the caller upholds `realloc`'s contract.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: CountingAllocator = CountingAllocator;
+
+#[test]
+fn checks_on_known_keys_do_not_allocate() {
+    let store = MemoryStore::new();
+    let (reads, posting, pacing) = (
+        RuleId::new("reads").unwrap(),
+        RuleId::new("posting").unwrap(),
+        RuleId::new("pacing").unwrap(),
+    );
+    let key = Key::new("account-4821");
+    let long_key = Key::new("a key longer than fifteen bytes, stored boxed");
+    let window = Duration::from_secs(60);
+    let items = [
+        Item::new(
+            &reads,
+            Quota::token_bucket(1_000_000, Rate::per_second(1_000)).unwrap(),
+            &key,
+        ),
+        Item::new(
+            &posting,
+            Quota::sliding_window_counter(1_000_000, window).unwrap(),
+            &long_key,
+        ),
+        Item::new(&posting, Quota::fixed_window(10, window).unwrap(), &key).with_mode(Mode::Shadow),
+        Item::new(
+            &pacing,
+            Quota::leaky_bucket(Rate::per_second(1_000), window).unwrap(),
+            &key,
+        ),
+    ];
+    // The first checks store the keys (and refuse once the shadow rule runs dry).
+    for _ in 0..20 {
+        store.check(&items).now_or_never().unwrap().unwrap();
+    }
+    let before = ALLOCATIONS.load(Ordering::Relaxed);
+    let mut allowed = 0;
+    for _ in 0..1_000 {
+        let answer = store.check(&items).now_or_never().unwrap().unwrap();
+        allowed += usize::from(answer.is_allowed());
+        let single = store
+            .check(std::slice::from_ref(&items[0]))
+            .now_or_never()
+            .unwrap()
+            .unwrap();
+        allowed += usize::from(single.is_allowed());
+    }
+    let allocations = ALLOCATIONS.load(Ordering::Relaxed) - before;
+    assert_eq!(allowed, 2_000);
+    assert_eq!(
+        allocations, 0,
+        "the check path allocated {allocations} times"
+    );
+}
