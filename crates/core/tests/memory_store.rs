@@ -21,6 +21,23 @@ fn allowed<S: Store>(store: &S, item: Item<'_>) -> bool {
         .is_allowed()
 }
 
+/// Runs `attempt` `per_thread` times on each of `threads` threads at once; how many were allowed.
+fn allowed_across_threads(
+    threads: usize,
+    per_thread: usize,
+    attempt: impl Fn() -> bool + Sync,
+) -> usize {
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| scope.spawn(|| (0..per_thread).filter(|_| attempt()).count()))
+            .collect();
+        workers
+            .into_iter()
+            .map(|worker| worker.join().expect("worker finished"))
+            .sum()
+    })
+}
+
 fn start() -> ManualClock {
     ManualClock::new(Timestamp::from_secs(1_700_000_000))
 }
@@ -114,22 +131,9 @@ fn concurrent_checks_on_one_key_are_exact_and_clones_share_state() {
     let rule = RuleId::new("follows").unwrap();
     let quota = Quota::sliding_window_counter(100, Duration::from_secs(86_400)).unwrap();
     let key = Key::new("user77");
-    let total: usize = std::thread::scope(|scope| {
-        let workers: Vec<_> = (0..8)
-            .map(|_| {
-                let store = store.clone();
-                let (rule, key) = (&rule, &key);
-                scope.spawn(move || {
-                    (0..200)
-                        .filter(|_| allowed(&store, Item::new(rule, quota, key)))
-                        .count()
-                })
-            })
-            .collect();
-        workers
-            .into_iter()
-            .map(|worker| worker.join().unwrap())
-            .sum()
+    // Each thread works on its own clone: clones share state.
+    let total = allowed_across_threads(8, 200, || {
+        allowed(&store.clone(), Item::new(&rule, quota, &key))
     });
     assert_eq!(total, 100);
 }
@@ -141,28 +145,12 @@ fn concurrent_batches_are_all_or_nothing() {
     let wide = Quota::fixed_window(1_000, Duration::from_secs(3_600)).unwrap();
     let narrow = Quota::fixed_window(50, Duration::from_secs(3_600)).unwrap();
     let (a, b) = (Key::new("a"), Key::new("b"));
-    let passed: usize = std::thread::scope(|scope| {
-        let workers: Vec<_> = (0..4)
-            .map(|_| {
-                let store = store.clone();
-                let (wide_rule, narrow_rule, a, b) = (&wide_rule, &narrow_rule, &a, &b);
-                scope.spawn(move || {
-                    (0..100)
-                        .filter(|_| {
-                            let items = [
-                                Item::new(wide_rule, wide, a),
-                                Item::new(narrow_rule, narrow, b),
-                            ];
-                            block_on(store.check(&items)).unwrap().is_allowed()
-                        })
-                        .count()
-                })
-            })
-            .collect();
-        workers
-            .into_iter()
-            .map(|worker| worker.join().unwrap())
-            .sum()
+    let passed = allowed_across_threads(4, 100, || {
+        let items = [
+            Item::new(&wide_rule, wide, &a),
+            Item::new(&narrow_rule, narrow, &b),
+        ];
+        block_on(store.check(&items)).unwrap().is_allowed()
     });
     assert_eq!(passed, 50);
     let remaining = block_on(store.peek(&Item::new(&wide_rule, wide, &a).with_cost(0))).unwrap();

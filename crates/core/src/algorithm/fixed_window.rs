@@ -23,8 +23,8 @@
 //! # Ok::<(), tollgate_core::QuotaError>(())
 //! ```
 
-use super::{AlgorithmState, never_fits, ppm};
-use crate::{Charge, Decision, Quota, Refusal, Timestamp, Verdict};
+use super::{AlgorithmState, allowed, limit_reached, ppm, screen};
+use crate::{Charge, Decision, Quota, Timestamp};
 
 /// The current window's number and count.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
@@ -79,34 +79,16 @@ impl AlgorithmState for WindowCount {
         }
         let reset_after = until_window_end(quota, window, 0, now);
         let remaining_now = limit.saturating_sub(self.count);
-        let current =
-            Decision::from_micros(Verdict::Allowed, limit, remaining_now, reset_after, 0, 0);
-        if cost == 0 {
-            return (current, None);
-        }
-        if cost > limit {
-            return (never_fits(current), None);
+        let current = allowed(limit, remaining_now, reset_after);
+        if let Some(early) = screen(current, cost) {
+            return early;
         }
         if cost > remaining_now {
-            let refused = Decision::from_micros(
-                Verdict::Refused(Refusal::LimitReached),
-                limit,
-                remaining_now,
-                reset_after,
-                reset_after,
-                0,
-            );
+            let refused = limit_reached(limit, remaining_now, reset_after, reset_after);
             return (refused, None);
         }
         self.count += cost;
-        let allowed = Decision::from_micros(
-            Verdict::Allowed,
-            limit,
-            remaining_now - cost,
-            reset_after,
-            0,
-            0,
-        );
+        let allowed = allowed(limit, remaining_now - cost, reset_after);
         (allowed, Some(Charge::Window { window, cost }))
     }
 

@@ -33,8 +33,8 @@
 //! # Ok::<(), tollgate_core::QuotaError>(())
 //! ```
 
-use super::{AlgorithmState, leaky_bucket, never_fits, ppm};
-use crate::{Algorithm, Charge, Decision, Quota, Refusal, Timestamp, Verdict};
+use super::{AlgorithmState, allowed, leaky_bucket, limit_reached, ppm, screen};
+use crate::{Algorithm, Charge, Decision, Quota, Timestamp};
 
 /// One timestamp per key: the theoretical arrival time. Shared by token bucket, GCRA and
 /// leaky-bucket pacing, which differ only in how they read it.
@@ -113,28 +113,18 @@ fn check(
     // larger, never smaller, so it grants nothing.
     let debt = state.tat.micros_since(now);
     let remaining_now = tolerance.saturating_sub(debt) / interval;
-    let current = Decision::from_micros(Verdict::Allowed, limit, remaining_now, debt, 0, 0);
-    if cost == 0 {
-        return (current, None);
-    }
-    if cost > limit {
-        return (never_fits(current), None);
+    let current = allowed(limit, remaining_now, debt);
+    if let Some(early) = screen(current, cost) {
+        return early;
     }
     let added = cost * interval; // cost <= limit, so this is at most tolerance <= 2^52.
     let new_debt = debt.saturating_add(added);
     if new_debt > tolerance {
-        let refused = Decision::from_micros(
-            Verdict::Refused(Refusal::LimitReached),
-            limit,
-            remaining_now,
-            debt,
-            new_debt - tolerance,
-            0,
-        );
+        let refused = limit_reached(limit, remaining_now, debt, new_debt - tolerance);
         return (refused, None);
     }
     state.tat = now.saturating_add_micros(new_debt);
     let remaining = (tolerance - new_debt) / interval;
-    let allowed = Decision::from_micros(Verdict::Allowed, limit, remaining, new_debt, 0, 0);
+    let allowed = allowed(limit, remaining, new_debt);
     (allowed, Some(Charge::Scheduled { micros: added }))
 }

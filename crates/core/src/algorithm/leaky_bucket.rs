@@ -25,8 +25,8 @@
 //! # Ok::<(), tollgate_core::QuotaError>(())
 //! ```
 
-use super::{gcra::GcraState, never_fits};
-use crate::{Charge, Decision, Quota, Refusal, Timestamp, Verdict};
+use super::{allowed, gcra::GcraState, limit_reached, screen};
+use crate::{Charge, Decision, Quota, Timestamp, Verdict};
 
 pub(super) fn check(
     state: &mut GcraState,
@@ -46,26 +46,15 @@ pub(super) fn check(
         }
     };
     let backlog = state.tat().micros_since(now);
-    let current =
-        Decision::from_micros(Verdict::Allowed, limit, slots_left(backlog), backlog, 0, 0);
-    if cost == 0 {
-        return (current, None);
-    }
-    if cost > limit {
-        return (never_fits(current), None);
+    let current = allowed(limit, slots_left(backlog), backlog);
+    if let Some(early) = screen(current, cost) {
+        return early;
     }
     let scheduled_until = state.tat().max(now);
     let start = scheduled_until.max(not_before);
     let delay = start.micros_since(now);
     if delay > max_delay {
-        let refused = Decision::from_micros(
-            Verdict::Refused(Refusal::LimitReached),
-            limit,
-            slots_left(backlog),
-            backlog,
-            delay - max_delay,
-            0,
-        );
+        let refused = limit_reached(limit, slots_left(backlog), backlog, delay - max_delay);
         return (refused, None);
     }
     let next_free = start.saturating_add_micros(cost * interval);

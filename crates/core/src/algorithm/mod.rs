@@ -22,7 +22,7 @@ pub mod sliding_window_counter;
 pub mod sliding_window_log;
 pub mod token_bucket;
 
-use crate::{Charge, Decision, Quota, Timestamp};
+use crate::{Charge, Decision, Quota, Refusal, Timestamp, Verdict};
 
 /// The state one algorithm keeps for one key, and how it evaluates a request.
 ///
@@ -71,18 +71,44 @@ pub(crate) fn ppm(part: u64, whole: u64) -> u64 {
     u64::try_from(scaled).unwrap_or(u64::MAX)
 }
 
-/// The refusal for a cost that can never fit, reporting the current state.
-pub(crate) fn never_fits(current: Decision) -> Decision {
+/// An allowed decision, in µs.
+pub(crate) const fn allowed(limit: u64, remaining: u64, reset_after: u64) -> Decision {
+    Decision::from_micros(Verdict::Allowed, limit, remaining, reset_after, 0, 0)
+}
+
+/// A refusal because the quota is used up for now, in µs.
+pub(crate) const fn limit_reached(
+    limit: u64,
+    remaining: u64,
+    reset_after: u64,
+    retry_after: u64,
+) -> Decision {
     Decision::from_micros(
-        crate::Verdict::Refused(crate::Refusal::CostExceedsLimit),
-        current.limit(),
-        current.remaining(),
-        micros(current.reset_after()),
-        0,
+        Verdict::Refused(Refusal::LimitReached),
+        limit,
+        remaining,
+        reset_after,
+        retry_after,
         0,
     )
 }
 
-fn micros(duration: std::time::Duration) -> u64 {
-    u64::try_from(duration.as_micros()).unwrap_or(u64::MAX)
+/// The opening every check shares: a zero cost reports the `current` state, and a cost above the
+/// limit is refused for good (retry-after zero). `None` when the cost must be evaluated.
+pub(crate) fn screen(current: Decision, cost: u64) -> Option<(Decision, Option<Charge>)> {
+    if cost == 0 {
+        return Some((current, None));
+    }
+    if cost > current.limit() {
+        let never_fits = Decision::from_micros(
+            Verdict::Refused(Refusal::CostExceedsLimit),
+            current.limit(),
+            current.remaining(),
+            u64::try_from(current.reset_after().as_micros()).unwrap_or(u64::MAX),
+            0,
+            0,
+        );
+        return Some((never_fits, None));
+    }
+    None
 }

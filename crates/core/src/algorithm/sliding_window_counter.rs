@@ -29,8 +29,8 @@
 //! ```
 
 use super::fixed_window::{until_window_end, window_number};
-use super::{AlgorithmState, never_fits, ppm};
-use crate::{Charge, Decision, Quota, Refusal, Timestamp, Verdict};
+use super::{AlgorithmState, allowed, limit_reached, ppm, screen};
+use crate::{Charge, Decision, Quota, Timestamp};
 
 /// The current window's number, the previous window's count and the current count.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
@@ -108,43 +108,19 @@ impl AlgorithmState for SlidingCounts {
         } else {
             0
         };
-        let current = Decision::from_micros(
-            Verdict::Allowed,
-            limit,
-            remaining_for(used),
-            reset_after,
-            0,
-            0,
-        );
-        if cost == 0 {
-            return (current, None);
-        }
-        if cost > limit {
-            return (never_fits(current), None);
+        let current = allowed(limit, remaining_for(used), reset_after);
+        if let Some(early) = screen(current, cost) {
+            return early;
         }
         let after = used + wide(cost) * wide(length);
         if after > capacity {
             let retry_after = self.retry_after(limit, length, elapsed, cost);
-            let refused = Decision::from_micros(
-                Verdict::Refused(Refusal::LimitReached),
-                limit,
-                remaining_for(used),
-                reset_after,
-                retry_after,
-                0,
-            );
+            let refused = limit_reached(limit, remaining_for(used), reset_after, retry_after);
             return (refused, None);
         }
         self.current += cost;
         let reset_after = until_window_end(quota, window, 1, now);
-        let allowed = Decision::from_micros(
-            Verdict::Allowed,
-            limit,
-            remaining_for(after),
-            reset_after,
-            0,
-            0,
-        );
+        let allowed = allowed(limit, remaining_for(after), reset_after);
         (allowed, Some(Charge::Window { window, cost }))
     }
 

@@ -27,8 +27,8 @@
 
 use std::collections::VecDeque;
 
-use super::{AlgorithmState, never_fits, ppm};
-use crate::{Charge, Decision, Quota, Refusal, Timestamp, Verdict};
+use super::{AlgorithmState, allowed, limit_reached, ppm, screen};
+use crate::{Charge, Decision, Quota, Timestamp};
 
 /// The charges in the current window, oldest first: `(time, cost)`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
@@ -81,13 +81,9 @@ impl AlgorithmState for ChargeLog {
             newest.saturating_add_micros(window).micros_since(now)
         });
         let remaining_now = limit.saturating_sub(self.total);
-        let current =
-            Decision::from_micros(Verdict::Allowed, limit, remaining_now, reset_after, 0, 0);
-        if cost == 0 {
-            return (current, None);
-        }
-        if cost > limit {
-            return (never_fits(current), None);
+        let current = allowed(limit, remaining_now, reset_after);
+        if let Some(early) = screen(current, cost) {
+            return early;
         }
         if cost > remaining_now {
             // Walk the oldest entries out until the cost fits.
@@ -100,14 +96,7 @@ impl AlgorithmState for ChargeLog {
                     break;
                 }
             }
-            let refused = Decision::from_micros(
-                Verdict::Refused(Refusal::LimitReached),
-                limit,
-                remaining_now,
-                reset_after,
-                retry_after,
-                0,
-            );
+            let refused = limit_reached(limit, remaining_now, reset_after, retry_after);
             return (refused, None);
         }
         match self.entries.back_mut() {
@@ -115,8 +104,7 @@ impl AlgorithmState for ChargeLog {
             _ => self.entries.push_back((now, cost)),
         }
         self.total += cost;
-        let allowed =
-            Decision::from_micros(Verdict::Allowed, limit, remaining_now - cost, window, 0, 0);
+        let allowed = allowed(limit, remaining_now - cost, window);
         (allowed, Some(Charge::Logged { at: now, cost }))
     }
 
