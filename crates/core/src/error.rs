@@ -103,6 +103,14 @@ pub enum RuleIdError {
         /// The maximum.
         max: usize,
     },
+    /// The process already made [`RuleId::MAX_DISTINCT`](crate::RuleId::MAX_DISTINCT) distinct ids.
+    #[error(
+        "more than {max} distinct rule ids in one process; rule ids name policies, not callers"
+    )]
+    TooMany {
+        /// The maximum.
+        max: usize,
+    },
     /// The id contains a character outside `A-Z a-z 0-9 _ - .`.
     #[error("rule id contains {found:?}; only A-Z, a-z, 0-9, '_', '-' and '.' are allowed")]
     InvalidCharacter {

@@ -1,15 +1,26 @@
 //! The name of a rule (its policy name), safe to put in a stored key or a header.
 
+use std::cmp::Ordering;
+use std::collections::HashMap;
 use std::fmt;
-use std::sync::Arc;
+use std::hash::{Hash, Hasher};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::RuleIdError;
+
+/// Every rule id this process has made, with its number.
+static REGISTRY: OnceLock<Mutex<HashMap<Arc<str>, u32>>> = OnceLock::new();
 
 /// A rule's id: 1 to [`RuleId::MAX_LEN`] bytes of `A-Z a-z 0-9 _ - .`.
 ///
 /// The id names the policy in `RateLimit-Policy` headers and is part of every stored key, so the
 /// character set is closed: it can never inject a Redis Cluster hash tag (`{`), a key separator
 /// (`:`) or a header delimiter. Cloning is cheap (a reference count).
+///
+/// Ids are interned: each distinct id gets a small number for the life of the process (at most
+/// [`RuleId::MAX_DISTINCT`] of them), so stores find a rule's state by number, without hashing
+/// or comparing its name on every check. Rule ids name policies in configuration; they are not
+/// for per-caller values (those are [`Key`](crate::Key)s).
 ///
 /// ```
 /// use tollgate_core::RuleId;
@@ -18,12 +29,18 @@ use crate::RuleIdError;
 /// assert!(RuleId::new("a{b}").is_err());
 /// # Ok::<(), tollgate_core::RuleIdError>(())
 /// ```
-#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct RuleId(Arc<str>);
+#[derive(Clone)]
+pub struct RuleId {
+    number: u32,
+    name: Arc<str>,
+}
 
 impl RuleId {
     /// The longest accepted id, in bytes.
     pub const MAX_LEN: usize = 64;
+
+    /// The most distinct ids one process can make.
+    pub const MAX_DISTINCT: usize = 1 << 20;
 
     /// Checks and wraps `id`.
     pub fn new(id: &str) -> Result<RuleId, RuleIdError> {
@@ -42,12 +59,61 @@ impl RuleId {
         {
             return Err(RuleIdError::InvalidCharacter { found });
         }
-        Ok(RuleId(Arc::from(id)))
+        let registry = REGISTRY.get_or_init(Default::default);
+        let mut registry = registry
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some((name, number)) = registry.get_key_value(id) {
+            return Ok(RuleId {
+                number: *number,
+                name: Arc::clone(name),
+            });
+        }
+        if registry.len() >= RuleId::MAX_DISTINCT {
+            return Err(RuleIdError::TooMany {
+                max: RuleId::MAX_DISTINCT,
+            });
+        }
+        let number = u32::try_from(registry.len()).unwrap_or(u32::MAX);
+        let name: Arc<str> = Arc::from(id);
+        registry.insert(Arc::clone(&name), number);
+        Ok(RuleId { number, name })
     }
 
     /// The id as text.
     pub fn as_str(&self) -> &str {
-        &self.0
+        &self.name
+    }
+
+    /// This id's number in this process: equal ids have equal numbers.
+    pub(crate) fn number(&self) -> u32 {
+        self.number
+    }
+}
+
+impl PartialEq for RuleId {
+    fn eq(&self, other: &Self) -> bool {
+        self.number == other.number
+    }
+}
+
+impl Eq for RuleId {}
+
+impl Hash for RuleId {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.number.hash(state);
+    }
+}
+
+impl PartialOrd for RuleId {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for RuleId {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.name.cmp(&other.name)
     }
 }
 
@@ -61,19 +127,19 @@ impl TryFrom<&str> for RuleId {
 
 impl fmt::Debug for RuleId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(&*self.0, f)
+        fmt::Debug::fmt(&*self.name, f)
     }
 }
 
 impl fmt::Display for RuleId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(&self.name)
     }
 }
 
 impl AsRef<str> for RuleId {
     fn as_ref(&self) -> &str {
-        &self.0
+        &self.name
     }
 }
 
@@ -97,5 +163,16 @@ mod tests {
             Err(RuleIdError::InvalidCharacter { found: 'é' })
         );
         assert!(RuleId::new(&"a".repeat(64)).is_ok());
+    }
+
+    #[test]
+    fn equal_ids_are_one_rule() {
+        let (a, b) = (
+            RuleId::new("same-rule").unwrap(),
+            RuleId::new("same-rule").unwrap(),
+        );
+        assert_eq!(a, b);
+        assert_eq!(a.number(), b.number());
+        assert_ne!(a, RuleId::new("other-rule").unwrap());
     }
 }

@@ -95,8 +95,8 @@ impl<S: Store> Store for Arc<S> {
 /// One item's part of a [`BatchDecision`]: its decision, and its charge if it was charged.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ItemDecision {
-    decision: Decision,
-    charge: Option<Charge>,
+    pub(crate) decision: Decision,
+    pub(crate) charge: Option<Charge>,
 }
 
 impl ItemDecision {
@@ -144,6 +144,11 @@ impl BatchDecision {
             allowed,
             items: items.into_iter().collect(),
         }
+    }
+
+    /// A store's answer built in place (no per-item conversion on the hot path).
+    pub(crate) fn from_decisions(allowed: bool, items: SmallVec<[ItemDecision; 4]>) -> Self {
+        BatchDecision { allowed, items }
     }
 
     /// Whether the request may go ahead (every enforcing item allowed).

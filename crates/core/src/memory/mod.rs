@@ -42,7 +42,6 @@
 
 mod compact_key;
 mod ops;
-mod rule_index;
 mod shard;
 mod table;
 
@@ -55,12 +54,14 @@ use parking_lot::{Mutex, MutexGuard};
 use smallvec::SmallVec;
 
 use self::ops::{InsertContext, Location};
-use self::rule_index::RuleIndex;
 use self::shard::Shard;
 use crate::{
     Algorithm, BatchDecision, Clock, Decision, Item, ItemDecision, Key, Receipt, RuleId, Store,
     StoreError, SystemClock, Timestamp,
 };
+
+/// Per-item answers, inline for up to four rules per request.
+type Answers = SmallVec<[ItemDecision; 4]>;
 
 /// The default bound on keys: 2^20 (about a million; some 50 MB of token buckets).
 pub const DEFAULT_MAX_KEYS: usize = 1 << 20;
@@ -105,7 +106,6 @@ impl<C: Clock> std::fmt::Debug for MemoryStore<C> {
 
 struct Inner<C> {
     clock: C,
-    rules: RuleIndex,
     shards: Box<[Padded<Mutex<Shard>>]>,
     shard_mask: usize,
     capacity_per_shard: usize,
@@ -179,7 +179,6 @@ impl<C> MemoryStoreBuilder<C> {
         MemoryStore {
             inner: Arc::new(Inner {
                 clock: self.clock,
-                rules: RuleIndex::new(),
                 shards: (0..shards)
                     .map(|_| Padded(Mutex::new(Shard::new())))
                     .collect(),
@@ -219,7 +218,8 @@ impl<C: Clock> Inner<C> {
         self.seed.hash_one((rule, key))
     }
 
-    fn locate(&self, rule: u32, key: &Key) -> Location {
+    fn locate(&self, rule: &RuleId, key: &Key) -> Location {
+        let rule = rule.number();
         let hash = self.hash(rule, key.as_bytes());
         Location {
             // The table uses the low bits and the top seven; pick the shard from the middle.
@@ -245,14 +245,42 @@ impl<C: Clock> Inner<C> {
         now
     }
 
-    fn check(&self, items: &[Item<'_>]) -> Result<BatchDecision, StoreError> {
-        let mut locations: SmallVec<[Location; 4]> = SmallVec::with_capacity(items.len());
-        for item in items {
-            locations.push(self.locate(self.rules.find_or_add(item.rule())?, item.key()));
+    /// Locks the shard at `at` and reads "now" for it.
+    fn lock_one(&self, at: Location) -> (MutexGuard<'_, Shard>, Timestamp) {
+        let mut shard = self.lock(at.shard);
+        let now = self.now_for(std::slice::from_mut(&mut shard));
+        (shard, now)
+    }
+
+    fn check(&self, items: &[Item<'_>]) -> BatchDecision {
+        match items {
+            [item] => self.check_one(item),
+            _ => self.check_batch(items),
         }
+    }
+
+    /// The common case, one rule: one lock, no sorting. An item alone is all-or-nothing by
+    /// itself, and a shadow item alone never refuses the request.
+    fn check_one(&self, item: &Item<'_>) -> BatchDecision {
+        let at = self.locate(item.rule(), item.key());
+        let (mut shard, now) = self.lock_one(at);
+        let (decision, charge) = ops::evaluate(&mut shard, at, item, now, now, self);
+        drop(shard);
+        let allowed = decision.is_allowed() || !item.is_enforcing();
+        let mut answers = Answers::new();
+        answers.push(ItemDecision { decision, charge });
+        BatchDecision::from_decisions(allowed, answers)
+    }
+
+    fn check_batch(&self, items: &[Item<'_>]) -> BatchDecision {
+        let locations: SmallVec<[Location; 4]> = items
+            .iter()
+            .map(|item| self.locate(item.rule(), item.key()))
+            .collect();
         let mut order: SmallVec<[usize; 4]> = locations.iter().map(|at| at.shard).collect();
         order.sort_unstable();
         order.dedup();
+        // Locking in shard order means two batches can never wait on each other in a cycle.
         let mut guards: SmallVec<[MutexGuard<'_, Shard>; 4]> =
             order.iter().map(|&shard| self.lock(shard)).collect();
         let slot = |at: &Location| order.binary_search(&at.shard).unwrap_or_default();
@@ -270,22 +298,23 @@ impl<C: Clock> Inner<C> {
             .map(|(item, at)| ops::earliest_start(&guards[slot(at)], *at, item, now))
             .fold(now, Timestamp::max);
 
-        let mut answers: SmallVec<[(Decision, Option<crate::Charge>); 4]> =
-            SmallVec::with_capacity(items.len());
+        let mut answers = Answers::with_capacity(items.len());
         let mut allowed = true;
         for (item, at) in items.iter().zip(&locations) {
-            if !item.is_enforcing() {
-                answers.push((Decision::allowed(0, 0, std::time::Duration::ZERO), None));
-                continue;
-            }
-            let answer = ops::evaluate(&mut guards[slot(at)], *at, item, now, not_before, self);
-            allowed &= answer.0.is_allowed();
-            answers.push(answer);
+            let (decision, charge) = if item.is_enforcing() {
+                ops::evaluate(&mut guards[slot(at)], *at, item, now, not_before, self)
+            } else {
+                // Filled in below, once the request's fate is known.
+                (Decision::allowed(0, 0, std::time::Duration::ZERO), None)
+            };
+            allowed &= decision.is_allowed();
+            answers.push(ItemDecision { decision, charge });
         }
+        let pairs = items.iter().zip(&locations).zip(answers.iter_mut());
         if !allowed {
             // All or nothing: take back every charge, newest first, and report the current state.
-            for ((item, at), answer) in items.iter().zip(&locations).zip(answers.iter_mut()).rev() {
-                if let Some(charge) = answer.1.take() {
+            for ((item, at), answer) in pairs.rev() {
+                if let Some(charge) = answer.charge.take() {
                     let shard = &mut guards[slot(at)];
                     ops::refund(
                         shard,
@@ -295,77 +324,38 @@ impl<C: Clock> Inner<C> {
                         &charge,
                         now,
                     );
-                    answer.0 = ops::peek(shard, *at, item, 0, now);
+                    answer.decision = ops::peek(shard, *at, item, 0, now);
                 }
             }
         }
         // Shadow items act as if enforced alone; they are charged only if the request goes ahead.
-        for ((item, at), answer) in items.iter().zip(&locations).zip(answers.iter_mut()) {
-            if item.is_enforcing() {
-                continue;
-            }
+        let pairs = items.iter().zip(&locations).zip(answers.iter_mut());
+        for ((item, at), answer) in pairs.filter(|((item, _), _)| !item.is_enforcing()) {
             let shard = &mut guards[slot(at)];
-            *answer = if allowed {
+            (answer.decision, answer.charge) = if allowed {
                 ops::evaluate(shard, *at, item, now, now, self)
             } else {
                 (ops::peek(shard, *at, item, item.cost(), now), None)
             };
         }
         drop(guards);
-        Ok(BatchDecision::new(
-            allowed,
-            answers
-                .into_iter()
-                .map(|(decision, charge)| ItemDecision::new(decision, charge)),
-        ))
+        BatchDecision::from_decisions(allowed, answers)
     }
 
     fn peek(&self, item: &Item<'_>) -> Decision {
-        let mut shard;
-        let now;
-        let at;
-        match self.rules.find(item.rule()) {
-            Some(rule) => {
-                at = self.locate(rule, item.key());
-                shard = self.lock(at.shard);
-                now = self.now_for(std::slice::from_mut(&mut shard));
-            }
-            None => {
-                // Never seen: evaluate against an empty state without storing anything.
-                let empty = Shard::new();
-                let now = self.clock.now();
-                let at = Location {
-                    shard: 0,
-                    rule: 0,
-                    hash: 0,
-                };
-                return ops::peek(&empty, at, item, item.cost(), now);
-            }
-        }
+        let at = self.locate(item.rule(), item.key());
+        let (shard, now) = self.lock_one(at);
         ops::peek(&shard, at, item, item.cost(), now)
     }
 
     fn refund(&self, receipt: &Receipt) {
-        let Some(rule) = self.rules.find(receipt.rule()) else {
-            return;
-        };
-        let at = self.locate(rule, receipt.key());
-        let mut shard = self.lock(at.shard);
-        let now = self.now_for(std::slice::from_mut(&mut shard));
-        ops::refund(
-            &mut shard,
-            at,
-            receipt.key().as_bytes(),
-            receipt.quota(),
-            receipt.charge(),
-            now,
-        );
+        let at = self.locate(receipt.rule(), receipt.key());
+        let (mut shard, now) = self.lock_one(at);
+        let key = receipt.key().as_bytes();
+        ops::refund(&mut shard, at, key, receipt.quota(), receipt.charge(), now);
     }
 
     fn reset(&self, rule: &RuleId, key: &Key) {
-        let Some(rule) = self.rules.find(rule) else {
-            return;
-        };
         let at = self.locate(rule, key);
         ops::reset(&mut self.lock(at.shard), at, key.as_bytes());
     }
@@ -408,7 +398,7 @@ impl<C: Clock> Store for MemoryStore<C> {
         &self,
         items: &[Item<'_>],
     ) -> impl Future<Output = Result<BatchDecision, StoreError>> + Send {
-        ready(self.inner.check(items))
+        ready(Ok(self.inner.check(items)))
     }
 
     fn peek(&self, item: &Item<'_>) -> impl Future<Output = Result<Decision, StoreError>> + Send {

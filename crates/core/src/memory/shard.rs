@@ -76,7 +76,8 @@ pub(crate) struct Removed {
 pub(crate) struct Shard {
     /// The latest time this shard has seen: "now" never goes backwards here.
     pub(crate) latest_now: Timestamp,
-    tables: Vec<RuleTables>,
+    /// Indexed by rule number; boxed so rules this store never sees cost one pointer.
+    tables: Vec<Option<Box<RuleTables>>>,
     len: usize,
     next_sweep_len: usize,
     last_sweep: Timestamp,
@@ -100,16 +101,19 @@ impl Shard {
 
     /// The table of `S` for rule number `rule`, if the rule has any state here.
     pub(crate) fn table<S: StoredState>(&self, rule: u32) -> Option<&Table<S>> {
-        self.tables.get(rule as usize).map(S::table_ref)
+        self.tables
+            .get(rule as usize)
+            .and_then(Option::as_deref)
+            .map(S::table_ref)
     }
 
     /// The table of `S` for rule number `rule`, created if missing.
     pub(crate) fn table_mut<S: StoredState>(&mut self, rule: u32) -> &mut Table<S> {
         let index = rule as usize;
         if self.tables.len() <= index {
-            self.tables.resize_with(index + 1, RuleTables::default);
+            self.tables.resize_with(index + 1, || None);
         }
-        S::table(&mut self.tables[index])
+        S::table(self.tables[index].get_or_insert_with(Box::default))
     }
 
     /// Records a key added or removed by a caller of `table_mut`.
@@ -141,7 +145,7 @@ impl Shard {
     /// Removes every state that loses nothing when dropped (expired, or full again).
     pub(crate) fn sweep(&mut self, now: Timestamp) -> usize {
         let mut removed = 0;
-        for tables in &mut self.tables {
+        for tables in self.tables.iter_mut().flatten() {
             removed += sweep_table(&mut tables.gcra, now);
             removed += sweep_table(&mut tables.fixed, now);
             removed += sweep_table(&mut tables.sliding, now);
@@ -156,7 +160,7 @@ impl Shard {
     /// Removes the `count` states that hold the smallest share of their limit.
     fn evict_least_used(&mut self, count: usize, now: Timestamp) -> usize {
         let mut usages = Vec::with_capacity(self.len);
-        for tables in &self.tables {
+        for tables in self.tables.iter().flatten() {
             tables.gcra.usages(now, &mut usages);
             tables.fixed.usages(now, &mut usages);
             tables.sliding.usages(now, &mut usages);
@@ -172,7 +176,7 @@ impl Shard {
         let mut budget = count;
         let mut removed = 0;
         for pass_ties in [false, true] {
-            for tables in &mut self.tables {
+            for tables in self.tables.iter_mut().flatten() {
                 let mut evict = |usage: u64| {
                     let take = if pass_ties {
                         usage == threshold
