@@ -77,7 +77,7 @@ impl<C: Clock + ?Sized> Clock for std::sync::Arc<C> {
 #[derive(Debug, Clone)]
 pub struct SystemClock {
     counter: quanta::Clock,
-    started_at: quanta::Instant,
+    started_raw: u64,
     started_micros: u64,
 }
 
@@ -85,14 +85,14 @@ impl SystemClock {
     /// A clock anchored at the current wall-clock time.
     pub fn new() -> Self {
         let counter = quanta::Clock::new();
-        let started_at = counter.now();
+        let started_raw = counter.raw();
         let since_epoch = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .unwrap_or(Duration::ZERO);
         let started_micros = u64::try_from(since_epoch.as_micros()).unwrap_or(u64::MAX);
         SystemClock {
             counter,
-            started_at,
+            started_raw,
             started_micros,
         }
     }
@@ -106,12 +106,11 @@ impl Default for SystemClock {
 
 impl Clock for SystemClock {
     fn now(&self) -> Timestamp {
-        let elapsed = self
+        // Raw counter ticks scaled to nanoseconds: no `Instant` or `Duration` arithmetic here.
+        let elapsed_nanos = self
             .counter
-            .now()
-            .saturating_duration_since(self.started_at);
-        let elapsed = u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX);
-        Timestamp(self.started_micros.saturating_add(elapsed))
+            .delta_as_nanos(self.started_raw, self.counter.raw());
+        Timestamp(self.started_micros.saturating_add(elapsed_nanos / 1_000))
     }
 }
 

@@ -46,8 +46,8 @@ pub struct Decision {
     limit: u64,
     remaining: u64,
     reset_after_micros: u64,
-    retry_after_micros: u64,
-    delay_micros: u64,
+    /// Retry-after when refused, pacing delay when allowed: never both, so one field.
+    wait_micros: u64,
 }
 
 impl Decision {
@@ -84,7 +84,9 @@ impl Decision {
     /// This decision with a pacing delay.
     #[must_use]
     pub fn with_delay(mut self, delay: Duration) -> Decision {
-        self.delay_micros = duration_micros(delay);
+        if self.is_allowed() {
+            self.wait_micros = duration_micros(delay);
+        }
         self
     }
 
@@ -96,13 +98,16 @@ impl Decision {
         retry_after_micros: u64,
         delay_micros: u64,
     ) -> Decision {
+        let wait_micros = match verdict {
+            Verdict::Allowed => delay_micros,
+            Verdict::Refused(_) => retry_after_micros,
+        };
         Decision {
             verdict,
             limit,
             remaining,
             reset_after_micros,
-            retry_after_micros,
-            delay_micros,
+            wait_micros,
         }
     }
 
@@ -142,12 +147,18 @@ impl Decision {
     /// Time until a refused request of the same cost would fit; zero when allowed, and zero for
     /// [`Refusal::CostExceedsLimit`] (it never fits).
     pub const fn retry_after(&self) -> Duration {
-        Duration::from_micros(self.retry_after_micros)
+        match self.verdict {
+            Verdict::Allowed => Duration::ZERO,
+            Verdict::Refused(_) => Duration::from_micros(self.wait_micros),
+        }
     }
 
     /// How long to wait before going ahead (pacing); zero otherwise.
     pub const fn delay(&self) -> Duration {
-        Duration::from_micros(self.delay_micros)
+        match self.verdict {
+            Verdict::Allowed => Duration::from_micros(self.wait_micros),
+            Verdict::Refused(_) => Duration::ZERO,
+        }
     }
 
     /// [`retry_after`](Self::retry_after) in whole seconds, rounded **up**: a 300 ms wait is 1.

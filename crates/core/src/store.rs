@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use smallvec::SmallVec;
 
-use crate::{Charge, Decision, Item, Key, Receipt, RuleId, StoreError};
+use crate::{Charge, Decision, Item, Key, Receipt, RuleId, StoreError, StoreErrorKind};
 
 /// Keeps the counts and decides, on its own clock.
 ///
@@ -52,6 +52,21 @@ pub trait Store: Send + Sync + 'static {
         items: &[Item<'_>],
     ) -> impl Future<Output = Result<BatchDecision, StoreError>> + Send;
 
+    /// Decides and charges a single item: [`check`](Store::check) for a one-rule request,
+    /// answering just that item. For a shadow item the answer is its would-be decision (the
+    /// request itself always goes ahead). Stores may answer this faster than a batch.
+    fn check_one(
+        &self,
+        item: &Item<'_>,
+    ) -> impl Future<Output = Result<ItemDecision, StoreError>> + Send {
+        async move {
+            let batch = self.check(std::slice::from_ref(item)).await?;
+            batch.items().first().copied().ok_or_else(|| {
+                StoreError::new(StoreErrorKind::Protocol, "store answered no item for one")
+            })
+        }
+    }
+
     /// Would `item` pass now? Charges nothing.
     fn peek(&self, item: &Item<'_>) -> impl Future<Output = Result<Decision, StoreError>> + Send;
 
@@ -73,6 +88,13 @@ impl<S: Store> Store for Arc<S> {
         items: &[Item<'_>],
     ) -> impl Future<Output = Result<BatchDecision, StoreError>> + Send {
         (**self).check(items)
+    }
+
+    fn check_one(
+        &self,
+        item: &Item<'_>,
+    ) -> impl Future<Output = Result<ItemDecision, StoreError>> + Send {
+        (**self).check_one(item)
     }
 
     fn peek(&self, item: &Item<'_>) -> impl Future<Output = Result<Decision, StoreError>> + Send {
@@ -134,7 +156,7 @@ impl ItemDecision {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BatchDecision {
     allowed: bool,
-    items: SmallVec<[ItemDecision; 4]>,
+    items: SmallVec<[ItemDecision; 3]>,
 }
 
 impl BatchDecision {
@@ -147,7 +169,7 @@ impl BatchDecision {
     }
 
     /// A store's answer built in place (no per-item conversion on the hot path).
-    pub(crate) fn from_decisions(allowed: bool, items: SmallVec<[ItemDecision; 4]>) -> Self {
+    pub(crate) fn from_decisions(allowed: bool, items: SmallVec<[ItemDecision; 3]>) -> Self {
         BatchDecision { allowed, items }
     }
 

@@ -42,6 +42,7 @@ static ALLOCATOR: CountingAllocator = CountingAllocator;
 
 #[test]
 fn checks_on_known_keys_do_not_allocate() {
+    // Up to three rules per request are answered inline, without the heap.
     let store = MemoryStore::new();
     let (reads, posting, pacing) = (
         RuleId::new("reads").unwrap(),
@@ -63,15 +64,16 @@ fn checks_on_known_keys_do_not_allocate() {
             &long_key,
         ),
         Item::new(&posting, Quota::fixed_window(10, window).unwrap(), &key).with_mode(Mode::Shadow),
-        Item::new(
-            &pacing,
-            Quota::leaky_bucket(Rate::per_second(1_000), window).unwrap(),
-            &key,
-        ),
     ];
+    let paced = Item::new(
+        &pacing,
+        Quota::leaky_bucket(Rate::per_second(1_000), window).unwrap(),
+        &key,
+    );
     // The first checks store the keys (and refuse once the shadow rule runs dry).
     for _ in 0..20 {
         store.check(&items).now_or_never().unwrap().unwrap();
+        store.check_one(&paced).now_or_never().unwrap().unwrap();
     }
     let before = ALLOCATIONS.load(Ordering::Relaxed);
     let mut allowed = 0;
@@ -84,9 +86,11 @@ fn checks_on_known_keys_do_not_allocate() {
             .unwrap()
             .unwrap();
         allowed += usize::from(single.is_allowed());
+        let one = store.check_one(&paced).now_or_never().unwrap().unwrap();
+        allowed += usize::from(one.decision().is_allowed());
     }
     let allocations = ALLOCATIONS.load(Ordering::Relaxed) - before;
-    assert_eq!(allowed, 2_000);
+    assert_eq!(allowed, 3_000);
     assert_eq!(
         allocations, 0,
         "the check path allocated {allocations} times"

@@ -60,6 +60,7 @@ impl GcraState {
 }
 
 impl AlgorithmState for GcraState {
+    #[inline(always)]
     fn check(
         &mut self,
         quota: &Quota,
@@ -100,6 +101,7 @@ impl AlgorithmState for GcraState {
 }
 
 /// The GCRA check (token bucket and GCRA quotas).
+#[inline(always)]
 fn check(
     state: &mut GcraState,
     quota: &Quota,

@@ -19,21 +19,58 @@ pub(crate) enum CompactKey {
     Boxed(Box<Box<[u8]>>),
 }
 
+/// A key being looked up, prepared once so each candidate is compared without a `memcmp` call:
+/// short keys compare as one fixed-size array.
+pub(crate) struct KeyProbe<'k> {
+    inline: Option<(NonZeroU8, [u8; INLINE_CAPACITY])>,
+    bytes: &'k [u8],
+}
+
+impl<'k> KeyProbe<'k> {
+    #[inline]
+    pub(crate) fn new(bytes: &'k [u8]) -> Self {
+        KeyProbe {
+            inline: inline_form(bytes),
+            bytes,
+        }
+    }
+}
+
+#[inline]
+fn inline_form(key: &[u8]) -> Option<(NonZeroU8, [u8; INLINE_CAPACITY])> {
+    if key.len() > INLINE_CAPACITY {
+        return None;
+    }
+    let mut bytes = [0; INLINE_CAPACITY];
+    bytes[..key.len()].copy_from_slice(key);
+    let len_plus_one = u8::try_from(key.len() + 1).ok().and_then(NonZeroU8::new)?;
+    Some((len_plus_one, bytes))
+}
+
 impl CompactKey {
     pub(crate) fn new(key: &[u8]) -> Self {
-        if key.len() <= INLINE_CAPACITY {
-            let mut bytes = [0; INLINE_CAPACITY];
-            bytes[..key.len()].copy_from_slice(key);
-            let len_plus_one = u8::try_from(key.len() + 1)
-                .ok()
-                .and_then(NonZeroU8::new)
-                .unwrap_or(NonZeroU8::MIN);
-            CompactKey::Inline {
+        match inline_form(key) {
+            Some((len_plus_one, bytes)) => CompactKey::Inline {
                 len_plus_one,
                 bytes,
-            }
-        } else {
-            CompactKey::Boxed(Box::new(Box::from(key)))
+            },
+            None => CompactKey::Boxed(Box::new(Box::from(key))),
+        }
+    }
+
+    /// Whether this is the probed key.
+    #[inline]
+    pub(crate) fn matches(&self, probe: &KeyProbe<'_>) -> bool {
+        match (self, &probe.inline) {
+            (
+                CompactKey::Inline {
+                    len_plus_one,
+                    bytes,
+                },
+                Some((probe_len, probe_bytes)),
+            ) => len_plus_one == probe_len && bytes == probe_bytes,
+            (CompactKey::Boxed(bytes), None) => bytes[..] == *probe.bytes,
+            _ => false,
         }
     }
 

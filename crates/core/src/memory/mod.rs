@@ -60,8 +60,8 @@ use crate::{
     StoreError, SystemClock, Timestamp,
 };
 
-/// Per-item answers, inline for up to four rules per request.
-type Answers = SmallVec<[ItemDecision; 4]>;
+/// Per-item answers, inline for up to three rules per request (more spill to the heap).
+type Answers = SmallVec<[ItemDecision; 3]>;
 
 /// The default bound on keys: 2^20 (about a million; some 50 MB of token buckets).
 pub const DEFAULT_MAX_KEYS: usize = 1 << 20;
@@ -254,22 +254,25 @@ impl<C: Clock> Inner<C> {
 
     fn check(&self, items: &[Item<'_>]) -> BatchDecision {
         match items {
-            [item] => self.check_one(item),
+            [item] => {
+                let answer = self.check_one(item);
+                // An item alone is all-or-nothing by itself; a shadow item never refuses.
+                let allowed = answer.decision.is_allowed() || !item.is_enforcing();
+                let mut answers = Answers::new();
+                answers.push(answer);
+                BatchDecision::from_decisions(allowed, answers)
+            }
             _ => self.check_batch(items),
         }
     }
 
-    /// The common case, one rule: one lock, no sorting. An item alone is all-or-nothing by
-    /// itself, and a shadow item alone never refuses the request.
-    fn check_one(&self, item: &Item<'_>) -> BatchDecision {
+    /// The common case, one rule: one lock, no sorting.
+    #[inline]
+    fn check_one(&self, item: &Item<'_>) -> ItemDecision {
         let at = self.locate(item.rule(), item.key());
         let (mut shard, now) = self.lock_one(at);
         let (decision, charge) = ops::evaluate(&mut shard, at, item, now, now, self);
-        drop(shard);
-        let allowed = decision.is_allowed() || !item.is_enforcing();
-        let mut answers = Answers::new();
-        answers.push(ItemDecision { decision, charge });
-        BatchDecision::from_decisions(allowed, answers)
+        ItemDecision { decision, charge }
     }
 
     fn check_batch(&self, items: &[Item<'_>]) -> BatchDecision {
@@ -399,6 +402,13 @@ impl<C: Clock> Store for MemoryStore<C> {
         items: &[Item<'_>],
     ) -> impl Future<Output = Result<BatchDecision, StoreError>> + Send {
         ready(Ok(self.inner.check(items)))
+    }
+
+    fn check_one(
+        &self,
+        item: &Item<'_>,
+    ) -> impl Future<Output = Result<ItemDecision, StoreError>> + Send {
+        ready(Ok(self.inner.check_one(item)))
     }
 
     fn peek(&self, item: &Item<'_>) -> impl Future<Output = Result<Decision, StoreError>> + Send {

@@ -19,6 +19,7 @@ pub(crate) trait InsertContext {
 }
 
 /// Evaluates `item` and, when `charge` is true and it is allowed, charges it.
+#[inline(always)]
 pub(crate) fn evaluate(
     shard: &mut Shard,
     at: Location,
@@ -37,6 +38,7 @@ pub(crate) fn evaluate(
     }
     impl<C: InsertContext> StateVisitor for Evaluate<'_, '_, C> {
         type Output = (Decision, Option<Charge>);
+        #[inline(always)]
         fn visit<S: StoredState>(self) -> Self::Output {
             let Evaluate {
                 shard,

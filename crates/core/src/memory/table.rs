@@ -2,7 +2,7 @@
 
 use hashbrown::HashTable;
 
-use super::compact_key::CompactKey;
+use super::compact_key::{CompactKey, KeyProbe};
 use crate::Quota;
 use crate::algorithm::AlgorithmState;
 
@@ -29,15 +29,18 @@ impl<S> Default for Table<S> {
 }
 
 impl<S: AlgorithmState> Table<S> {
+    #[inline]
     pub(crate) fn find_mut(&mut self, hash: u64, key: &[u8]) -> Option<&mut S> {
+        let probe = KeyProbe::new(key);
         self.entries
-            .find_mut(hash, |entry| entry.key.as_bytes() == key)
+            .find_mut(hash, |entry| entry.key.matches(&probe))
             .map(|entry| &mut entry.state)
     }
 
     pub(crate) fn find(&self, hash: u64, key: &[u8]) -> Option<&S> {
+        let probe = KeyProbe::new(key);
         self.entries
-            .find(hash, |entry| entry.key.as_bytes() == key)
+            .find(hash, |entry| entry.key.matches(&probe))
             .map(|entry| &entry.state)
     }
 
@@ -59,9 +62,10 @@ impl<S: AlgorithmState> Table<S> {
 
     /// Removes the key; whether it was there.
     pub(crate) fn remove(&mut self, hash: u64, key: &[u8]) -> bool {
+        let probe = KeyProbe::new(key);
         match self
             .entries
-            .find_entry(hash, |entry| entry.key.as_bytes() == key)
+            .find_entry(hash, |entry| entry.key.matches(&probe))
         {
             Ok(entry) => {
                 entry.remove();
