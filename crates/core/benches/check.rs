@@ -8,16 +8,21 @@
 //! * `allow`: B = 10^9, R = 10^6/s — every check is allowed (asserted before timing);
 //! * `refuse`: B = 1, R = 1/s — nearly every check is refused (asserted before timing).
 //!
-//! Cases, each timed for tollgate and then for governor on fresh limiters:
+//! Cases, each timed for tollgate (two paths) and then for governor, on fresh limiters:
 //!
 //! * `hot_key`: one key, one thread;
 //! * `many_keys`: 10,000 keys round-robin, one thread;
 //! * `2_threads_hot_key`: two threads on one key;
 //! * `2_threads_many_keys`: two threads round-robin over the same 10,000 keys, half a lap apart.
 //!
-//! tollgate is called through its public path only: an [`Item`] per check, `Store::check_one`
-//! (the one-rule form of `Store::check`; before it existed this bench called `Store::check` on a
-//! one-item slice), and the ready future polled once with `now_or_never`. The two-thread cases
+//! tollgate is called through its public paths only, an [`Item`] per check and the ready future
+//! polled once with `now_or_never`:
+//!
+//! * `tollgate`: `Store::check_one`, the one-rule check (typed limits, single-rule routes);
+//! * `tollgate_batch`: `Store::check` on a one-item slice, answering a whole `BatchDecision`
+//!   (what a route with several rules uses).
+//!
+//! The two-thread cases
 //! report wall-clock time divided by the checks **all** threads did (the inverse of throughput),
 //! measured from the moment a barrier releases both threads.
 //!
@@ -110,6 +115,24 @@ impl Limiter for Tollgate {
             .expect("the in-memory store answers with a ready future")
             .expect("the in-memory store does not fail")
             .decision()
+            .is_allowed()
+    }
+}
+
+/// The same store through the batch path: `Store::check` on a one-item slice, answering a
+/// `BatchDecision` (what the layer uses for requests that match several rules).
+struct TollgateBatch(Tollgate);
+
+impl Limiter for TollgateBatch {
+    #[inline]
+    fn check(&self, key: &Key) -> bool {
+        let item = Item::new(&self.0.rule, self.0.quota, key);
+        self.0
+            .store
+            .check(std::slice::from_ref(&item))
+            .now_or_never()
+            .expect("the in-memory store answers with a ready future")
+            .expect("the in-memory store does not fail")
             .is_allowed()
     }
 }
@@ -236,6 +259,10 @@ fn check_quotas(keys: &[Key]) {
     for limits in [ALLOW, REFUSE] {
         let counts = [
             ("tollgate", allowed(&Tollgate::new(&limits), keys, checks)),
+            (
+                "tollgate_batch",
+                allowed(&TollgateBatch(Tollgate::new(&limits)), keys, checks),
+            ),
             ("governor", allowed(&Governor::new(&limits), keys, checks)),
         ];
         for (library, allowed) in counts {
@@ -278,6 +305,14 @@ fn main() {
                 &mut group,
                 &format!("{prefix}/tollgate"),
                 &tollgate,
+                case,
+                keys,
+            );
+            let batch = TollgateBatch(Tollgate::new(&limits));
+            bench_case(
+                &mut group,
+                &format!("{prefix}/tollgate_batch"),
+                &batch,
                 case,
                 keys,
             );

@@ -188,3 +188,36 @@ fn hostile_keys_are_distinct_and_bounded() {
         );
     }
 }
+
+#[test]
+fn shared_path_checks_and_locked_batches_on_one_bucket_stay_exact() {
+    let store = MemoryStore::new();
+    let (bucket_rule, window_rule) = (
+        RuleId::new("bucket").unwrap(),
+        RuleId::new("window").unwrap(),
+    );
+    let bucket = Quota::token_bucket(100, Rate::per_day(1)).unwrap();
+    let narrow = Quota::fixed_window(30, Duration::from_secs(3_600)).unwrap();
+    let (key, other) = (Key::new("hot"), Key::new("other"));
+    let single = Item::new(&bucket_rule, bucket, &key);
+    let batch = [single, Item::new(&window_rule, narrow, &other)];
+    assert!(
+        allowed(&store, single),
+        "the key exists, so later singles take the shared path"
+    );
+    let (singles, batches) = std::thread::scope(|scope| {
+        let singles = scope.spawn(|| allowed_across_threads(2, 200, || allowed(&store, single)));
+        let batches = scope.spawn(|| {
+            allowed_across_threads(2, 200, || {
+                block_on(store.check(&batch)).unwrap().is_allowed()
+            })
+        });
+        (singles.join().unwrap(), batches.join().unwrap())
+    });
+    assert!(batches <= 30);
+    assert_eq!(
+        1 + singles + batches,
+        100,
+        "{singles} singles and {batches} batches"
+    );
+}

@@ -1,10 +1,16 @@
 //! The in-memory store: keyed, concurrent, sharded and bounded.
 //!
-//! State lives in shards, each behind its own lock; a key's shard and slot come from one hash of
-//! (rule, key) with a per-store random seed, so callers cannot aim keys at one shard. A check
-//! locks only the shards its items live in (in a fixed order, so batches never deadlock), reads
-//! the clock once, and answers with a ready future: no boxing, and no allocation unless a new key
-//! is stored.
+//! State lives in shards, each behind its own reader-writer lock; a key's shard and slot come
+//! from one hash of (rule, key) with a per-store random seed, so callers cannot aim keys at one
+//! shard. Every check reads the clock once, before locking, and answers with a ready future: no
+//! boxing, and no allocation unless a new key is stored (or a request has more than three rules).
+//!
+//! * A one-rule check of a token bucket, GCRA or pacing key the store already holds takes the
+//!   shard's lock **shared** and charges with one compare-and-swap on the key's timestamp, so
+//!   checks on one shard run side by side and a refusal writes nothing.
+//! * Everything else (new keys, window algorithms, batches of several rules) takes the write
+//!   locks of the shards involved, in a fixed order so batches never deadlock; holding them is
+//!   what makes a batch all-or-nothing against every other check.
 //!
 //! **Time** never goes backwards inside a shard: a clock that steps back counts as no time passing.
 //!
@@ -40,6 +46,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod atomic_tat;
 mod compact_key;
 mod ops;
 mod shard;
@@ -50,9 +57,10 @@ use std::hash::BuildHasher;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use parking_lot::{Mutex, MutexGuard};
+use parking_lot::{RwLock, RwLockWriteGuard};
 use smallvec::SmallVec;
 
+use self::atomic_tat::AtomicTat;
 use self::ops::{InsertContext, Location};
 use self::shard::Shard;
 use crate::{
@@ -106,7 +114,7 @@ impl<C: Clock> std::fmt::Debug for MemoryStore<C> {
 
 struct Inner<C> {
     clock: C,
-    shards: Box<[Padded<Mutex<Shard>>]>,
+    shards: Box<[Padded<RwLock<Shard>>]>,
     shard_mask: usize,
     capacity_per_shard: usize,
     seed: foldhash::fast::RandomState,
@@ -180,7 +188,7 @@ impl<C> MemoryStoreBuilder<C> {
             inner: Arc::new(Inner {
                 clock: self.clock,
                 shards: (0..shards)
-                    .map(|_| Padded(Mutex::new(Shard::new())))
+                    .map(|_| Padded(RwLock::new(Shard::new())))
                     .collect(),
                 shard_mask: shards - 1,
                 capacity_per_shard: self.max_keys.div_ceil(shards).max(1),
@@ -229,16 +237,25 @@ impl<C: Clock> Inner<C> {
         }
     }
 
-    fn lock(&self, shard: usize) -> MutexGuard<'_, Shard> {
-        self.shards[shard].0.lock()
+    fn lock(&self, shard: usize) -> RwLockWriteGuard<'_, Shard> {
+        self.shards[shard].0.write()
     }
 
     /// "Now" for these locked shards: the clock, but never earlier than any of them has seen.
-    fn now_for(&self, shards: &mut [MutexGuard<'_, Shard>]) -> Timestamp {
+    fn now_for(&self, shards: &mut [RwLockWriteGuard<'_, Shard>]) -> Timestamp {
+        self.now_after(self.clock.now(), shards)
+    }
+
+    /// `clock_now`, read before locking, but never earlier than any of these shards has seen.
+    fn now_after(
+        &self,
+        clock_now: Timestamp,
+        shards: &mut [RwLockWriteGuard<'_, Shard>],
+    ) -> Timestamp {
         let now = shards
             .iter()
             .map(|shard| shard.latest_now)
-            .fold(self.clock.now(), Timestamp::max);
+            .fold(clock_now, Timestamp::max);
         for shard in shards.iter_mut() {
             shard.latest_now = now;
         }
@@ -246,7 +263,7 @@ impl<C: Clock> Inner<C> {
     }
 
     /// Locks the shard at `at` and reads "now" for it.
-    fn lock_one(&self, at: Location) -> (MutexGuard<'_, Shard>, Timestamp) {
+    fn lock_one(&self, at: Location) -> (RwLockWriteGuard<'_, Shard>, Timestamp) {
         let mut shard = self.lock(at.shard);
         let now = self.now_for(std::slice::from_mut(&mut shard));
         (shard, now)
@@ -266,13 +283,48 @@ impl<C: Clock> Inner<C> {
         }
     }
 
-    /// The common case, one rule: one lock, no sorting.
+    /// The common case, one rule: one lock, no sorting. The clock is read before locking, so
+    /// the lock is held only for the decision itself.
     #[inline]
     fn check_one(&self, item: &Item<'_>) -> ItemDecision {
         let at = self.locate(item.rule(), item.key());
-        let (mut shard, now) = self.lock_one(at);
+        let clock_now = self.clock.now();
+        if let Some(answer) = self.check_known_timestamp(item, at, clock_now) {
+            return answer;
+        }
+        let mut shard = self.lock(at.shard);
+        let now = self.now_after(clock_now, std::slice::from_mut(&mut shard));
         let (decision, charge) = ops::evaluate(&mut shard, at, item, now, now, self);
         ItemDecision { decision, charge }
+    }
+
+    /// The fastest path: a one-timestamp algorithm (token bucket, GCRA, pacing) on a key the
+    /// store already holds takes only a shared lock and one compare-and-swap, so checks on one
+    /// shard run side by side and a refusal writes nothing. `None` when the key is new (or the
+    /// algorithm keeps more state), for the exclusive path to handle.
+    ///
+    /// Its "now" is the clock's, without the shard's never-backwards guard; for these algorithms
+    /// a clock that steps back only makes a caller's debt look larger, so it still grants nothing.
+    #[inline]
+    fn check_known_timestamp(
+        &self,
+        item: &Item<'_>,
+        at: Location,
+        now: Timestamp,
+    ) -> Option<ItemDecision> {
+        let one_timestamp = matches!(
+            item.quota().algorithm(),
+            Algorithm::TokenBucket | Algorithm::Gcra | Algorithm::LeakyBucket
+        );
+        if !one_timestamp {
+            return None;
+        }
+        let shard = self.shards[at.shard].0.read();
+        let cell = shard
+            .table::<AtomicTat>(at.rule)?
+            .find(at.hash, item.key().as_bytes())?;
+        let (decision, charge) = cell.check_shared(item.quota(), now, item.cost());
+        Some(ItemDecision { decision, charge })
     }
 
     fn check_batch(&self, items: &[Item<'_>]) -> BatchDecision {
@@ -284,7 +336,7 @@ impl<C: Clock> Inner<C> {
         order.sort_unstable();
         order.dedup();
         // Locking in shard order means two batches can never wait on each other in a cycle.
-        let mut guards: SmallVec<[MutexGuard<'_, Shard>; 4]> =
+        let mut guards: SmallVec<[RwLockWriteGuard<'_, Shard>; 4]> =
             order.iter().map(|&shard| self.lock(shard)).collect();
         let slot = |at: &Location| order.binary_search(&at.shard).unwrap_or_default();
         let now = self.now_for(&mut guards);
@@ -372,7 +424,7 @@ impl<C: Clock> MemoryStore<C> {
                 .inner
                 .shards
                 .iter()
-                .map(|shard| shard.0.lock().len())
+                .map(|shard| shard.0.read().len())
                 .sum(),
             lossless_evictions: self.inner.lossless_evictions.load(Ordering::Relaxed),
             lossy_evictions: self.inner.lossy_evictions.load(Ordering::Relaxed),
@@ -383,7 +435,7 @@ impl<C: Clock> MemoryStore<C> {
     /// (see the module docs); call this from a timer to return memory sooner after a burst.
     pub fn sweep(&self) {
         for shard in self.inner.shards.iter() {
-            let mut shard = shard.0.lock();
+            let mut shard = shard.0.write();
             let now = self.inner.now_for(std::slice::from_mut(&mut shard));
             let removed = shard.sweep(now);
             self.inner.record_removed(removed, 0);

@@ -1,10 +1,10 @@
 //! One lock's worth of the in-memory store: every rule's states for the keys hashed here, kept
 //! within a bound.
 
+use super::atomic_tat::AtomicTat;
 use super::table::Table;
 use crate::algorithm::AlgorithmState;
 use crate::algorithm::fixed_window::WindowCount;
-use crate::algorithm::gcra::GcraState;
 use crate::algorithm::sliding_window_counter::SlidingCounts;
 use crate::algorithm::sliding_window_log::ChargeLog;
 use crate::{Algorithm, Timestamp};
@@ -18,7 +18,7 @@ const MIN_SWEEP_LEN: usize = 256;
 /// All of one rule's tables, one per state type.
 #[derive(Default)]
 pub(crate) struct RuleTables {
-    gcra: Table<GcraState>,
+    gcra: Table<AtomicTat>,
     fixed: Table<WindowCount>,
     sliding: Table<SlidingCounts>,
     log: Table<ChargeLog>,
@@ -43,7 +43,7 @@ macro_rules! stored_state {
     };
 }
 
-stored_state!(GcraState, gcra);
+stored_state!(AtomicTat, gcra);
 stored_state!(WindowCount, fixed);
 stored_state!(SlidingCounts, sliding);
 stored_state!(ChargeLog, log);
@@ -61,7 +61,7 @@ pub(crate) fn visit_state<V: StateVisitor>(algorithm: Algorithm, visitor: V) -> 
         Algorithm::SlidingWindowCounter => visitor.visit::<SlidingCounts>(),
         Algorithm::SlidingWindowLog => visitor.visit::<ChargeLog>(),
         // Token bucket, GCRA and pacing all keep one timestamp.
-        _ => visitor.visit::<GcraState>(),
+        _ => visitor.visit::<AtomicTat>(),
     }
 }
 
