@@ -54,6 +54,20 @@ impl Key {
         Key(Arc::from(bytes))
     }
 
+    /// Starts a key part by part, for extractors that produce parts one at a time (an account,
+    /// then a route) without collecting them first.
+    ///
+    /// ```
+    /// use tollgate_core::Key;
+    /// let mut builder = Key::builder();
+    /// builder.part(b"account-4821");
+    /// builder.part(b"/posts");
+    /// assert_eq!(builder.build(), Key::from_parts(&[b"account-4821".as_slice(), b"/posts"]));
+    /// ```
+    pub fn builder() -> KeyBuilder {
+        KeyBuilder { parts: Vec::new() }
+    }
+
     /// The key with no parts: one shared count for everyone (a global cap).
     pub fn global() -> Key {
         Key(Arc::from(&[][..]))
@@ -79,6 +93,39 @@ impl Key {
     /// Whether the parts were too long and the key is their digest.
     pub fn is_digest(&self) -> bool {
         self.0.first() == Some(&DIGEST_TAG)
+    }
+}
+
+/// Builds a [`Key`] one part at a time; see [`Key::builder`].
+#[derive(Debug, Clone, Default)]
+pub struct KeyBuilder {
+    /// Each part as `u32` little-endian length, then its bytes.
+    parts: Vec<u8>,
+}
+
+impl KeyBuilder {
+    /// Appends a part.
+    pub fn part(&mut self, part: impl AsRef<[u8]>) -> &mut Self {
+        let part = part.as_ref();
+        self.parts
+            .extend_from_slice(&u32::try_from(part.len()).unwrap_or(u32::MAX).to_le_bytes());
+        self.parts.extend_from_slice(part);
+        self
+    }
+
+    /// The key made of the parts appended so far.
+    pub fn build(&self) -> Key {
+        let mut parts: Vec<&[u8]> = Vec::new();
+        let mut rest = self.parts.as_slice();
+        while let Some((len, tail)) = rest.split_first_chunk::<4>() {
+            let len = usize::try_from(u32::from_le_bytes(*len))
+                .unwrap_or(usize::MAX)
+                .min(tail.len());
+            let (part, tail) = tail.split_at(len);
+            parts.push(part);
+            rest = tail;
+        }
+        Key::from_parts(&parts)
     }
 }
 

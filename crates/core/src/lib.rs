@@ -57,7 +57,7 @@ pub use clock::{Clock, SystemClock, Timestamp};
 pub use decision::{Decision, Refusal, Verdict, whole_seconds_up};
 pub use error::{QuotaError, RuleIdError, StoreError, StoreErrorKind};
 pub use item::Item;
-pub use key::Key;
+pub use key::{Key, KeyBuilder};
 pub use memory::{DEFAULT_MAX_KEYS, MemoryStats, MemoryStore, MemoryStoreBuilder};
 pub use policy::{Mode, OnStoreFailure};
 pub use quota::{Algorithm, Quota};

@@ -101,7 +101,13 @@ impl AlgorithmState for ChargeLog {
         }
         match self.entries.back_mut() {
             Some((at, logged)) if *at == now => *logged += cost,
-            _ => self.entries.push_back((now, cost)),
+            _ => {
+                if self.entries.capacity() == 0 {
+                    // Most logs hold one or two entries: don't let the first push reserve four.
+                    self.entries.reserve_exact(1);
+                }
+                self.entries.push_back((now, cost));
+            }
         }
         self.total += cost;
         let allowed = allowed(limit, remaining_now - cost, window);
