@@ -52,6 +52,14 @@ pub trait Store: Send + Sync + 'static {
         items: &[Item<'_>],
     ) -> impl Future<Output = Result<BatchDecision, StoreError>> + Send;
 
+    /// [`check`](Store::check), answered at once when the store can decide without waiting (the
+    /// in-memory store always can); `None` means "await `check` instead". Middleware uses this
+    /// to decide without boxing a future; the default answers `None`.
+    fn check_now(&self, items: &[Item<'_>]) -> Option<Result<BatchDecision, StoreError>> {
+        let _ = items;
+        None
+    }
+
     /// Decides and charges a single item: [`check`](Store::check) for a one-rule request,
     /// answering just that item. For a shadow item the answer is its would-be decision (the
     /// request itself always goes ahead). Stores may answer this faster than a batch.
@@ -74,6 +82,13 @@ pub trait Store: Send + Sync + 'static {
     /// already expired).
     fn refund(&self, receipt: &Receipt) -> impl Future<Output = Result<(), StoreError>> + Send;
 
+    /// [`refund`](Store::refund), done at once when the store can; `None` means "await `refund`
+    /// instead". The default answers `None`.
+    fn refund_now(&self, receipt: &Receipt) -> Option<Result<(), StoreError>> {
+        let _ = receipt;
+        None
+    }
+
     /// Forgets everything `rule` counted for `key`.
     fn reset(
         &self,
@@ -90,6 +105,10 @@ impl<S: Store> Store for Arc<S> {
         (**self).check(items)
     }
 
+    fn check_now(&self, items: &[Item<'_>]) -> Option<Result<BatchDecision, StoreError>> {
+        (**self).check_now(items)
+    }
+
     fn check_one(
         &self,
         item: &Item<'_>,
@@ -103,6 +122,10 @@ impl<S: Store> Store for Arc<S> {
 
     fn refund(&self, receipt: &Receipt) -> impl Future<Output = Result<(), StoreError>> + Send {
         (**self).refund(receipt)
+    }
+
+    fn refund_now(&self, receipt: &Receipt) -> Option<Result<(), StoreError>> {
+        (**self).refund_now(receipt)
     }
 
     fn reset(

@@ -221,3 +221,24 @@ fn shared_path_checks_and_locked_batches_on_one_bucket_stay_exact() {
         "{singles} singles and {batches} batches"
     );
 }
+
+#[test]
+fn the_store_answers_at_once_without_a_future() {
+    let store = MemoryStore::new();
+    let rule = RuleId::new("now").unwrap();
+    let key = Key::new("user77");
+    let items = [Item::new(
+        &rule,
+        Quota::fixed_window(1, Duration::from_secs(60)).unwrap(),
+        &key,
+    )];
+    let first = store.check_now(&items).unwrap().unwrap();
+    assert!(first.is_allowed());
+    assert!(!store.check_now(&items).unwrap().unwrap().is_allowed());
+    let receipt = &first.receipts(&items)[0];
+    store.refund_now(receipt).unwrap().unwrap();
+    assert!(
+        store.check_now(&items).unwrap().unwrap().is_allowed(),
+        "refunded at once"
+    );
+}

@@ -456,6 +456,10 @@ impl<C: Clock> Store for MemoryStore<C> {
         ready(Ok(self.inner.check(items)))
     }
 
+    fn check_now(&self, items: &[Item<'_>]) -> Option<Result<BatchDecision, StoreError>> {
+        Some(Ok(self.inner.check(items)))
+    }
+
     fn check_one(
         &self,
         item: &Item<'_>,
@@ -470,6 +474,11 @@ impl<C: Clock> Store for MemoryStore<C> {
     fn refund(&self, receipt: &Receipt) -> impl Future<Output = Result<(), StoreError>> + Send {
         self.inner.refund(receipt);
         ready(Ok(()))
+    }
+
+    fn refund_now(&self, receipt: &Receipt) -> Option<Result<(), StoreError>> {
+        self.inner.refund(receipt);
+        Some(Ok(()))
     }
 
     fn reset(
