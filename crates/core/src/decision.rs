@@ -181,9 +181,12 @@ impl Decision {
 /// assert_eq!(whole_seconds_up(Duration::from_millis(300)), 1);
 /// assert_eq!(whole_seconds_up(Duration::from_secs(2)), 2);
 /// assert_eq!(whole_seconds_up(Duration::ZERO), 0);
+/// assert_eq!(whole_seconds_up(Duration::MAX), u64::MAX);
 /// ```
 pub fn whole_seconds_up(duration: Duration) -> u64 {
-    duration.as_secs() + u64::from(duration.subsec_nanos() > 0)
+    duration
+        .as_secs()
+        .saturating_add(u64::from(duration.subsec_nanos() > 0))
 }
 
 fn duration_micros(duration: Duration) -> u64 {

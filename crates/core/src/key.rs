@@ -90,6 +90,24 @@ impl Key {
         &self.0
     }
 
+    /// A short, stable fingerprint of the key (the first 8 bytes of its SHA-256, in hex): for logs
+    /// that must correlate a caller across gateways without showing who it is.
+    ///
+    /// ```
+    /// use tollgate_core::Key;
+    /// let fingerprint = Key::new("user77").fingerprint();
+    /// assert_eq!(fingerprint.len(), 16);
+    /// assert_eq!(fingerprint, Key::new("user77").fingerprint());
+    /// assert_ne!(fingerprint, Key::new("user78").fingerprint());
+    /// ```
+    pub fn fingerprint(&self) -> String {
+        Sha256::digest(&self.0)
+            .iter()
+            .take(8)
+            .map(|byte| format!("{byte:02x}"))
+            .collect()
+    }
+
     /// Whether the parts were too long and the key is their digest.
     pub fn is_digest(&self) -> bool {
         self.0.first() == Some(&DIGEST_TAG)

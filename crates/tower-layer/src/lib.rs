@@ -1,13 +1,100 @@
 //! # tollgate-tower
 //!
-//! The tower middleware of [tollgate](https://docs.rs/tollgate): this crate will hold
-//! `RateLimitLayer`, `RateLimit<S>` and its `ResponseFuture` (split the way tower-http splits a
-//! middleware), the key extractors that name who to count (peer IP, client IP behind trusted
-//! proxies, IPv6 /64 blocks, headers, request extensions, global), route matching, and the
-//! refusal responses with `Retry-After` and the IETF `RateLimit` / `RateLimit-Policy` fields.
+//! The tower middleware of [tollgate](https://docs.rs/tollgate): add one [`RateLimitLayer`] to a
+//! service, name who to count (see [`key`]) and how much each may do, per route, and get correct
+//! `429`s with `Retry-After` and the IETF `RateLimit` / `RateLimit-Policy` fields.
 //!
-//! It is a skeleton for now: the quotas, algorithms and stores it builds on live in
-//! [`tollgate_core`], re-exported here as [`core`].
+//! ```
+//! use std::time::Duration;
+//! use bytes::Bytes;
+//! use http::{Method, Request, Response, StatusCode};
+//! use tollgate_core::{MemoryStore, Quota, Rate};
+//! use tollgate_tower::key::{ExtensionKey, PeerIp};
+//! use tollgate_tower::{RateLimitLayer, Rule};
+//! use tower::{ServiceBuilder, ServiceExt, service_fn};
+//!
+//! #[derive(Clone)]
+//! struct AccountId(String);
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let layer = RateLimitLayer::new(MemoryStore::new())
+//!     // Reads: bursts of 50, then 10 a second, per client address.
+//!     .rule(Rule::new("reads", Quota::token_bucket(50, Rate::per_second(10))?, PeerIp::new())?)
+//!     // Posting: 30 an hour per account, bursts of 5.
+//!     .route(
+//!         Method::POST,
+//!         "/posts",
+//!         Rule::new(
+//!             "posting",
+//!             Quota::token_bucket(5, Rate::per_hour(30))?,
+//!             ExtensionKey::new(|account: &AccountId| account.0.clone()),
+//!         )?,
+//!     );
+//! let service = ServiceBuilder::new()
+//!     .layer(layer)
+//!     .service(service_fn(|_request: Request<()>| async {
+//!         Ok::<_, std::convert::Infallible>(Response::new(http_body_util::Empty::<Bytes>::new()))
+//!     }));
+//!
+//! let mut request = Request::post("/posts").body(())?;
+//! request.extensions_mut().insert(std::net::SocketAddr::from(([203, 0, 113, 7], 50_000)));
+//! request.extensions_mut().insert(AccountId("account-4821".into()));
+//! let response = service.oneshot(request).await?;
+//! assert_eq!(response.status(), StatusCode::OK);
+//! assert!(response.headers().contains_key("ratelimit-policy"));
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! ## One request, start to end
+//!
+//! 1. Requests matching an exemption (a health-check path, an internal network) pass untouched.
+//! 2. The current [`RuleSet`] is loaded (one atomic load; it can be replaced at runtime), and
+//!    the rules matching the method and path are found: rules for every request, then the route
+//!    table's rows.
+//! 3. Each rule's key extractor names the caller; a missing key skips the rule, or refuses the
+//!    request if the rule says so ([`MissingKey`]).
+//! 4. All matching rules go to the store in **one** all-or-nothing call.
+//! 5. Allowed: the inner service is called (after the pacing delay, if any) and its response
+//!    gets the `RateLimit` / `RateLimit-Policy` fields of the disclosed policies. Refused:
+//!    `429 Too Many Requests` with `Retry-After` (whole seconds, rounded up) and an RFC 9457
+//!    problem body — or the rule's own action: a custom response, or a [`Flagged`] pass.
+//! 6. Each refusal, real or shadow, is a `tracing` event on target `tollgate::refusal`.
+//! 7. When the store fails, rules that fail `open` let the request through and rules that fail
+//!    `closed` answer `503` with `Retry-After`.
+//!
+//! ## Features
+//!
+//! * `axum` — read the peer address from axum's `ConnectInfo<SocketAddr>` too, and count per
+//!   route with axum's `MatchedPath`.
+
+pub mod client_ip;
+pub mod headers;
+pub mod key;
+
+mod body;
+mod conclude;
+mod events;
+mod flag;
+mod future;
+mod layer;
+mod plan;
+mod respond;
+mod route;
+mod rule;
+mod service;
+mod settings;
+
+pub use body::ResponseBody;
+pub use flag::Flagged;
+pub use future::ResponseFuture;
+pub use layer::RateLimitLayer;
+pub use respond::Refused;
+pub use route::{PathPattern, RuleSet};
+pub use rule::{MissingKey, RefusalAction, RespondFn, Rule};
+pub use service::RateLimit;
+pub use settings::KeyLogging;
 
 /// The core crate this middleware is built on.
 pub use tollgate_core as core;

@@ -1,0 +1,79 @@
+//! The response body of the middleware: the inner service's, or the layer's own.
+
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use http_body::{Body, Frame, SizeHint};
+use pin_project_lite::pin_project;
+
+pin_project! {
+    /// The body of a response that went through [`RateLimit`](crate::RateLimit): the inner
+    /// service's body, or a refusal written by the layer.
+    pub struct ResponseBody<B> {
+        #[pin]
+        kind: Kind<B>,
+    }
+}
+
+pin_project! {
+    #[project = KindProjection]
+    enum Kind<B> {
+        Inner { #[pin] body: B },
+        Refusal { data: Option<Bytes> },
+    }
+}
+
+impl<B> ResponseBody<B> {
+    /// Wraps the inner service's body.
+    pub fn inner(body: B) -> Self {
+        ResponseBody {
+            kind: Kind::Inner { body },
+        }
+    }
+
+    /// A body of `data`.
+    pub fn refusal(data: Bytes) -> Self {
+        ResponseBody {
+            kind: Kind::Refusal { data: Some(data) },
+        }
+    }
+}
+
+impl<B> Body for ResponseBody<B>
+where
+    B: Body<Data = Bytes>,
+{
+    type Data = Bytes;
+    type Error = B::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+        match self.project().kind.project() {
+            KindProjection::Inner { body } => body.poll_frame(cx),
+            KindProjection::Refusal { data } => Poll::Ready(
+                data.take()
+                    .filter(|data| !data.is_empty())
+                    .map(|data| Ok(Frame::data(data))),
+            ),
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        match &self.kind {
+            Kind::Inner { body } => body.is_end_stream(),
+            Kind::Refusal { data } => data.as_ref().is_none_or(Bytes::is_empty),
+        }
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        match &self.kind {
+            Kind::Inner { body } => body.size_hint(),
+            Kind::Refusal { data } => {
+                SizeHint::with_exact(data.as_ref().map_or(0, |data| data.len() as u64))
+            }
+        }
+    }
+}

@@ -1,0 +1,118 @@
+//! From the store's answer to what the request gets: go ahead (with headers, maybe after a
+//! delay), or a response instead.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::request::Parts;
+use http::{HeaderMap, Response};
+use smallvec::SmallVec;
+use tollgate_core::{BatchDecision, Mode, OnStoreFailure, StoreError};
+
+use crate::events;
+use crate::flag::Flagged;
+use crate::headers::PolicyReport;
+use crate::plan::Plan;
+use crate::respond::{self, Refused};
+use crate::route::RuleSet;
+use crate::settings::Settings;
+use crate::{RefusalAction, Rule};
+
+/// What a request gets.
+#[derive(Debug)]
+pub(crate) enum Conclusion {
+    /// Call the inner service (after `delay`, for pacing), then add `headers` to its response.
+    Proceed { headers: HeaderMap, delay: Duration },
+    /// Answer with this instead.
+    Respond(Response<Bytes>),
+}
+
+/// Decides what the request gets from the store's `answer` to its `plan`.
+pub(crate) fn conclude(
+    settings: &Settings,
+    rules: &RuleSet,
+    plan: &Plan,
+    answer: Result<BatchDecision, StoreError>,
+    request: &mut Parts,
+) -> Conclusion {
+    let batch = match answer {
+        Ok(batch) => batch,
+        Err(error) => return store_failed(settings, rules, plan, &error),
+    };
+    let mut refusing: Option<(&Rule, &tollgate_core::Decision)> = None;
+    for ((planned, rule), answer) in plan.rules(rules).zip(batch.items()) {
+        let decision = answer.decision();
+        if decision.is_allowed() {
+            continue;
+        }
+        let is_flag = matches!(rule.on_refusal, RefusalAction::Flag);
+        let enforcing = rule.mode == Mode::Enforce && !is_flag;
+        events::refusal(settings, rule, &planned.key, decision, enforcing);
+        if enforcing {
+            refusing.get_or_insert((rule, decision));
+        } else if is_flag && batch.is_allowed() {
+            Flagged::add(request, rule.id.clone(), *decision);
+        }
+    }
+    // Disclosed policies, the refusing one first.
+    let mut reports: SmallVec<[PolicyReport<'_>; 4]> = SmallVec::new();
+    if let Some((rule, decision)) = refusing {
+        reports.push(PolicyReport::new(rule.id.as_str(), &rule.quota, decision));
+    }
+    for ((_, rule), answer) in plan.rules(rules).zip(batch.items()) {
+        let is_refusing = refusing.is_some_and(|(refuser, _)| std::ptr::eq(refuser, rule));
+        if rule.is_disclosed() && !is_refusing {
+            reports.push(PolicyReport::new(
+                rule.id.as_str(),
+                &rule.quota,
+                answer.decision(),
+            ));
+        }
+    }
+    let headers = respond::rate_limit_headers(&settings.header_style, &reports);
+    match refusing {
+        None => Conclusion::Proceed {
+            headers,
+            delay: batch.delay(),
+        },
+        Some((rule, decision)) => {
+            let refused = Refused::new(rule.id.clone(), *decision, headers);
+            Conclusion::Respond(respond::refusal(settings, rule, refused))
+        }
+    }
+}
+
+/// The store could not answer: closed rules answer 503, open (and, until the store-failure
+/// wrapper provides a local store, local) rules let the request through.
+fn store_failed(
+    settings: &Settings,
+    rules: &RuleSet,
+    plan: &Plan,
+    error: &StoreError,
+) -> Conclusion {
+    let closed = plan.rules(rules).find(|(_, rule)| {
+        rule.mode == Mode::Enforce && rule.on_store_failure == OnStoreFailure::Closed
+    });
+    match closed {
+        Some((_, rule)) => {
+            tracing::error!(
+                target: "tollgate::store",
+                rule = %rule.id,
+                error = %error,
+                "rate-limit store failed; the rule fails closed, answering 503"
+            );
+            Conclusion::Respond(respond::limiter_unavailable(settings, &rule.id))
+        }
+        None => {
+            tracing::warn!(
+                target: "tollgate::store",
+                error = %error,
+                "rate-limit store failed; the request's rules fail open"
+            );
+            Conclusion::Proceed {
+                headers: HeaderMap::new(),
+                delay: Duration::ZERO,
+            }
+        }
+    }
+}

@@ -1,0 +1,97 @@
+//! The response future of [`RateLimit`](crate::RateLimit).
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll, ready};
+
+use http::{HeaderMap, Response};
+use pin_project_lite::pin_project;
+
+use crate::ResponseBody;
+
+/// A boxed response future, for the paths that must wait (a remote store, a pacing delay).
+pub(crate) type BoxedResponse<B, E> =
+    Pin<Box<dyn Future<Output = Result<Response<ResponseBody<B>>, E>> + Send>>;
+
+pin_project! {
+    /// Response future of [`RateLimit`](crate::RateLimit): a refusal ready at once, the inner
+    /// service's future (whose response gets the rate-limit headers), or — for remote stores and
+    /// pacing delays only — a boxed future.
+    pub struct ResponseFuture<F, B, E> {
+        #[pin]
+        state: State<F, B, E>,
+    }
+}
+
+pin_project! {
+    #[project = StateProjection]
+    enum State<F, B, E> {
+        Refused { response: Option<Response<ResponseBody<B>>> },
+        Inner { #[pin] future: F, headers: Option<HeaderMap> },
+        Boxed { future: BoxedResponse<B, E> },
+    }
+}
+
+impl<F, B, E> ResponseFuture<F, B, E> {
+    pub(crate) fn refused(response: Response<ResponseBody<B>>) -> Self {
+        ResponseFuture {
+            state: State::Refused {
+                response: Some(response),
+            },
+        }
+    }
+
+    pub(crate) fn inner(future: F, headers: HeaderMap) -> Self {
+        ResponseFuture {
+            state: State::Inner {
+                future,
+                headers: Some(headers),
+            },
+        }
+    }
+
+    pub(crate) fn boxed(future: BoxedResponse<B, E>) -> Self {
+        ResponseFuture {
+            state: State::Boxed { future },
+        }
+    }
+}
+
+impl<F, B, E> Future for ResponseFuture<F, B, E>
+where
+    F: Future<Output = Result<Response<B>, E>>,
+{
+    type Output = Result<Response<ResponseBody<B>>, E>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match self.project().state.project() {
+            StateProjection::Refused { response } => Poll::Ready(Ok(response
+                .take()
+                .expect("ResponseFuture polled after completion"))),
+            StateProjection::Inner { future, headers } => {
+                let response = ready!(future.poll(cx))?;
+                Poll::Ready(Ok(with_headers(response, headers.take())))
+            }
+            StateProjection::Boxed { future } => future.as_mut().poll(cx),
+        }
+    }
+}
+
+/// The inner service's response, with the rate-limit headers added.
+pub(crate) fn with_headers<B>(
+    response: Response<B>,
+    headers: Option<HeaderMap>,
+) -> Response<ResponseBody<B>> {
+    let mut response = response.map(ResponseBody::inner);
+    if let Some(headers) = headers.filter(|headers| !headers.is_empty()) {
+        response.headers_mut().extend(headers);
+    }
+    response
+}
+
+impl<F, B, E> fmt::Debug for ResponseFuture<F, B, E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ResponseFuture").finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,123 @@
+//! `Retry-After` in whole seconds, rounded up, for refusals that a retry can cure.
+
+use std::time::Duration;
+
+use http::header::RETRY_AFTER;
+use http::{HeaderMap, HeaderValue};
+use tollgate_core::{Decision, Refusal};
+
+use crate::headers::sf::sf_seconds_up;
+
+/// Seconds to send in `Retry-After` for a wait: rounded **up**, and at least 1.
+///
+/// A 300 ms wait is `1` (never `0`: a client told `0` retries at once and is refused again),
+/// exactly 2 s is `2`, 2.001 s is `3`. A zero wait also gives `1`, because this is only asked
+/// when the caller has been turned away. Absurd waits are capped at
+/// [`MAX_SF_INTEGER`](crate::headers::MAX_SF_INTEGER) seconds instead of overflowing.
+///
+/// ```
+/// use std::time::Duration;
+/// use tollgate_tower::headers::retry_after_secs;
+///
+/// assert_eq!(retry_after_secs(Duration::from_millis(300)), 1);
+/// assert_eq!(retry_after_secs(Duration::from_secs(2)), 2);
+/// assert_eq!(retry_after_secs(Duration::ZERO), 1);
+/// ```
+pub fn retry_after_secs(wait: Duration) -> u64 {
+    sf_seconds_up(wait).max(1)
+}
+
+/// The `Retry-After` seconds for a decision, or `None` when none should be sent:
+///
+/// * allowed: `None` (there is nothing to retry);
+/// * refused with [`Refusal::LimitReached`] (or any refusal a later request can pass):
+///   [`retry_after_secs`] of [`Decision::retry_after`], so always at least 1;
+/// * refused with [`Refusal::CostExceedsLimit`]: `None`, because the same request can never
+///   fit, however long the caller waits; advertising a delay would invite a retry loop.
+///
+/// ```
+/// use std::time::Duration;
+/// use tollgate_core::{Decision, Refusal};
+/// use tollgate_tower::headers::refusal_retry_after_secs;
+///
+/// let full = Decision::refused(
+///     Refusal::LimitReached, 10, 0, Duration::from_secs(60), Duration::from_millis(1200),
+/// );
+/// assert_eq!(refusal_retry_after_secs(&full), Some(2));
+///
+/// let never = Decision::refused(
+///     Refusal::CostExceedsLimit, 10, 10, Duration::ZERO, Duration::ZERO,
+/// );
+/// assert_eq!(refusal_retry_after_secs(&never), None);
+/// ```
+pub fn refusal_retry_after_secs(decision: &Decision) -> Option<u64> {
+    match decision.refusal()? {
+        Refusal::CostExceedsLimit => None,
+        _ => Some(retry_after_secs(decision.retry_after())),
+    }
+}
+
+/// Sets `Retry-After` in `headers` to `secs` (replacing any value already there).
+///
+/// ```
+/// use http::{HeaderMap, header::RETRY_AFTER};
+/// use tollgate_tower::headers::insert_retry_after;
+///
+/// let mut headers = HeaderMap::new();
+/// insert_retry_after(&mut headers, 30);
+/// assert_eq!(headers[RETRY_AFTER], "30");
+/// ```
+pub fn insert_retry_after(headers: &mut HeaderMap, secs: u64) {
+    headers.insert(RETRY_AFTER, HeaderValue::from(secs));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refused(reason: Refusal, retry_after: Duration) -> Decision {
+        Decision::refused(reason, 10, 0, Duration::from_secs(60), retry_after)
+    }
+
+    #[test]
+    fn waits_round_up_to_whole_seconds() {
+        assert_eq!(retry_after_secs(Duration::from_micros(1)), 1);
+        assert_eq!(retry_after_secs(Duration::from_millis(300)), 1);
+        assert_eq!(retry_after_secs(Duration::from_secs(1)), 1);
+        assert_eq!(retry_after_secs(Duration::from_millis(1001)), 2);
+        assert_eq!(retry_after_secs(Duration::from_secs(2)), 2);
+        assert_eq!(retry_after_secs(Duration::from_secs(86_400)), 86_400);
+        assert_eq!(
+            retry_after_secs(Duration::MAX),
+            crate::headers::MAX_SF_INTEGER
+        );
+    }
+
+    #[test]
+    fn a_refusal_always_says_at_least_one_second() {
+        assert_eq!(retry_after_secs(Duration::ZERO), 1);
+        let decision = refused(Refusal::LimitReached, Duration::ZERO);
+        assert_eq!(refusal_retry_after_secs(&decision), Some(1));
+        let decision = refused(Refusal::LimitReached, Duration::from_millis(300));
+        assert_eq!(refusal_retry_after_secs(&decision), Some(1));
+        let decision = refused(Refusal::LimitReached, Duration::from_millis(1001));
+        assert_eq!(refusal_retry_after_secs(&decision), Some(2));
+    }
+
+    #[test]
+    fn no_retry_after_when_allowed_or_when_retrying_cannot_help() {
+        let allowed = Decision::allowed(10, 9, Duration::from_secs(1));
+        assert_eq!(refusal_retry_after_secs(&allowed), None);
+        let never = refused(Refusal::CostExceedsLimit, Duration::from_secs(5));
+        assert_eq!(refusal_retry_after_secs(&never), None);
+    }
+
+    #[test]
+    fn the_header_holds_the_number() {
+        let mut headers = HeaderMap::new();
+        headers.insert(RETRY_AFTER, HeaderValue::from_static("999"));
+        insert_retry_after(&mut headers, retry_after_secs(Duration::from_millis(300)));
+        assert_eq!(headers.get_all(RETRY_AFTER).iter().count(), 1);
+        assert_eq!(headers[RETRY_AFTER], "1");
+    }
+}

@@ -1,0 +1,50 @@
+//! The method and route as the key, for "per account per endpoint" limits.
+
+use http::request::Parts;
+
+use super::{KeyBuilder, KeyExtractor};
+
+/// The longest raw path counted when no route pattern is known.
+const MAX_PATH_LEN: usize = 256;
+
+/// The route pattern that matched a request (`/users/{id}/follow`), inserted by the layer's route
+/// table so [`Endpoint`] counts per route, not per concrete path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MatchedPattern(pub std::sync::Arc<str>);
+
+/// Counts by method and route: the [`MatchedPattern`] when the layer's route table matched one
+/// (or axum's `MatchedPath`, with the `axum` feature), else the request path (up to 256 bytes;
+/// longer paths count as one over-long path, so clients cannot mint unbounded keys). Combine it
+/// with a caller key: `(account, Endpoint)`.
+///
+/// ```
+/// use tollgate_tower::key::{Endpoint, Global};
+/// let per_route = (Global, Endpoint);
+/// # let _ = per_route;
+/// ```
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Endpoint;
+
+impl KeyExtractor for Endpoint {
+    fn extract(&self, request: &Parts, key: &mut KeyBuilder) -> bool {
+        key.part(request.method.as_str());
+        key.part(route_of(request));
+        true
+    }
+}
+
+fn route_of(request: &Parts) -> &str {
+    if let Some(pattern) = request.extensions.get::<MatchedPattern>() {
+        return &pattern.0;
+    }
+    #[cfg(feature = "axum")]
+    if let Some(matched) = request.extensions.get::<axum::extract::MatchedPath>() {
+        return matched.as_str();
+    }
+    let path = request.uri.path();
+    if path.len() <= MAX_PATH_LEN {
+        path
+    } else {
+        "(path too long)"
+    }
+}

@@ -1,0 +1,168 @@
+//! The layer: configuration shared by every service it wraps.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use arc_swap::ArcSwap;
+use bytes::Bytes;
+use http::Method;
+use tower_layer::Layer;
+
+use crate::client_ip::Cidr;
+use crate::headers::HeaderStyle;
+use crate::settings::{KeyLogging, Settings};
+use crate::{PathPattern, RateLimit, Refused, Rule, RuleSet};
+
+/// What every service made by one layer shares: the store and the current rules.
+pub(crate) struct Core<St> {
+    pub(crate) store: St,
+    pub(crate) rules: ArcSwap<RuleSet>,
+}
+
+/// Applies rate-limit rules to every request of the services it wraps.
+///
+/// Clones of the layer, and every service it makes (axum clones services freely), share one
+/// store and one rule set, so cloning never multiplies a limit. Rules can be replaced at runtime
+/// with [`replace_rules`](RateLimitLayer::replace_rules).
+///
+/// ```
+/// use std::time::Duration;
+/// use http::Method;
+/// use tollgate_core::{MemoryStore, Quota, Rate};
+/// use tollgate_tower::key::{ClientIp, Endpoint, HeaderKey};
+/// use tollgate_tower::{RateLimitLayer, Rule};
+///
+/// let layer = RateLimitLayer::new(MemoryStore::new())
+///     // Every request: 100 a minute per client IP block.
+///     .rule(Rule::new("per-ip", Quota::sliding_window_counter(100, Duration::from_secs(60))?, ClientIp::peer())?)
+///     // Sign-ups: 3 per device a day.
+///     .route(
+///         Method::POST,
+///         "/signup",
+///         Rule::new(
+///             "signups-per-device",
+///             Quota::fixed_window(3, Duration::from_secs(86_400))?,
+///             HeaderKey::new(http::HeaderName::from_static("x-device-id")),
+///         )?,
+///     )
+///     .exempt_path("/healthz");
+/// # let _ = layer;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[must_use]
+pub struct RateLimitLayer<St> {
+    core: Arc<Core<St>>,
+    settings: Arc<Settings>,
+}
+
+impl<St> Clone for RateLimitLayer<St> {
+    fn clone(&self) -> Self {
+        RateLimitLayer {
+            core: Arc::clone(&self.core),
+            settings: Arc::clone(&self.settings),
+        }
+    }
+}
+
+impl<St> RateLimitLayer<St> {
+    /// A layer counting in `store`, with no rules yet.
+    pub fn new(store: St) -> Self {
+        RateLimitLayer {
+            core: Arc::new(Core {
+                store,
+                rules: ArcSwap::from_pointee(RuleSet::new()),
+            }),
+            settings: Arc::new(Settings::default()),
+        }
+    }
+
+    /// Adds a rule applied to every request through this layer (put the layer on a route with
+    /// axum's `route_layer` for per-route rule sets).
+    pub fn rule(self, rule: Rule) -> Self {
+        self.update_rules(|rules| rules.rule(rule))
+    }
+
+    /// Adds a rule for requests with `method` whose path matches `pattern` (see
+    /// [`PathPattern`]): one row of a gateway-level table.
+    pub fn route(self, method: Method, pattern: &str, rule: Rule) -> Self {
+        self.update_rules(|rules| rules.route(method, pattern, rule))
+    }
+
+    /// Adds a rule for requests of any method whose path matches `pattern`.
+    pub fn any_method(self, pattern: &str, rule: Rule) -> Self {
+        self.update_rules(|rules| rules.any_method(pattern, rule))
+    }
+
+    fn update_rules(self, change: impl FnOnce(RuleSet) -> RuleSet) -> Self {
+        let current = RuleSet::clone(&self.core.rules.load());
+        self.core.rules.store(Arc::new(change(current)));
+        self
+    }
+
+    /// Replaces every rule at once, for all services of this layer, without rebuilding them
+    /// (the next request sees the new set).
+    pub fn replace_rules(&self, rules: RuleSet) {
+        self.core.rules.store(Arc::new(rules));
+    }
+
+    /// The current rules.
+    pub fn current_rules(&self) -> Arc<RuleSet> {
+        self.core.rules.load_full()
+    }
+
+    /// Which rate-limit headers responses carry (default: the IETF fields, no legacy ones).
+    pub fn headers(mut self, style: HeaderStyle) -> Self {
+        Arc::make_mut(&mut self.settings).header_style = style;
+        self
+    }
+
+    /// Renders refusals the service's own way (custom JSON, a gRPC status) instead of the
+    /// default 429 problem response. Rules with [`RefusalAction::Respond`](crate::RefusalAction)
+    /// keep their own response.
+    pub fn responder(
+        mut self,
+        respond: impl Fn(&Refused) -> http::Response<Bytes> + Send + Sync + 'static,
+    ) -> Self {
+        Arc::make_mut(&mut self.settings).responder = Some(Arc::new(respond));
+        self
+    }
+
+    /// Requests whose path matches `pattern` skip limiting (health checks).
+    pub fn exempt_path(mut self, pattern: &str) -> Self {
+        Arc::make_mut(&mut self.settings)
+            .exempt_paths
+            .push(PathPattern::new(pattern));
+        self
+    }
+
+    /// Requests whose peer address is in `network` skip limiting (internal networks).
+    pub fn exempt_network(mut self, network: Cidr) -> Self {
+        Arc::make_mut(&mut self.settings).exempt_peers.push(network);
+        self
+    }
+
+    /// How keys appear in `tollgate::refusal` events (default: hashed).
+    pub fn key_logging(mut self, logging: KeyLogging) -> Self {
+        Arc::make_mut(&mut self.settings).key_logging = logging;
+        self
+    }
+
+    /// The `Retry-After` of a 503 when the store is down and a rule fails closed (default 1 s).
+    pub fn unavailable_retry_after(mut self, retry_after: Duration) -> Self {
+        Arc::make_mut(&mut self.settings).unavailable_retry_after = retry_after;
+        self
+    }
+
+    /// The store.
+    pub fn store(&self) -> &St {
+        &self.core.store
+    }
+}
+
+impl<S, St> Layer<S> for RateLimitLayer<St> {
+    type Service = RateLimit<S, St>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        RateLimit::new(inner, Arc::clone(&self.core), Arc::clone(&self.settings))
+    }
+}

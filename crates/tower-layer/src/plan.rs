@@ -1,0 +1,95 @@
+//! From a request to the store call: which rules apply, with which keys and costs.
+
+use http::StatusCode;
+use http::request::Parts;
+use smallvec::SmallVec;
+use tollgate_core::{Item, Key, Mode};
+
+use crate::route::{RuleRef, RuleSet};
+use crate::{MissingKey, RefusalAction, Rule};
+
+/// One rule's part of a request.
+#[derive(Debug, Clone)]
+pub(crate) struct Planned {
+    pub(crate) rule: RuleRef,
+    pub(crate) key: Key,
+    pub(crate) cost: u64,
+}
+
+/// The rules that apply to one request, with their keys: everything the store call needs, owned,
+/// so it can cross an `.await` for remote stores.
+#[derive(Debug, Default)]
+pub(crate) struct Plan {
+    pub(crate) entries: SmallVec<[Planned; 4]>,
+}
+
+/// A rule refused the request before any counting: its key was missing and it says so.
+#[derive(Debug)]
+pub(crate) struct MissingKeyRefusal {
+    pub(crate) status: StatusCode,
+    pub(crate) rule: tollgate_core::RuleId,
+}
+
+impl Plan {
+    /// Plans `request` against `rules`, inserting the matched route pattern (if any) into its
+    /// extensions first so key extractors can count per route.
+    pub(crate) fn new(rules: &RuleSet, request: &mut Parts) -> Result<Plan, MissingKeyRefusal> {
+        let mut matched: SmallVec<[RuleRef; 4]> = SmallVec::new();
+        if let Some(pattern) = rules.matching(request, |rule| matched.push(rule)) {
+            request.extensions.insert(pattern);
+        }
+        let mut plan = Plan::default();
+        for at in matched {
+            let Some(rule) = rules.get(at) else { continue };
+            let mut key = Key::builder();
+            if rule.key.extract(request, &mut key) {
+                plan.entries.push(Planned {
+                    rule: at,
+                    key: key.build(),
+                    cost: rule.cost_of(request),
+                });
+            } else if let MissingKey::Refuse(status) = rule.on_missing_key {
+                return Err(MissingKeyRefusal {
+                    status,
+                    rule: rule.id.clone(),
+                });
+            }
+        }
+        Ok(plan)
+    }
+
+    /// The store items, in plan order. Rules that flag instead of refusing go as shadow items:
+    /// they must never stop the request, and are charged only when it goes ahead.
+    pub(crate) fn items<'a>(&'a self, rules: &'a RuleSet) -> SmallVec<[Item<'a>; 4]> {
+        self.entries
+            .iter()
+            .filter_map(|planned| {
+                let rule = rules.get(planned.rule)?;
+                Some(
+                    Item::new(&rule.id, rule.quota, &planned.key)
+                        .with_cost(planned.cost)
+                        .with_mode(store_mode(rule))
+                        .with_store_failure(rule.on_store_failure),
+                )
+            })
+            .collect()
+    }
+
+    /// The rules of the plan, in order (every entry's rule exists in `rules`).
+    pub(crate) fn rules<'a>(
+        &'a self,
+        rules: &'a RuleSet,
+    ) -> impl Iterator<Item = (&'a Planned, &'a Rule)> {
+        self.entries
+            .iter()
+            .filter_map(move |planned| Some((planned, rules.get(planned.rule)?)))
+    }
+}
+
+/// How a rule is sent to the store.
+pub(crate) fn store_mode(rule: &Rule) -> Mode {
+    match rule.on_refusal {
+        RefusalAction::Flag => Mode::Shadow,
+        _ => rule.mode,
+    }
+}

@@ -1,0 +1,109 @@
+//! The responses the layer writes itself: refusals, a missing key, a failed store.
+
+use bytes::Bytes;
+use http::{HeaderMap, Response, StatusCode};
+use tollgate_core::{Decision, Refusal, RuleId};
+
+use crate::headers::{HeaderStyle, PolicyReport, Problem};
+use crate::settings::Settings;
+use crate::{RefusalAction, Rule};
+
+/// A refusal, as the layer's responder hook sees it: which rule refused, its decision, the
+/// rate-limit headers the layer would send, and the response it would send by default.
+///
+/// ```
+/// use bytes::Bytes;
+/// use tollgate_core::MemoryStore;
+/// use tollgate_tower::{RateLimitLayer, Refused};
+///
+/// // Answer refusals as a JSON error of the service's own shape, keeping tollgate's headers.
+/// let layer = RateLimitLayer::new(MemoryStore::new()).responder(|refused: &Refused| {
+///     let body = format!(r#"{{"error":"slow_down","retry_in":{}}}"#, refused.decision().retry_after_secs());
+///     let mut response = http::Response::new(Bytes::from(body));
+///     *response.status_mut() = http::StatusCode::TOO_MANY_REQUESTS;
+///     response.headers_mut().extend(refused.headers().clone());
+///     response
+/// });
+/// # let _ = layer;
+/// ```
+#[derive(Debug, Clone)]
+pub struct Refused {
+    rule: RuleId,
+    decision: Decision,
+    headers: HeaderMap,
+}
+
+impl Refused {
+    pub(crate) fn new(rule: RuleId, decision: Decision, headers: HeaderMap) -> Self {
+        Refused {
+            rule,
+            decision,
+            headers,
+        }
+    }
+
+    /// The refusing rule.
+    pub fn rule(&self) -> &RuleId {
+        &self.rule
+    }
+
+    /// Its decision.
+    pub fn decision(&self) -> &Decision {
+        &self.decision
+    }
+
+    /// The `RateLimit` / `RateLimit-Policy` (and, if asked, legacy) headers, refusing policy first.
+    pub fn headers(&self) -> &HeaderMap {
+        &self.headers
+    }
+
+    /// The response the layer sends without a responder: `429 Too Many Requests`, `Retry-After`
+    /// in whole seconds rounded up, the rate-limit headers and an RFC 9457 problem body (its own
+    /// problem type when the cost can never fit).
+    pub fn default_response(&self) -> Response<Bytes> {
+        let problem = match self.decision.refusal() {
+            Some(Refusal::CostExceedsLimit) => {
+                Problem::cost_exceeds_limit(self.rule.as_str(), self.decision.limit())
+            }
+            _ => Problem::rate_limited(self.rule.as_str(), self.decision.retry_after()),
+        };
+        let mut response = problem_response(problem);
+        response.headers_mut().extend(self.headers.clone());
+        response
+    }
+}
+
+/// The rate-limit headers for `reports`, in order.
+pub(crate) fn rate_limit_headers(style: &HeaderStyle, reports: &[PolicyReport<'_>]) -> HeaderMap {
+    let mut headers = HeaderMap::new();
+    style.insert(&mut headers, reports);
+    headers
+}
+
+/// What a refusal by `rule` answers.
+pub(crate) fn refusal(settings: &Settings, rule: &Rule, refused: Refused) -> Response<Bytes> {
+    match &rule.on_refusal {
+        RefusalAction::Respond(respond) => respond(&refused.rule, &refused.decision),
+        _ => match &settings.responder {
+            Some(responder) => responder(&refused),
+            None => refused.default_response(),
+        },
+    }
+}
+
+/// A rule that needs a key refused a request without one.
+pub(crate) fn missing_key(status: StatusCode, rule: &RuleId) -> Response<Bytes> {
+    problem_response(Problem::missing_key(rule.as_str(), status))
+}
+
+/// The store failed and a rule fails closed: 503 with `Retry-After`.
+pub(crate) fn limiter_unavailable(settings: &Settings, rule: &RuleId) -> Response<Bytes> {
+    let _ = rule; // which rule's store is down is the operator's business, not the caller's
+    problem_response(Problem::limiter_unavailable(
+        settings.unavailable_retry_after,
+    ))
+}
+
+fn problem_response(problem: Problem) -> Response<Bytes> {
+    problem.into_response()
+}

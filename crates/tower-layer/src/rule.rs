@@ -1,0 +1,221 @@
+//! A rule: which policy, how much, who is counted, and what happens at the limit.
+
+use std::fmt;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::StatusCode;
+use http::request::Parts;
+use tollgate_core::{Decision, Mode, OnStoreFailure, Quota, RuleId, RuleIdError};
+
+use crate::key::KeyExtractor;
+
+/// One rate limit, as the layer applies it: the policy name, the algorithm and quota, who is
+/// counted, the cost of a request, the mode, what a refusal does, what a missing key does, what
+/// a store failure does, and whether the policy is shown in response headers.
+///
+/// ```
+/// use std::time::Duration;
+/// use tollgate_core::{OnStoreFailure, Quota, Rate};
+/// use tollgate_tower::key::{Global, HeaderKey};
+/// use tollgate_tower::{Rule, RefusalAction};
+///
+/// // The partner API: 200 a second per API key, fail open.
+/// let partner = Rule::new(
+///     "partner-api",
+///     Quota::token_bucket(200, Rate::per_second(200))?,
+///     HeaderKey::new(http::HeaderName::from_static("x-api-key")),
+/// )?;
+///
+/// // Sign-ups: a global cap that fails closed and flags instead of refusing.
+/// let signups = Rule::new("signups-global", Quota::fixed_window(2_000, Duration::from_secs(1))?, Global)?
+///     .on_store_failure(OnStoreFailure::Closed)
+///     .on_refusal(RefusalAction::Flag);
+/// # let _ = (partner, signups);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone)]
+pub struct Rule {
+    pub(crate) id: RuleId,
+    pub(crate) quota: Quota,
+    pub(crate) key: Arc<dyn KeyExtractor>,
+    pub(crate) cost: Cost,
+    pub(crate) mode: Mode,
+    pub(crate) on_refusal: RefusalAction,
+    pub(crate) on_missing_key: MissingKey,
+    pub(crate) on_store_failure: OnStoreFailure,
+    pub(crate) disclose: Option<bool>,
+}
+
+impl Rule {
+    /// A rule named `id` (the policy name in headers and logs: `A-Z a-z 0-9 _ - .`, at most 64
+    /// bytes) allowing `quota` per caller that `key` names. It enforces, costs 1, answers 429,
+    /// skips requests without a key and fails open; change any of that with the methods below.
+    pub fn new(id: &str, quota: Quota, key: impl KeyExtractor) -> Result<Rule, RuleIdError> {
+        Ok(Rule {
+            id: RuleId::new(id)?,
+            quota,
+            key: Arc::new(key),
+            cost: Cost::Fixed(1),
+            mode: Mode::Enforce,
+            on_refusal: RefusalAction::Reject,
+            on_missing_key: MissingKey::Skip,
+            on_store_failure: OnStoreFailure::Open,
+            disclose: None,
+        })
+    }
+
+    /// Each request costs `cost` units (an expensive search might cost 10).
+    #[must_use]
+    pub fn cost(mut self, cost: u64) -> Self {
+        self.cost = Cost::Fixed(cost);
+        self
+    }
+
+    /// Each request costs what `cost` computes from its parts. A computed cost larger than the
+    /// quota is refused with its own problem type, never a 500.
+    #[must_use]
+    pub fn cost_fn(mut self, cost: impl Fn(&Parts) -> u64 + Send + Sync + 'static) -> Self {
+        self.cost = Cost::Computed(Arc::new(cost));
+        self
+    }
+
+    /// Shadow mode: never refuses; would-be refusals are recorded (a `tollgate::refusal` event).
+    #[must_use]
+    pub fn shadow(mut self) -> Self {
+        self.mode = Mode::Shadow;
+        self
+    }
+
+    /// Sets the mode.
+    #[must_use]
+    pub fn mode(mut self, mode: Mode) -> Self {
+        self.mode = mode;
+        self
+    }
+
+    /// What a refusal by this rule does (default: 429).
+    #[must_use]
+    pub fn on_refusal(mut self, action: RefusalAction) -> Self {
+        self.on_refusal = action;
+        self
+    }
+
+    /// What a request without this rule's key does (default: skip the rule).
+    #[must_use]
+    pub fn on_missing_key(mut self, missing: MissingKey) -> Self {
+        self.on_missing_key = missing;
+        self
+    }
+
+    /// What happens when the store cannot answer (default: open, the rule is not applied).
+    #[must_use]
+    pub fn on_store_failure(mut self, policy: OnStoreFailure) -> Self {
+        self.on_store_failure = policy;
+        self
+    }
+
+    /// Whether the policy appears in `RateLimit` / `RateLimit-Policy` headers. By default
+    /// enforced rules that answer 429 are shown; shadow, challenge and flag rules are not (don't
+    /// show a spammer where the line is).
+    #[must_use]
+    pub fn disclose(mut self, disclose: bool) -> Self {
+        self.disclose = Some(disclose);
+        self
+    }
+
+    /// The policy name.
+    pub fn id(&self) -> &RuleId {
+        &self.id
+    }
+
+    /// The quota.
+    pub fn quota(&self) -> &Quota {
+        &self.quota
+    }
+
+    /// Whether the policy is shown in headers.
+    pub fn is_disclosed(&self) -> bool {
+        self.disclose.unwrap_or(
+            self.mode == Mode::Enforce && matches!(self.on_refusal, RefusalAction::Reject),
+        )
+    }
+
+    pub(crate) fn cost_of(&self, request: &Parts) -> u64 {
+        match &self.cost {
+            Cost::Fixed(cost) => *cost,
+            Cost::Computed(cost) => cost(request),
+        }
+    }
+}
+
+impl fmt::Debug for Rule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Rule")
+            .field("id", &self.id)
+            .field("quota", &self.quota)
+            .field("mode", &self.mode)
+            .field("on_refusal", &self.on_refusal)
+            .field("on_missing_key", &self.on_missing_key)
+            .field("on_store_failure", &self.on_store_failure)
+            .field("disclosed", &self.is_disclosed())
+            .finish_non_exhaustive()
+    }
+}
+
+/// What a request costs.
+#[derive(Clone)]
+pub(crate) enum Cost {
+    Fixed(u64),
+    Computed(Arc<dyn Fn(&Parts) -> u64 + Send + Sync>),
+}
+
+/// Builds a rule's own refusal response from the rule and its decision.
+pub type RespondFn = Arc<dyn Fn(&RuleId, &Decision) -> http::Response<Bytes> + Send + Sync>;
+
+/// What a refusal by a rule does.
+#[derive(Clone, Default)]
+#[non_exhaustive]
+pub enum RefusalAction {
+    /// Answer `429 Too Many Requests` with `Retry-After` and a problem body (or the layer's
+    /// responder).
+    #[default]
+    Reject,
+    /// Answer with this response instead (a challenge, such as a CAPTCHA page).
+    Respond(RespondFn),
+    /// Let the request through, marked with a [`Flagged`](crate::Flagged) extension naming the
+    /// rule, so downstream code can, say, put a new account into review.
+    Flag,
+}
+
+impl RefusalAction {
+    /// Answers refusals with `respond(rule, decision)`.
+    pub fn respond(
+        respond: impl Fn(&RuleId, &Decision) -> http::Response<Bytes> + Send + Sync + 'static,
+    ) -> Self {
+        RefusalAction::Respond(Arc::new(respond))
+    }
+}
+
+impl fmt::Debug for RefusalAction {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RefusalAction::Reject => f.write_str("Reject"),
+            RefusalAction::Respond(_) => f.write_str("Respond(..)"),
+            RefusalAction::Flag => f.write_str("Flag"),
+        }
+    }
+}
+
+/// What a rule does with a request that has no key for it (an anonymous caller for an account
+/// rule, a request without an API key).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum MissingKey {
+    /// The rule does not apply to this request (the default: other rules, such as a per-IP one,
+    /// still do).
+    #[default]
+    Skip,
+    /// Refuse the request with this status (for example 401 for an API that needs a key).
+    Refuse(StatusCode),
+}

@@ -1,0 +1,189 @@
+//! The service: decides each request before the inner service sees it.
+
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use http::request::Parts;
+use http::{HeaderMap, Request, Response};
+use tollgate_core::Store;
+use tower_service::Service;
+
+use crate::ResponseBody;
+use crate::conclude::{Conclusion, conclude};
+use crate::future::{ResponseFuture, with_headers};
+use crate::layer::Core;
+use crate::plan::Plan;
+use crate::respond;
+use crate::settings::Settings;
+
+/// Rate-limits requests to `S`; made by [`RateLimitLayer`](crate::RateLimitLayer).
+///
+/// Each request is matched against the rules, its keys are extracted, and every matching rule
+/// goes to the store in **one** all-or-nothing call. With a store that answers at once (the
+/// in-memory store) the decision is made inside `call`, and an allowed request costs no boxing:
+/// only its keys and header values are allocated. Remote stores and pacing delays use a boxed
+/// future.
+pub struct RateLimit<S, St> {
+    inner: S,
+    core: Arc<Core<St>>,
+    settings: Arc<Settings>,
+}
+
+impl<S: Clone, St> Clone for RateLimit<S, St> {
+    fn clone(&self) -> Self {
+        RateLimit {
+            inner: self.inner.clone(),
+            core: Arc::clone(&self.core),
+            settings: Arc::clone(&self.settings),
+        }
+    }
+}
+
+impl<S, St> RateLimit<S, St> {
+    pub(crate) fn new(inner: S, core: Arc<Core<St>>, settings: Arc<Settings>) -> Self {
+        RateLimit {
+            inner,
+            core,
+            settings,
+        }
+    }
+
+    /// The wrapped service.
+    pub fn get_ref(&self) -> &S {
+        &self.inner
+    }
+}
+
+impl<S, St, B, ResBody> Service<Request<B>> for RateLimit<S, St>
+where
+    S: Service<Request<B>, Response = Response<ResBody>> + Clone + Send + 'static,
+    S::Future: Send + 'static,
+    S::Error: Send + 'static,
+    St: Store,
+    B: Send + 'static,
+    ResBody: Send + 'static,
+{
+    type Response = Response<ResponseBody<ResBody>>;
+    type Error = S::Error;
+    type Future = ResponseFuture<S::Future, ResBody, S::Error>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Request<B>) -> Self::Future {
+        let (mut parts, body) = request.into_parts();
+        if self.settings.is_exempt(&parts) {
+            return call_inner(&mut self.inner, parts, body, HeaderMap::new());
+        }
+        let rules = self.core.rules.load_full();
+        let plan = match Plan::new(&rules, &mut parts) {
+            Ok(plan) => plan,
+            Err(missing) => {
+                let response = respond::missing_key(missing.status, &missing.rule);
+                return ResponseFuture::refused(response.map(ResponseBody::refusal));
+            }
+        };
+        if plan.entries.is_empty() {
+            return call_inner(&mut self.inner, parts, body, HeaderMap::new());
+        }
+        let items = plan.items(&rules);
+        let Some(answer) = self.core.store.check_now(&items) else {
+            drop(items);
+            let (core, settings) = (Arc::clone(&self.core), Arc::clone(&self.settings));
+            let inner = self.take_ready_inner();
+            return call_after_store(inner, core, settings, rules, plan, parts, body);
+        };
+        drop(items);
+        match conclude(&self.settings, &rules, &plan, answer, &mut parts) {
+            Conclusion::Respond(response) => {
+                ResponseFuture::refused(response.map(ResponseBody::refusal))
+            }
+            Conclusion::Proceed { headers, delay } if delay.is_zero() => {
+                call_inner(&mut self.inner, parts, body, headers)
+            }
+            Conclusion::Proceed { headers, delay } => {
+                call_after_delay(self.take_ready_inner(), delay, parts, body, headers)
+            }
+        }
+    }
+}
+
+impl<S: Clone, St> RateLimit<S, St> {
+    /// The service that `poll_ready` made ready, leaving a clone in its place: a boxed future
+    /// that calls the inner service later must use the ready one.
+    fn take_ready_inner(&mut self) -> S {
+        let clone = self.inner.clone();
+        std::mem::replace(&mut self.inner, clone)
+    }
+}
+
+fn call_inner<S, B, ResBody>(
+    inner: &mut S,
+    parts: Parts,
+    body: B,
+    headers: HeaderMap,
+) -> ResponseFuture<S::Future, ResBody, S::Error>
+where
+    S: Service<Request<B>, Response = Response<ResBody>>,
+{
+    ResponseFuture::inner(inner.call(Request::from_parts(parts, body)), headers)
+}
+
+/// Pacing: wait the decided delay, then call the (ready) inner service.
+fn call_after_delay<S, B, ResBody>(
+    mut inner: S,
+    delay: Duration,
+    parts: Parts,
+    body: B,
+    headers: HeaderMap,
+) -> ResponseFuture<S::Future, ResBody, S::Error>
+where
+    S: Service<Request<B>, Response = Response<ResBody>> + Send + 'static,
+    S::Future: Send + 'static,
+    B: Send + 'static,
+    ResBody: Send + 'static,
+{
+    ResponseFuture::boxed(Box::pin(async move {
+        tokio::time::sleep(delay).await;
+        let response = inner.call(Request::from_parts(parts, body)).await?;
+        Ok(with_headers(response, Some(headers)))
+    }))
+}
+
+/// A store that must be awaited (a remote one): decide inside a boxed future, then call the
+/// (ready) inner service.
+fn call_after_store<S, St, B, ResBody>(
+    mut inner: S,
+    core: Arc<Core<St>>,
+    settings: Arc<Settings>,
+    rules: Arc<crate::RuleSet>,
+    plan: Plan,
+    mut parts: Parts,
+    body: B,
+) -> ResponseFuture<S::Future, ResBody, S::Error>
+where
+    S: Service<Request<B>, Response = Response<ResBody>> + Send + 'static,
+    S::Future: Send + 'static,
+    St: Store,
+    B: Send + 'static,
+    ResBody: Send + 'static,
+{
+    ResponseFuture::boxed(Box::pin(async move {
+        let answer = {
+            let items = plan.items(&rules);
+            core.store.check(&items).await
+        };
+        match conclude(&settings, &rules, &plan, answer, &mut parts) {
+            Conclusion::Respond(response) => Ok(response.map(ResponseBody::refusal)),
+            Conclusion::Proceed { headers, delay } => {
+                if !delay.is_zero() {
+                    tokio::time::sleep(delay).await;
+                }
+                let response = inner.call(Request::from_parts(parts, body)).await?;
+                Ok(with_headers(response, Some(headers)))
+            }
+        }
+    }))
+}
