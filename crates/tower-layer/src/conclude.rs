@@ -7,7 +7,7 @@ use bytes::Bytes;
 use http::request::Parts;
 use http::{HeaderMap, Response};
 use smallvec::SmallVec;
-use tollgate_core::{BatchDecision, Mode, OnStoreFailure, StoreError};
+use tollgate_core::{BatchDecision, Mode, OnStoreFailure, Receipt, StoreError};
 
 use crate::events;
 use crate::flag::Flagged;
@@ -15,14 +15,22 @@ use crate::headers::PolicyReport;
 use crate::plan::Plan;
 use crate::respond::{self, Refused};
 use crate::route::RuleSet;
+use crate::rule::CountWhen;
 use crate::settings::Settings;
 use crate::{RefusalAction, Rule};
 
+/// Charges that count only for some responses, with the rule's test.
+pub(crate) type Charges = SmallVec<[(Receipt, CountWhen); 1]>;
+
 /// What a request gets.
-#[derive(Debug)]
 pub(crate) enum Conclusion {
-    /// Call the inner service (after `delay`, for pacing), then add `headers` to its response.
-    Proceed { headers: HeaderMap, delay: Duration },
+    /// Call the inner service (after `delay`, for pacing), then add `headers` to its response;
+    /// `charges` are refunded if the response says they do not count.
+    Proceed {
+        headers: HeaderMap,
+        delay: Duration,
+        charges: Charges,
+    },
     /// Answer with this instead.
     Respond(Response<Bytes>),
 }
@@ -74,12 +82,30 @@ pub(crate) fn conclude(
         None => Conclusion::Proceed {
             headers,
             delay: batch.delay(),
+            charges: conditional_charges(rules, plan, &batch),
         },
         Some((rule, decision)) => {
             let refused = Refused::new(rule.id.clone(), *decision, headers);
             Conclusion::Respond(respond::refusal(settings, rule, refused))
         }
     }
+}
+
+/// The charges of rules that count only some responses, as receipts to refund later.
+fn conditional_charges(rules: &RuleSet, plan: &Plan, batch: &BatchDecision) -> Charges {
+    plan.rules(rules)
+        .zip(batch.items())
+        .filter_map(|((planned, rule), answer)| {
+            let counts = rule.count_when.as_ref()?;
+            let receipt = Receipt::new(
+                rule.id.clone(),
+                planned.key.clone(),
+                rule.quota,
+                *answer.charge()?,
+            );
+            Some((receipt, std::sync::Arc::clone(counts)))
+        })
+        .collect()
 }
 
 /// The store could not answer: closed rules answer 503, open (and, until the store-failure
@@ -112,6 +138,7 @@ fn store_failed(
             Conclusion::Proceed {
                 headers: HeaderMap::new(),
                 delay: Duration::ZERO,
+                charges: Charges::new(),
             }
         }
     }

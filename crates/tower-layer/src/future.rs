@@ -9,6 +9,7 @@ use http::{HeaderMap, Response};
 use pin_project_lite::pin_project;
 
 use crate::ResponseBody;
+use crate::refund::PendingRefunds;
 
 /// A boxed response future, for the paths that must wait (a remote store, a pacing delay).
 pub(crate) type BoxedResponse<B, E> =
@@ -28,7 +29,7 @@ pin_project! {
     #[project = StateProjection]
     enum State<F, B, E> {
         Refused { response: Option<Response<ResponseBody<B>>> },
-        Inner { #[pin] future: F, headers: Option<HeaderMap> },
+        Inner { #[pin] future: F, headers: Option<HeaderMap>, refunds: Option<PendingRefunds> },
         Boxed { future: BoxedResponse<B, E> },
     }
 }
@@ -42,11 +43,12 @@ impl<F, B, E> ResponseFuture<F, B, E> {
         }
     }
 
-    pub(crate) fn inner(future: F, headers: HeaderMap) -> Self {
+    pub(crate) fn inner(future: F, headers: HeaderMap, refunds: Option<PendingRefunds>) -> Self {
         ResponseFuture {
             state: State::Inner {
                 future,
                 headers: Some(headers),
+                refunds,
             },
         }
     }
@@ -69,20 +71,29 @@ where
             StateProjection::Refused { response } => Poll::Ready(Ok(response
                 .take()
                 .expect("ResponseFuture polled after completion"))),
-            StateProjection::Inner { future, headers } => {
+            StateProjection::Inner {
+                future,
+                headers,
+                refunds,
+            } => {
                 let response = ready!(future.poll(cx))?;
-                Poll::Ready(Ok(with_headers(response, headers.take())))
+                Poll::Ready(Ok(finish(response, headers.take(), refunds.take())))
             }
             StateProjection::Boxed { future } => future.as_mut().poll(cx),
         }
     }
 }
 
-/// The inner service's response, with the rate-limit headers added.
-pub(crate) fn with_headers<B>(
+/// The inner service's response, with the rate-limit headers added, after refunding charges
+/// that its status says do not count.
+pub(crate) fn finish<B>(
     response: Response<B>,
     headers: Option<HeaderMap>,
+    refunds: Option<PendingRefunds>,
 ) -> Response<ResponseBody<B>> {
+    if let Some(refunds) = refunds {
+        refunds.settle(response.status());
+    }
     let mut response = response.map(ResponseBody::inner);
     if let Some(headers) = headers.filter(|headers| !headers.is_empty()) {
         response.headers_mut().extend(headers);

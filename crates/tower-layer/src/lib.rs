@@ -80,6 +80,7 @@ mod flag;
 mod future;
 mod layer;
 mod plan;
+mod refund;
 mod respond;
 mod route;
 mod rule;
@@ -92,7 +93,7 @@ pub use future::ResponseFuture;
 pub use layer::RateLimitLayer;
 pub use respond::Refused;
 pub use route::{PathPattern, RuleSet};
-pub use rule::{MissingKey, RefusalAction, RespondFn, Rule};
+pub use rule::{CountWhen, MissingKey, RefusalAction, RespondFn, Rule};
 pub use service::RateLimit;
 pub use settings::KeyLogging;
 

@@ -45,7 +45,11 @@ pub struct Rule {
     pub(crate) on_missing_key: MissingKey,
     pub(crate) on_store_failure: OnStoreFailure,
     pub(crate) disclose: Option<bool>,
+    pub(crate) count_when: Option<CountWhen>,
 }
+
+/// Decides from a response's status whether a request counts against a rule.
+pub type CountWhen = Arc<dyn Fn(StatusCode) -> bool + Send + Sync>;
 
 impl Rule {
     /// A rule named `id` (the policy name in headers and logs: `A-Z a-z 0-9 _ - .`, at most 64
@@ -62,7 +66,38 @@ impl Rule {
             on_missing_key: MissingKey::Skip,
             on_store_failure: OnStoreFailure::Open,
             disclose: None,
+            count_when: None,
         })
+    }
+
+    /// Counts a request only when its response's status satisfies `counts` — for example only
+    /// failed logins (`|status| status == 401 || status == 403`). The request is charged up
+    /// front, so concurrent attempts can never overshoot, and the charge is refunded with its
+    /// receipt when the response says it should not count.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use http::StatusCode;
+    /// use tollgate_core::Quota;
+    /// use tollgate_tower::Rule;
+    /// use tollgate_tower::key::HeaderKey;
+    ///
+    /// let failed_logins = Rule::new(
+    ///     "failed-logins",
+    ///     Quota::sliding_window_log(10, Duration::from_secs(15 * 60))?,
+    ///     HeaderKey::new(http::HeaderName::from_static("x-login")),
+    /// )?
+    /// .count_only_when(|status| status == StatusCode::UNAUTHORIZED || status == StatusCode::FORBIDDEN);
+    /// # let _ = failed_logins;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[must_use]
+    pub fn count_only_when(
+        mut self,
+        counts: impl Fn(StatusCode) -> bool + Send + Sync + 'static,
+    ) -> Self {
+        self.count_when = Some(Arc::new(counts));
+        self
     }
 
     /// Each request costs `cost` units (an expensive search might cost 10).

@@ -10,10 +10,11 @@ use tollgate_core::Store;
 use tower_service::Service;
 
 use crate::ResponseBody;
-use crate::conclude::{Conclusion, conclude};
-use crate::future::{ResponseFuture, with_headers};
+use crate::conclude::{Charges, Conclusion, conclude};
+use crate::future::{ResponseFuture, finish};
 use crate::layer::Core;
 use crate::plan::Plan;
+use crate::refund::{PendingRefunds, Refunder};
 use crate::respond;
 use crate::settings::Settings;
 
@@ -75,7 +76,7 @@ where
     fn call(&mut self, request: Request<B>) -> Self::Future {
         let (mut parts, body) = request.into_parts();
         if self.settings.is_exempt(&parts) {
-            return call_inner(&mut self.inner, parts, body, HeaderMap::new());
+            return call_inner(&mut self.inner, parts, body, HeaderMap::new(), None);
         }
         let rules = self.core.rules.load_full();
         let plan = match Plan::new(&rules, &mut parts) {
@@ -86,7 +87,7 @@ where
             }
         };
         if plan.entries.is_empty() {
-            return call_inner(&mut self.inner, parts, body, HeaderMap::new());
+            return call_inner(&mut self.inner, parts, body, HeaderMap::new(), None);
         }
         let items = plan.items(&rules);
         let Some(answer) = self.core.store.check_now(&items) else {
@@ -100,11 +101,18 @@ where
             Conclusion::Respond(response) => {
                 ResponseFuture::refused(response.map(ResponseBody::refusal))
             }
-            Conclusion::Proceed { headers, delay } if delay.is_zero() => {
-                call_inner(&mut self.inner, parts, body, headers)
-            }
-            Conclusion::Proceed { headers, delay } => {
-                call_after_delay(self.take_ready_inner(), delay, parts, body, headers)
+            Conclusion::Proceed {
+                headers,
+                delay,
+                charges,
+            } => {
+                let refunds = pending(&self.core, charges);
+                if delay.is_zero() {
+                    call_inner(&mut self.inner, parts, body, headers, refunds)
+                } else {
+                    let inner = self.take_ready_inner();
+                    call_after_delay(inner, delay, parts, body, headers, refunds)
+                }
             }
         }
     }
@@ -119,16 +127,30 @@ impl<S: Clone, St> RateLimit<S, St> {
     }
 }
 
+/// Refunds to settle once the response is known, if any rule counts only some responses.
+fn pending<St: Store>(core: &Arc<Core<St>>, charges: Charges) -> Option<PendingRefunds> {
+    if charges.is_empty() {
+        return None;
+    }
+    let refunder: Arc<dyn Refunder> = Arc::clone(core) as Arc<dyn Refunder>;
+    PendingRefunds::new(charges, refunder)
+}
+
 fn call_inner<S, B, ResBody>(
     inner: &mut S,
     parts: Parts,
     body: B,
     headers: HeaderMap,
+    refunds: Option<PendingRefunds>,
 ) -> ResponseFuture<S::Future, ResBody, S::Error>
 where
     S: Service<Request<B>, Response = Response<ResBody>>,
 {
-    ResponseFuture::inner(inner.call(Request::from_parts(parts, body)), headers)
+    ResponseFuture::inner(
+        inner.call(Request::from_parts(parts, body)),
+        headers,
+        refunds,
+    )
 }
 
 /// Pacing: wait the decided delay, then call the (ready) inner service.
@@ -138,6 +160,7 @@ fn call_after_delay<S, B, ResBody>(
     parts: Parts,
     body: B,
     headers: HeaderMap,
+    refunds: Option<PendingRefunds>,
 ) -> ResponseFuture<S::Future, ResBody, S::Error>
 where
     S: Service<Request<B>, Response = Response<ResBody>> + Send + 'static,
@@ -148,7 +171,7 @@ where
     ResponseFuture::boxed(Box::pin(async move {
         tokio::time::sleep(delay).await;
         let response = inner.call(Request::from_parts(parts, body)).await?;
-        Ok(with_headers(response, Some(headers)))
+        Ok(finish(response, Some(headers), refunds))
     }))
 }
 
@@ -177,12 +200,17 @@ where
         };
         match conclude(&settings, &rules, &plan, answer, &mut parts) {
             Conclusion::Respond(response) => Ok(response.map(ResponseBody::refusal)),
-            Conclusion::Proceed { headers, delay } => {
+            Conclusion::Proceed {
+                headers,
+                delay,
+                charges,
+            } => {
+                let refunds = pending(&core, charges);
                 if !delay.is_zero() {
                     tokio::time::sleep(delay).await;
                 }
                 let response = inner.call(Request::from_parts(parts, body)).await?;
-                Ok(with_headers(response, Some(headers)))
+                Ok(finish(response, Some(headers), refunds))
             }
         }
     }))

@@ -1,0 +1,81 @@
+//! Taking back charges that a response says should not count ("count only failed logins").
+
+use std::sync::Arc;
+
+use http::StatusCode;
+use smallvec::SmallVec;
+use tollgate_core::{Receipt, Store};
+
+use crate::layer::Core;
+use crate::rule::CountWhen;
+
+/// Gives receipts back to a store, whatever its type.
+pub(crate) trait Refunder: Send + Sync {
+    /// Refunds every receipt: at once when the store can, else in a spawned task.
+    fn refund(self: Arc<Self>, receipts: Vec<Receipt>);
+}
+
+impl<St: Store> Refunder for Core<St> {
+    fn refund(self: Arc<Self>, receipts: Vec<Receipt>) {
+        let mut later = Vec::new();
+        for receipt in receipts {
+            match self.store.refund_now(&receipt) {
+                Some(Ok(())) => {}
+                Some(Err(error)) => log_failure(&receipt, &error),
+                None => later.push(receipt),
+            }
+        }
+        if later.is_empty() {
+            return;
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            tracing::warn!(target: "tollgate::store", "no tokio runtime to refund charges on");
+            return;
+        };
+        runtime.spawn(async move {
+            for receipt in later {
+                if let Err(error) = self.store.refund(&receipt).await {
+                    log_failure(&receipt, &error);
+                }
+            }
+        });
+    }
+}
+
+fn log_failure(receipt: &Receipt, error: &tollgate_core::StoreError) {
+    tracing::warn!(
+        target: "tollgate::store",
+        rule = %receipt.rule(),
+        error = %error,
+        "could not refund a charge that should not count"
+    );
+}
+
+/// Charges to take back unless the response says they count.
+pub(crate) struct PendingRefunds {
+    charges: SmallVec<[(Receipt, CountWhen); 1]>,
+    refunder: Arc<dyn Refunder>,
+}
+
+impl PendingRefunds {
+    /// `None` when there is nothing that might need refunding.
+    pub(crate) fn new(
+        charges: SmallVec<[(Receipt, CountWhen); 1]>,
+        refunder: Arc<dyn Refunder>,
+    ) -> Option<Self> {
+        (!charges.is_empty()).then_some(PendingRefunds { charges, refunder })
+    }
+
+    /// Refunds the charges whose rule says a response with `status` does not count.
+    pub(crate) fn settle(self, status: StatusCode) {
+        let receipts: Vec<Receipt> = self
+            .charges
+            .into_iter()
+            .filter(|(_, counts)| !counts(status))
+            .map(|(receipt, _)| receipt)
+            .collect();
+        if !receipts.is_empty() {
+            self.refunder.refund(receipts);
+        }
+    }
+}
