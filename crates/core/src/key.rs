@@ -4,6 +4,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
+use smallvec::SmallVec;
 
 /// Encoded keys longer than this are replaced by their SHA-256 digest.
 const MAX_RAW_LEN: usize = 128;
@@ -41,17 +42,11 @@ impl Key {
 
     /// A key of several parts, in order.
     pub fn from_parts(parts: &[&[u8]]) -> Key {
-        let encoded_len: usize = parts.iter().map(|part| part.len().saturating_add(1)).sum();
-        if encoded_len > MAX_RAW_LEN {
-            return Key::digest(parts);
-        }
-        let mut bytes = Vec::with_capacity(encoded_len);
+        let mut builder = Key::builder();
         for part in parts {
-            // Every part is shorter than MAX_RAW_LEN here, so its length fits in one byte < 0x80.
-            bytes.push(u8::try_from(part.len()).unwrap_or(u8::MAX));
-            bytes.extend_from_slice(part);
+            builder.part(part);
         }
-        Key(Arc::from(bytes))
+        builder.build()
     }
 
     /// Starts a key part by part, for extractors that produce parts one at a time (an account,
@@ -65,24 +60,12 @@ impl Key {
     /// assert_eq!(builder.build(), Key::from_parts(&[b"account-4821".as_slice(), b"/posts"]));
     /// ```
     pub fn builder() -> KeyBuilder {
-        KeyBuilder { parts: Vec::new() }
+        KeyBuilder::default()
     }
 
     /// The key with no parts: one shared count for everyone (a global cap).
     pub fn global() -> Key {
         Key(Arc::from(&[][..]))
-    }
-
-    fn digest(parts: &[&[u8]]) -> Key {
-        let mut hasher = Sha256::new();
-        for part in parts {
-            hasher.update((part.len() as u64).to_le_bytes());
-            hasher.update(part);
-        }
-        let mut bytes = Vec::with_capacity(33);
-        bytes.push(DIGEST_TAG);
-        bytes.extend_from_slice(&hasher.finalize());
-        Key(Arc::from(bytes))
     }
 
     /// The canonical encoding stores use (at most 128 bytes).
@@ -114,37 +97,65 @@ impl Key {
     }
 }
 
-/// Builds a [`Key`] one part at a time; see [`Key::builder`].
+/// Builds a [`Key`] one part at a time; see [`Key::builder`]. Short keys are encoded in place
+/// (no allocation until [`build`](KeyBuilder::build)); once the encoding would pass 128 bytes the
+/// builder switches to hashing every part.
 #[derive(Debug, Clone, Default)]
 pub struct KeyBuilder {
-    /// Each part as `u32` little-endian length, then its bytes.
-    parts: Vec<u8>,
+    /// The raw encoding so far: each part as one length byte, then its bytes.
+    raw: SmallVec<[u8; 64]>,
+    /// Set once the raw encoding would grow past [`MAX_RAW_LEN`]: every part hashed so far.
+    digest: Option<Sha256>,
 }
 
 impl KeyBuilder {
     /// Appends a part.
     pub fn part(&mut self, part: impl AsRef<[u8]>) -> &mut Self {
         let part = part.as_ref();
-        self.parts
-            .extend_from_slice(&u32::try_from(part.len()).unwrap_or(u32::MAX).to_le_bytes());
-        self.parts.extend_from_slice(part);
+        if self.digest.is_none() && self.raw.len() + 1 + part.len() > MAX_RAW_LEN {
+            let mut hasher = Sha256::new();
+            for earlier in raw_parts(&self.raw) {
+                hash_part(&mut hasher, earlier);
+            }
+            self.digest = Some(hasher);
+        }
+        match &mut self.digest {
+            Some(hasher) => hash_part(hasher, part),
+            None => {
+                // Below MAX_RAW_LEN (< 0x80), so the length fits in one byte.
+                self.raw.push(u8::try_from(part.len()).unwrap_or(u8::MAX));
+                self.raw.extend_from_slice(part);
+            }
+        }
         self
     }
 
     /// The key made of the parts appended so far.
     pub fn build(&self) -> Key {
-        let mut parts: Vec<&[u8]> = Vec::new();
-        let mut rest = self.parts.as_slice();
-        while let Some((len, tail)) = rest.split_first_chunk::<4>() {
-            let len = usize::try_from(u32::from_le_bytes(*len))
-                .unwrap_or(usize::MAX)
-                .min(tail.len());
-            let (part, tail) = tail.split_at(len);
-            parts.push(part);
-            rest = tail;
+        match &self.digest {
+            None => Key(Arc::from(&self.raw[..])),
+            Some(hasher) => {
+                let mut bytes = [DIGEST_TAG; 33];
+                bytes[1..].copy_from_slice(&hasher.clone().finalize());
+                Key(Arc::from(&bytes[..]))
+            }
         }
-        Key::from_parts(&parts)
     }
+}
+
+fn hash_part(hasher: &mut Sha256, part: &[u8]) {
+    hasher.update((part.len() as u64).to_le_bytes());
+    hasher.update(part);
+}
+
+/// The parts of a raw encoding.
+fn raw_parts(mut raw: &[u8]) -> impl Iterator<Item = &[u8]> {
+    std::iter::from_fn(move || {
+        let (len, rest) = raw.split_first()?;
+        let (part, rest) = rest.split_at(usize::from(*len).min(rest.len()));
+        raw = rest;
+        Some(part)
+    })
 }
 
 impl fmt::Debug for Key {
@@ -171,6 +182,19 @@ mod tests {
         let at_limit = Key::new(vec![b'a'; MAX_RAW_LEN - 1]);
         assert!(!at_limit.is_digest());
         assert_eq!(at_limit.as_bytes().len(), MAX_RAW_LEN);
+    }
+
+    #[test]
+    fn part_boundaries_matter_in_digests_too() {
+        let (a, b) = (vec![b'a'; 60], vec![b'b'; 60]);
+        let three = Key::from_parts(&[&a, &b, &b]);
+        let joined: Vec<u8> = b.iter().chain(&b).copied().collect();
+        let two = Key::from_parts(&[&a, &joined]);
+        assert!(three.is_digest() && two.is_digest());
+        assert_ne!(three, two);
+        let mut builder = Key::builder();
+        builder.part(&a).part(&b).part(&b);
+        assert_eq!(builder.build(), three, "the builder and from_parts agree");
     }
 
     #[test]

@@ -1,0 +1,68 @@
+//! A hello-world axum server for `scripts/bench-http`: bare, behind tollgate, or behind
+//! tower_governor.
+//!
+//! `cargo run --release --features tower --example bench_server -- MODE` with MODE one of
+//! `bare`, `tollgate` (in-memory store, two rules: per client IP and per account from the
+//! `x-account` header, RateLimit headers on) or `governor` (tower_governor per peer IP). Every
+//! quota allows a million requests a second per key, so the benchmark measures overhead, not
+//! refusals. The server listens on 127.0.0.1 on a free port and prints `listening on PORT`.
+
+#![allow(clippy::print_stdout)] // The port is the example's output.
+
+use std::net::SocketAddr;
+
+use axum::Router;
+use axum::routing::get;
+use tollgate::tower::key::{HeaderKey, PeerIp};
+use tollgate::tower::{RateLimitLayer, Rule};
+use tollgate::{MemoryStore, Quota, Rate};
+use tower_governor::GovernorLayer;
+use tower_governor::governor::GovernorConfigBuilder;
+
+/// Requests per second each key may make in every mode.
+const PER_SECOND: u64 = 1_000_000;
+
+fn app(mode: &str) -> Result<Router, Box<dyn std::error::Error>> {
+    let hello = Router::new().route("/", get(|| async { "Hello, world!" }));
+    Ok(match mode {
+        "bare" => hello,
+        "tollgate" => {
+            let quota = Quota::token_bucket(PER_SECOND, Rate::per_second(PER_SECOND))?;
+            let account = HeaderKey::new(axum::http::HeaderName::from_static("x-account"));
+            hello.layer(
+                RateLimitLayer::new(MemoryStore::new())
+                    .rule(Rule::new("per-ip", quota, PeerIp::new())?)
+                    .rule(Rule::new("per-account", quota, account)?),
+            )
+        }
+        "governor" => {
+            let config = GovernorConfigBuilder::default()
+                .per_nanosecond(1_000_000_000 / PER_SECOND)
+                .burst_size(u32::try_from(PER_SECOND)?)
+                .finish()
+                .ok_or("invalid governor configuration")?;
+            hello.layer(GovernorLayer::new(config))
+        }
+        other => return Err(format!("unknown mode {other:?}: bare, tollgate or governor").into()),
+    })
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let mode = std::env::args().nth(1).unwrap_or_else(|| "bare".to_owned());
+    let app = app(&mode)?;
+    // One worker thread: the load generator gets the other core.
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()?;
+    runtime.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0)).await?;
+        println!("listening on {}", listener.local_addr()?.port());
+        axum::serve(
+            listener,
+            app.into_make_service_with_connect_info::<SocketAddr>(),
+        )
+        .await?;
+        Ok(())
+    })
+}
