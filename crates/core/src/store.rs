@@ -215,11 +215,14 @@ impl BatchDecision {
             .find(|(item, answer)| item.is_enforcing() && !answer.decision.is_allowed())
     }
 
-    /// How long to wait before going ahead: the longest pacing delay (zero without pacing).
-    pub fn delay(&self) -> Duration {
-        self.items
+    /// How long to wait before going ahead, given the items checked: the longest delay of an
+    /// enforcing pacing item (zero without pacing; shadow items only report theirs).
+    pub fn delay(&self, items: &[Item<'_>]) -> Duration {
+        items
             .iter()
-            .map(|answer| answer.decision.delay())
+            .zip(&self.items)
+            .filter(|(item, _)| item.is_enforcing())
+            .map(|(_, answer)| answer.decision.delay())
             .max()
             .unwrap_or(Duration::ZERO)
     }

@@ -12,7 +12,7 @@ use tollgate_core::{BatchDecision, Mode, OnStoreFailure, Receipt, StoreError};
 use crate::events;
 use crate::flag::Flagged;
 use crate::headers::PolicyReport;
-use crate::plan::Plan;
+use crate::plan::{Plan, store_mode};
 use crate::respond::{self, Refused};
 use crate::route::RuleSet;
 use crate::rule::CountWhen;
@@ -64,7 +64,7 @@ pub(crate) fn conclude(
     }
     // Disclosed policies, the refusing one first.
     let mut reports: SmallVec<[PolicyReport<'_>; 4]> = SmallVec::new();
-    if let Some((rule, decision)) = refusing {
+    if let Some((rule, decision)) = refusing.filter(|(rule, _)| rule.is_disclosed()) {
         reports.push(PolicyReport::new(rule.id.as_str(), &rule.quota, decision));
     }
     for ((_, rule), answer) in plan.rules(rules).zip(batch.items()) {
@@ -81,7 +81,7 @@ pub(crate) fn conclude(
     match refusing {
         None => Conclusion::Proceed {
             headers,
-            delay: batch.delay(),
+            delay: enforced_delay(rules, plan, &batch),
             charges: conditional_charges(rules, plan, &batch),
         },
         Some((rule, decision)) => {
@@ -89,6 +89,17 @@ pub(crate) fn conclude(
             Conclusion::Respond(respond::refusal(settings, rule, refused))
         }
     }
+}
+
+/// How long to wait before going ahead: the longest delay of an enforcing pacing rule (a shadow
+/// or flag rule only reports, so its delay is not waited for).
+fn enforced_delay(rules: &RuleSet, plan: &Plan, batch: &BatchDecision) -> Duration {
+    plan.rules(rules)
+        .zip(batch.items())
+        .filter(|((_, rule), _)| store_mode(rule) == Mode::Enforce)
+        .map(|(_, answer)| answer.decision().delay())
+        .max()
+        .unwrap_or(Duration::ZERO)
 }
 
 /// The charges of rules that count only some responses, as receipts to refund later.

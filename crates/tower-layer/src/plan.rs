@@ -48,7 +48,10 @@ impl Plan {
                     key: key.build(),
                     cost: rule.cost_of(request),
                 });
-            } else if let MissingKey::Refuse(status) = rule.on_missing_key {
+            } else if let (MissingKey::Refuse(status), Mode::Enforce) =
+                (rule.on_missing_key, store_mode(rule))
+            {
+                // Only an enforcing rule refuses; shadow and flag rules never stop a request.
                 return Err(MissingKeyRefusal {
                     status,
                     rule: rule.id.clone(),

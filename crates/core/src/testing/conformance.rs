@@ -719,8 +719,9 @@ pub async fn several_pacing_items_start_at_the_latest_slot<S: Store>(
         "slow is now busy for 500 ms"
     );
     let both = store.check(&[fast, slow]).await.expect("store answers");
+    let items = [fast, slow];
     assert!(both.is_allowed());
-    assert_eq!(both.delay(), ms(500));
+    assert_eq!(both.delay(&items), ms(500));
     assert_eq!(
         both.items()[0].decision().delay(),
         ms(500),
