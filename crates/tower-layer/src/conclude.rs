@@ -4,14 +4,14 @@
 use std::time::Duration;
 
 use bytes::Bytes;
+use http::Response;
 use http::request::Parts;
-use http::{HeaderMap, Response};
 use smallvec::SmallVec;
 use tollgate_core::{BatchDecision, Mode, OnStoreFailure, Receipt, StoreError};
 
+use crate::disclosure::Disclosure;
 use crate::events;
 use crate::flag::Flagged;
-use crate::headers::PolicyReport;
 use crate::plan::{Plan, store_mode};
 use crate::respond::{self, Refused};
 use crate::route::RuleSet;
@@ -24,10 +24,10 @@ pub(crate) type Charges = SmallVec<[(Receipt, CountWhen); 1]>;
 
 /// What a request gets.
 pub(crate) enum Conclusion {
-    /// Call the inner service (after `delay`, for pacing), then add `headers` to its response;
-    /// `charges` are refunded if the response says they do not count.
+    /// Call the inner service (after `delay`, for pacing), then show `disclosure` in its
+    /// response's headers; `charges` are refunded if the response says they do not count.
     Proceed {
-        headers: HeaderMap,
+        disclosure: Disclosure,
         delay: Duration,
         charges: Charges,
     },
@@ -63,29 +63,25 @@ pub(crate) fn conclude(
         }
     }
     // Disclosed policies, the refusing one first.
-    let mut reports: SmallVec<[PolicyReport<'_>; 4]> = SmallVec::new();
-    if let Some((rule, decision)) = refusing.filter(|(rule, _)| rule.is_disclosed()) {
-        reports.push(PolicyReport::new(rule.id.as_str(), &rule.quota, decision));
-    }
-    for ((_, rule), answer) in plan.rules(rules).zip(batch.items()) {
-        let is_refusing = refusing.is_some_and(|(refuser, _)| std::ptr::eq(refuser, rule));
-        if rule.is_disclosed() && !is_refusing {
-            reports.push(PolicyReport::new(
-                rule.id.as_str(),
-                &rule.quota,
-                answer.decision(),
-            ));
-        }
-    }
-    let headers = respond::rate_limit_headers(&settings.header_style, &reports);
+    let is_refuser = |rule: &Rule| refusing.is_some_and(|(refuser, _)| std::ptr::eq(refuser, rule));
+    let others = plan
+        .rules(rules)
+        .zip(batch.items())
+        .filter(|((_, rule), _)| rule.is_disclosed() && !is_refuser(rule))
+        .map(|((_, rule), answer)| (rule, answer.decision()));
+    let shown = refusing
+        .filter(|(rule, _)| rule.is_disclosed())
+        .into_iter()
+        .chain(others);
+    let disclosure = Disclosure::of(settings.header_style, shown);
     match refusing {
         None => Conclusion::Proceed {
-            headers,
+            disclosure,
             delay: enforced_delay(rules, plan, &batch),
             charges: conditional_charges(rules, plan, &batch),
         },
         Some((rule, decision)) => {
-            let refused = Refused::new(rule.id.clone(), *decision, headers);
+            let refused = Refused::new(rule.id.clone(), *decision, disclosure.to_headers());
             Conclusion::Respond(respond::refusal(settings, rule, refused))
         }
     }
@@ -147,7 +143,7 @@ fn store_failed(
                 "rate-limit store failed; the request's rules fail open"
             );
             Conclusion::Proceed {
-                headers: HeaderMap::new(),
+                disclosure: Disclosure::nothing(),
                 delay: Duration::ZERO,
                 charges: Charges::new(),
             }

@@ -5,10 +5,11 @@ use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
 
-use http::{HeaderMap, Response};
+use http::Response;
 use pin_project_lite::pin_project;
 
 use crate::ResponseBody;
+use crate::disclosure::Disclosure;
 use crate::refund::PendingRefunds;
 
 /// A boxed response future, for the paths that must wait (a remote store, a pacing delay).
@@ -29,7 +30,7 @@ pin_project! {
     #[project = StateProjection]
     enum State<F, B, E> {
         Refused { response: Option<Response<ResponseBody<B>>> },
-        Inner { #[pin] future: F, headers: Option<HeaderMap>, refunds: Option<PendingRefunds> },
+        Inner { #[pin] future: F, disclosure: Option<Disclosure>, refunds: Option<PendingRefunds> },
         Boxed { future: BoxedResponse<B, E> },
     }
 }
@@ -43,11 +44,15 @@ impl<F, B, E> ResponseFuture<F, B, E> {
         }
     }
 
-    pub(crate) fn inner(future: F, headers: HeaderMap, refunds: Option<PendingRefunds>) -> Self {
+    pub(crate) fn inner(
+        future: F,
+        disclosure: Disclosure,
+        refunds: Option<PendingRefunds>,
+    ) -> Self {
         ResponseFuture {
             state: State::Inner {
                 future,
-                headers: Some(headers),
+                disclosure: Some(disclosure),
                 refunds,
             },
         }
@@ -73,30 +78,30 @@ where
                 .expect("ResponseFuture polled after completion"))),
             StateProjection::Inner {
                 future,
-                headers,
+                disclosure,
                 refunds,
             } => {
                 let response = ready!(future.poll(cx))?;
-                Poll::Ready(Ok(finish(response, headers.take(), refunds.take())))
+                Poll::Ready(Ok(finish(response, disclosure.take(), refunds.take())))
             }
             StateProjection::Boxed { future } => future.as_mut().poll(cx),
         }
     }
 }
 
-/// The inner service's response, with the rate-limit headers added, after refunding charges
+/// The inner service's response, with the rate-limit fields added, after refunding charges
 /// that its status says do not count.
 pub(crate) fn finish<B>(
     response: Response<B>,
-    headers: Option<HeaderMap>,
+    disclosure: Option<Disclosure>,
     refunds: Option<PendingRefunds>,
 ) -> Response<ResponseBody<B>> {
     if let Some(refunds) = refunds {
         refunds.settle(response.status());
     }
     let mut response = response.map(ResponseBody::inner);
-    if let Some(headers) = headers.filter(|headers| !headers.is_empty()) {
-        response.headers_mut().extend(headers);
+    if let Some(disclosure) = disclosure {
+        disclosure.write(response.headers_mut());
     }
     response
 }

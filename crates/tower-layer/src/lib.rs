@@ -75,6 +75,7 @@ pub mod key;
 
 mod body;
 mod conclude;
+mod disclosure;
 mod events;
 mod flag;
 mod future;

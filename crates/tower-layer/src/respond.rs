@@ -4,7 +4,7 @@ use bytes::Bytes;
 use http::{HeaderMap, Response, StatusCode};
 use tollgate_core::{Decision, Refusal, RuleId};
 
-use crate::headers::{HeaderStyle, PolicyReport, Problem};
+use crate::headers::Problem;
 use crate::settings::Settings;
 use crate::{RefusalAction, Rule};
 
@@ -71,13 +71,6 @@ impl Refused {
         response.headers_mut().extend(self.headers.clone());
         response
     }
-}
-
-/// The rate-limit headers for `reports`, in order.
-pub(crate) fn rate_limit_headers(style: &HeaderStyle, reports: &[PolicyReport<'_>]) -> HeaderMap {
-    let mut headers = HeaderMap::new();
-    style.insert(&mut headers, reports);
-    headers
 }
 
 /// What a refusal by `rule` answers.

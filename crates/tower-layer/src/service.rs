@@ -5,12 +5,13 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use http::request::Parts;
-use http::{HeaderMap, Request, Response};
+use http::{Request, Response};
 use tollgate_core::Store;
 use tower_service::Service;
 
 use crate::ResponseBody;
 use crate::conclude::{Charges, Conclusion, conclude};
+use crate::disclosure::Disclosure;
 use crate::future::{ResponseFuture, finish};
 use crate::layer::Core;
 use crate::plan::Plan;
@@ -76,7 +77,7 @@ where
     fn call(&mut self, request: Request<B>) -> Self::Future {
         let (mut parts, body) = request.into_parts();
         if self.settings.is_exempt(&parts) {
-            return call_inner(&mut self.inner, parts, body, HeaderMap::new(), None);
+            return call_inner(&mut self.inner, parts, body, Disclosure::nothing(), None);
         }
         let rules = self.core.rules.load_full();
         let plan = match Plan::new(&rules, &mut parts) {
@@ -87,7 +88,7 @@ where
             }
         };
         if plan.entries.is_empty() {
-            return call_inner(&mut self.inner, parts, body, HeaderMap::new(), None);
+            return call_inner(&mut self.inner, parts, body, Disclosure::nothing(), None);
         }
         let items = plan.items(&rules);
         let Some(answer) = self.core.store.check_now(&items) else {
@@ -102,16 +103,16 @@ where
                 ResponseFuture::refused(response.map(ResponseBody::refusal))
             }
             Conclusion::Proceed {
-                headers,
+                disclosure,
                 delay,
                 charges,
             } => {
                 let refunds = pending(&self.core, charges);
                 if delay.is_zero() {
-                    call_inner(&mut self.inner, parts, body, headers, refunds)
+                    call_inner(&mut self.inner, parts, body, disclosure, refunds)
                 } else {
                     let inner = self.take_ready_inner();
-                    call_after_delay(inner, delay, parts, body, headers, refunds)
+                    call_after_delay(inner, delay, parts, body, disclosure, refunds)
                 }
             }
         }
@@ -140,17 +141,14 @@ fn call_inner<S, B, ResBody>(
     inner: &mut S,
     parts: Parts,
     body: B,
-    headers: HeaderMap,
+    disclosure: Disclosure,
     refunds: Option<PendingRefunds>,
 ) -> ResponseFuture<S::Future, ResBody, S::Error>
 where
     S: Service<Request<B>, Response = Response<ResBody>>,
 {
-    ResponseFuture::inner(
-        inner.call(Request::from_parts(parts, body)),
-        headers,
-        refunds,
-    )
+    let future = inner.call(Request::from_parts(parts, body));
+    ResponseFuture::inner(future, disclosure, refunds)
 }
 
 /// Pacing: wait the decided delay, then call the (ready) inner service.
@@ -159,7 +157,7 @@ fn call_after_delay<S, B, ResBody>(
     delay: Duration,
     parts: Parts,
     body: B,
-    headers: HeaderMap,
+    disclosure: Disclosure,
     refunds: Option<PendingRefunds>,
 ) -> ResponseFuture<S::Future, ResBody, S::Error>
 where
@@ -171,7 +169,7 @@ where
     ResponseFuture::boxed(Box::pin(async move {
         tokio::time::sleep(delay).await;
         let response = inner.call(Request::from_parts(parts, body)).await?;
-        Ok(finish(response, Some(headers), refunds))
+        Ok(finish(response, Some(disclosure), refunds))
     }))
 }
 
@@ -201,7 +199,7 @@ where
         match conclude(&settings, &rules, &plan, answer, &mut parts) {
             Conclusion::Respond(response) => Ok(response.map(ResponseBody::refusal)),
             Conclusion::Proceed {
-                headers,
+                disclosure,
                 delay,
                 charges,
             } => {
@@ -210,7 +208,7 @@ where
                     tokio::time::sleep(delay).await;
                 }
                 let response = inner.call(Request::from_parts(parts, body)).await?;
-                Ok(finish(response, Some(headers), refunds))
+                Ok(finish(response, Some(disclosure), refunds))
             }
         }
     }))
