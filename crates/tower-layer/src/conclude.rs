@@ -23,6 +23,9 @@ use crate::{RefusalAction, Rule};
 pub(crate) type Charges = SmallVec<[(Receipt, CountWhen); 1]>;
 
 /// What a request gets.
+// Lives for one call on the stack; boxing the larger variant would cost an allocation per
+// allowed request instead.
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum Conclusion {
     /// Call the inner service (after `delay`, for pacing), then show `disclosure` in its
     /// response's headers; `charges` are refunded if the response says they do not count.
