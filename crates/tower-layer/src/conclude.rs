@@ -7,7 +7,7 @@ use bytes::Bytes;
 use http::Response;
 use http::request::Parts;
 use smallvec::SmallVec;
-use tollgate_core::{BatchDecision, Mode, OnStoreFailure, Receipt, StoreError};
+use tollgate_core::{BatchDecision, Decision, Mode, OnStoreFailure, Receipt, Refusal, StoreError};
 
 use crate::disclosure::Disclosure;
 use crate::events;
@@ -34,8 +34,12 @@ pub(crate) enum Conclusion {
         delay: Duration,
         charges: Charges,
     },
-    /// Answer with this instead.
-    Respond(Response<Bytes>),
+    /// Answer with `response` instead; `refused_by` is the plan position of the rule whose quota
+    /// ran out (for escalation), if one did.
+    Respond {
+        response: Response<Bytes>,
+        refused_by: Option<usize>,
+    },
 }
 
 /// Decides what the request gets from the store's `answer` to its `plan`.
@@ -50,8 +54,9 @@ pub(crate) fn conclude(
         Ok(batch) => batch,
         Err(error) => return store_failed(settings, rules, plan, &error),
     };
-    let mut refusing: Option<(&Rule, &tollgate_core::Decision)> = None;
-    for ((planned, rule), answer) in plan.rules(rules).zip(batch.items()) {
+    let mut refusing: Option<(&Rule, &Decision)> = None;
+    let mut refused_by = None;
+    for (position, ((planned, rule), answer)) in plan.rules(rules).zip(batch.items()).enumerate() {
         let decision = answer.decision();
         if decision.is_allowed() {
             continue;
@@ -60,7 +65,11 @@ pub(crate) fn conclude(
         let enforcing = rule.mode == Mode::Enforce && !is_flag;
         events::refusal(settings, rule, &planned.key, decision, enforcing);
         if enforcing {
-            refusing.get_or_insert((rule, decision));
+            if refusing.is_none() {
+                refusing = Some((rule, decision));
+                refused_by =
+                    (decision.refusal() == Some(Refusal::LimitReached)).then_some(position);
+            }
         } else if is_flag && batch.is_allowed() {
             Flagged::add(request, rule.id.clone(), *decision);
         }
@@ -85,8 +94,35 @@ pub(crate) fn conclude(
         },
         Some((rule, decision)) => {
             let refused = Refused::new(rule.id.clone(), *decision, disclosure.to_headers());
-            Conclusion::Respond(respond::refusal(settings, rule, refused))
+            Conclusion::Respond {
+                response: respond::refusal(settings, rule, refused),
+                refused_by,
+            }
         }
+    }
+}
+
+/// The caller is blocked by the escalating rule at `position` of `plan` until `decision` says.
+pub(crate) fn blocked(
+    settings: &Settings,
+    rules: &RuleSet,
+    plan: &Plan,
+    position: usize,
+    decision: Decision,
+) -> Conclusion {
+    let Some((planned, rule)) = plan.rules(rules).nth(position) else {
+        return Conclusion::Respond {
+            response: respond::limiter_unavailable(settings),
+            refused_by: None,
+        };
+    };
+    events::refusal(settings, rule, &planned.key, &decision, true);
+    let shown = rule.is_disclosed().then_some((rule, &decision));
+    let headers = Disclosure::of(settings.header_style, shown).to_headers();
+    let refused = Refused::new(rule.id.clone(), decision, headers);
+    Conclusion::Respond {
+        response: respond::refusal(settings, rule, refused),
+        refused_by: None,
     }
 }
 
@@ -137,7 +173,10 @@ fn store_failed(
                 error = %error,
                 "rate-limit store failed; the rule fails closed, answering 503"
             );
-            Conclusion::Respond(respond::limiter_unavailable(settings, &rule.id))
+            Conclusion::Respond {
+                response: respond::limiter_unavailable(settings),
+                refused_by: None,
+            }
         }
         None => {
             tracing::warn!(

@@ -76,6 +76,7 @@ pub mod key;
 mod body;
 mod conclude;
 mod disclosure;
+mod escalation;
 mod events;
 mod flag;
 mod future;
@@ -89,6 +90,7 @@ mod service;
 mod settings;
 
 pub use body::ResponseBody;
+pub use escalation::Escalation;
 pub use flag::Flagged;
 pub use future::ResponseFuture;
 pub use layer::RateLimitLayer;

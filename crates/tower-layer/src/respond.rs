@@ -89,9 +89,9 @@ pub(crate) fn missing_key(status: StatusCode, rule: &RuleId) -> Response<Bytes> 
     problem_response(Problem::missing_key(rule.as_str(), status))
 }
 
-/// The store failed and a rule fails closed: 503 with `Retry-After`.
-pub(crate) fn limiter_unavailable(settings: &Settings, rule: &RuleId) -> Response<Bytes> {
-    let _ = rule; // which rule's store is down is the operator's business, not the caller's
+/// The store failed and a rule fails closed: 503 with `Retry-After` (naming no rule: which
+/// store is down is the operator's business, not the caller's).
+pub(crate) fn limiter_unavailable(settings: &Settings) -> Response<Bytes> {
     problem_response(Problem::limiter_unavailable(
         settings.unavailable_retry_after,
     ))

@@ -8,6 +8,7 @@ use http::StatusCode;
 use http::request::Parts;
 use tollgate_core::{Decision, Mode, OnStoreFailure, Quota, RuleId, RuleIdError};
 
+use crate::escalation::{Escalated, Escalation};
 use crate::key::KeyExtractor;
 
 /// One rate limit, as the layer applies it: the policy name, the algorithm and quota, who is
@@ -46,6 +47,7 @@ pub struct Rule {
     pub(crate) on_store_failure: OnStoreFailure,
     pub(crate) disclose: Option<bool>,
     pub(crate) count_when: Option<CountWhen>,
+    pub(crate) escalation: Option<Escalated>,
 }
 
 /// Decides from a response's status whether a request counts against a rule.
@@ -67,7 +69,16 @@ impl Rule {
             on_store_failure: OnStoreFailure::Open,
             disclose: None,
             count_when: None,
+            escalation: None,
         })
+    }
+
+    /// Blocks a caller for longer once it keeps sending after refusals (see [`Escalation`]).
+    /// The strikes and the block live in the store under `<id>.strikes` and `<id>.block`, so
+    /// the rule id must leave room for those suffixes (at most 56 bytes).
+    pub fn escalate(mut self, escalation: Escalation) -> Result<Self, RuleIdError> {
+        self.escalation = Some(Escalated::new(&self.id, escalation)?);
+        Ok(self)
     }
 
     /// Counts a request only when its response's status satisfies `counts` — for example only

@@ -10,13 +10,15 @@ use tollgate_core::Store;
 use tower_service::Service;
 
 use crate::ResponseBody;
-use crate::conclude::{Charges, Conclusion, conclude};
+use crate::conclude::{self, Charges, Conclusion, conclude};
 use crate::disclosure::Disclosure;
+use crate::escalation;
 use crate::future::{ResponseFuture, finish};
 use crate::layer::Core;
 use crate::plan::Plan;
 use crate::refund::{PendingRefunds, Refunder};
 use crate::respond;
+use crate::route::RuleSet;
 use crate::settings::Settings;
 
 /// Rate-limits requests to `S`; made by [`RateLimitLayer`](crate::RateLimitLayer).
@@ -90,6 +92,25 @@ where
         if plan.entries.is_empty() {
             return call_inner(&mut self.inner, parts, body, Disclosure::nothing(), None);
         }
+        if plan
+            .rules(&rules)
+            .any(|(_, rule)| rule.escalation.is_some())
+        {
+            match escalation::poll_now(escalation::blocked(&self.core.store, &rules, &plan)) {
+                Some(Ok(Some((position, decision)))) => {
+                    let conclusion =
+                        conclude::blocked(&self.settings, &rules, &plan, position, decision);
+                    return self.respond(conclusion, &rules, &plan, parts, body);
+                }
+                // A block that cannot be read is no block; the check below meets the same store.
+                Some(Ok(None) | Err(_)) => {}
+                None => {
+                    let (core, settings) = (Arc::clone(&self.core), Arc::clone(&self.settings));
+                    let inner = self.take_ready_inner();
+                    return call_after_store(inner, core, settings, rules, plan, parts, body);
+                }
+            }
+        }
         let items = plan.items(&rules);
         let Some(answer) = self.core.store.check_now(&items) else {
             drop(items);
@@ -98,8 +119,33 @@ where
             return call_after_store(inner, core, settings, rules, plan, parts, body);
         };
         drop(items);
-        match conclude(&self.settings, &rules, &plan, answer, &mut parts) {
-            Conclusion::Respond(response) => {
+        let conclusion = conclude(&self.settings, &rules, &plan, answer, &mut parts);
+        self.respond(conclusion, &rules, &plan, parts, body)
+    }
+}
+
+impl<S: Clone, St: Store> RateLimit<S, St> {
+    /// Carries out a conclusion reached inside `call`.
+    fn respond<B, ResBody>(
+        &mut self,
+        conclusion: Conclusion,
+        rules: &RuleSet,
+        plan: &Plan,
+        parts: Parts,
+        body: B,
+    ) -> ResponseFuture<S::Future, ResBody, S::Error>
+    where
+        S: Service<Request<B>, Response = Response<ResBody>> + Send + 'static,
+        S::Future: Send + 'static,
+        B: Send + 'static,
+        ResBody: Send + 'static,
+    {
+        match conclusion {
+            Conclusion::Respond {
+                response,
+                refused_by,
+            } => {
+                strike(&self.core, rules, plan, refused_by);
                 ResponseFuture::refused(response.map(ResponseBody::refusal))
             }
             Conclusion::Proceed {
@@ -116,6 +162,19 @@ where
                 }
             }
         }
+    }
+}
+
+/// Records a strike against the caller refused by the rule at `refused_by`, if it escalates.
+fn strike<St: Store>(
+    core: &Arc<Core<St>>,
+    rules: &RuleSet,
+    plan: &Plan,
+    refused_by: Option<usize>,
+) {
+    let refused = refused_by.and_then(|position| plan.rules(rules).nth(position));
+    if let Some((planned, rule)) = refused {
+        escalation::record_refusal(core, rule, &planned.key);
     }
 }
 
@@ -179,7 +238,7 @@ fn call_after_store<S, St, B, ResBody>(
     mut inner: S,
     core: Arc<Core<St>>,
     settings: Arc<Settings>,
-    rules: Arc<crate::RuleSet>,
+    rules: Arc<RuleSet>,
     plan: Plan,
     mut parts: Parts,
     body: B,
@@ -192,12 +251,26 @@ where
     ResBody: Send + 'static,
 {
     ResponseFuture::boxed(Box::pin(async move {
-        let answer = {
-            let items = plan.items(&rules);
-            core.store.check(&items).await
+        let conclusion = match escalation::blocked(&core.store, &rules, &plan).await {
+            Ok(Some((position, decision))) => {
+                conclude::blocked(&settings, &rules, &plan, position, decision)
+            }
+            Ok(None) | Err(_) => {
+                let answer = {
+                    let items = plan.items(&rules);
+                    core.store.check(&items).await
+                };
+                conclude(&settings, &rules, &plan, answer, &mut parts)
+            }
         };
-        match conclude(&settings, &rules, &plan, answer, &mut parts) {
-            Conclusion::Respond(response) => Ok(response.map(ResponseBody::refusal)),
+        match conclusion {
+            Conclusion::Respond {
+                response,
+                refused_by,
+            } => {
+                strike(&core, &rules, &plan, refused_by);
+                Ok(response.map(ResponseBody::refusal))
+            }
             Conclusion::Proceed {
                 disclosure,
                 delay,

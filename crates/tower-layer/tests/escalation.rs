@@ -1,0 +1,123 @@
+//! Escalation: a caller that keeps sending after refusals is blocked for longer, on every
+//! gateway that shares the store.
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{Request, Response, StatusCode};
+use http_body_util::Empty;
+use tollgate_core::testing::ManualClock;
+use tollgate_core::{MemoryStore, Quota, Rate, Timestamp};
+use tollgate_tower::key::PeerIp;
+use tollgate_tower::{Escalation, RateLimitLayer, ResponseBody, Rule};
+use tower::util::BoxCloneService;
+use tower::{Layer, ServiceExt, service_fn};
+
+const HOUR: Duration = Duration::from_secs(3_600);
+
+/// One gateway's service.
+type Gateway = BoxCloneService<Request<()>, Response<ResponseBody<Empty<Bytes>>>, Infallible>;
+
+/// A gateway: 2 requests an hour per peer; more than 3 refusals in a minute block for 2 hours.
+fn gateway(store: &MemoryStore<ManualClock>) -> Gateway {
+    let quota = Quota::token_bucket(2, Rate::every(HOUR)).expect("valid quota");
+    let escalation =
+        Escalation::new(3, Duration::from_secs(60), 2 * HOUR).expect("valid escalation");
+    let rule = Rule::new("reads", quota, PeerIp::new())
+        .expect("valid rule id")
+        .escalate(escalation)
+        .expect("room for the derived rule ids");
+    let service = RateLimitLayer::new(store.clone())
+        .rule(rule)
+        .layer(service_fn(|_: Request<()>| async {
+            Ok::<_, Infallible>(Response::new(Empty::<Bytes>::new()))
+        }));
+    BoxCloneService::new(service)
+}
+
+fn from(peer: [u8; 4]) -> Request<()> {
+    let mut request = Request::get("/").body(()).expect("valid request");
+    request
+        .extensions_mut()
+        .insert(SocketAddr::from((peer, 40_000)));
+    request
+}
+
+async fn status_and_retry(service: &Gateway, peer: [u8; 4]) -> (StatusCode, Option<u64>) {
+    let response = service
+        .clone()
+        .oneshot(from(peer))
+        .await
+        .expect("infallible");
+    let retry = response
+        .headers()
+        .get(http::header::RETRY_AFTER)
+        .and_then(|value| value.to_str().ok()?.parse().ok());
+    (response.status(), retry)
+}
+
+#[tokio::test]
+async fn hammering_after_refusals_blocks_on_every_gateway_sharing_the_store() {
+    let clock = ManualClock::new(Timestamp::from_secs(1_700_000_000));
+    let store = MemoryStore::builder().clock(clock.clone()).build();
+    let (first, second) = (gateway(&store), gateway(&store));
+    let attacker = [203, 0, 113, 7];
+
+    for _ in 0..2 {
+        assert_eq!(status_and_retry(&first, attacker).await.0, StatusCode::OK);
+    }
+    for _ in 0..4 {
+        let (status, retry) = status_and_retry(&first, attacker).await;
+        assert_eq!(status, StatusCode::TOO_MANY_REQUESTS);
+        assert_eq!(retry, Some(3_600), "an hour until the next token");
+    }
+    // The fourth refusal went past three strikes: the caller is now blocked for two hours.
+    clock.advance(HOUR);
+    let (status, retry) = status_and_retry(&second, attacker).await;
+    assert_eq!(
+        status,
+        StatusCode::TOO_MANY_REQUESTS,
+        "blocked on the other gateway too"
+    );
+    assert_eq!(
+        retry,
+        Some(3_600),
+        "until the block ends, not the next token"
+    );
+    assert_eq!(
+        status_and_retry(&second, [198, 51, 100, 1]).await.0,
+        StatusCode::OK,
+        "other callers are not blocked"
+    );
+    clock.advance(HOUR);
+    assert_eq!(
+        status_and_retry(&first, attacker).await.0,
+        StatusCode::OK,
+        "the block ends after two hours"
+    );
+}
+
+#[tokio::test]
+async fn a_few_refusals_do_not_block() {
+    let clock = ManualClock::new(Timestamp::from_secs(1_700_000_000));
+    let store = MemoryStore::builder().clock(clock.clone()).build();
+    let service = gateway(&store);
+    let caller = [198, 51, 100, 9];
+    for _ in 0..2 {
+        assert_eq!(status_and_retry(&service, caller).await.0, StatusCode::OK);
+    }
+    for _ in 0..3 {
+        assert_eq!(
+            status_and_retry(&service, caller).await.0,
+            StatusCode::TOO_MANY_REQUESTS
+        );
+    }
+    clock.advance(HOUR);
+    assert_eq!(
+        status_and_retry(&service, caller).await.0,
+        StatusCode::OK,
+        "three refusals stay within the strikes: no block"
+    );
+}
