@@ -3,7 +3,8 @@
 //!
 //! `cargo run --release --features tower --example bench_server -- MODE` with MODE one of
 //! `bare`, `tollgate` (in-memory store, two rules: per client IP and per account from the
-//! `x-account` header, RateLimit headers on) or `governor` (tower_governor per peer IP). Every
+//! `x-account` header, RateLimit headers on), `tollgate-lean` (one per-IP rule, no rate-limit
+//! headers: like for like with governor) or `governor` (tower_governor per peer IP). Every
 //! quota allows a million requests a second per key, so the benchmark measures overhead, not
 //! refusals. The server listens on 127.0.0.1 on a free port and prints `listening on PORT`.
 
@@ -13,6 +14,7 @@ use std::net::SocketAddr;
 
 use axum::Router;
 use axum::routing::get;
+use tollgate::tower::headers::HeaderStyle;
 use tollgate::tower::key::{HeaderKey, PeerIp};
 use tollgate::tower::{RateLimitLayer, Rule};
 use tollgate::{MemoryStore, Quota, Rate};
@@ -35,6 +37,15 @@ fn app(mode: &str) -> Result<Router, Box<dyn std::error::Error>> {
                     .rule(Rule::new("per-account", quota, account)?),
             )
         }
+        "tollgate-lean" => {
+            // Like for like with governor: one per-IP rule, no rate-limit headers.
+            let quota = Quota::token_bucket(PER_SECOND, Rate::per_second(PER_SECOND))?;
+            hello.layer(
+                RateLimitLayer::new(MemoryStore::new())
+                    .rule(Rule::new("per-ip", quota, PeerIp::new())?)
+                    .headers(HeaderStyle::none()),
+            )
+        }
         "governor" => {
             let config = GovernorConfigBuilder::default()
                 .per_nanosecond(1_000_000_000 / PER_SECOND)
@@ -43,7 +54,12 @@ fn app(mode: &str) -> Result<Router, Box<dyn std::error::Error>> {
                 .ok_or("invalid governor configuration")?;
             hello.layer(GovernorLayer::new(config))
         }
-        other => return Err(format!("unknown mode {other:?}: bare, tollgate or governor").into()),
+        other => {
+            return Err(format!(
+                "unknown mode {other:?}: bare, tollgate, tollgate-lean or governor"
+            )
+            .into());
+        }
     })
 }
 

@@ -48,7 +48,7 @@ pub use tollgate_axum as axum;
 #[cfg(feature = "redis")]
 pub use tollgate_redis as redis;
 
-/// The README's examples, compiled and run as doc tests.
-#[cfg(doctest)]
+/// The README's examples, compiled and run as doc tests (they use the `tower` feature).
+#[cfg(all(doctest, feature = "tower"))]
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
