@@ -3,42 +3,14 @@
 //! This test binary counts every allocation with a wrapping global allocator, so it holds one
 //! test only (no other test threads allocate meanwhile).
 
-// A global allocator must be an `unsafe impl`; this one only counts and delegates to `System`.
-#![allow(unsafe_code)]
-
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use futures_util::FutureExt;
+use tollgate_core::testing::CountingAllocator;
 use tollgate_core::{Item, Key, MemoryStore, Mode, Quota, Rate, RuleId, Store};
 
-struct CountingAllocator;
-
-static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
-
-// SAFETY: every call is forwarded unchanged to the system allocator.
-unsafe impl GlobalAlloc for CountingAllocator {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: the caller upholds `GlobalAlloc::alloc`'s contract, which `System` shares.
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: `ptr` came from `System.alloc` with this layout.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: as for `dealloc`, and the caller upholds `realloc`'s contract.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
 #[global_allocator]
-static ALLOCATOR: CountingAllocator = CountingAllocator;
+static ALLOCATOR: CountingAllocator = CountingAllocator::new();
 
 #[test]
 fn checks_on_known_keys_do_not_allocate() {
@@ -75,7 +47,7 @@ fn checks_on_known_keys_do_not_allocate() {
         store.check(&items).now_or_never().unwrap().unwrap();
         store.check_one(&paced).now_or_never().unwrap().unwrap();
     }
-    let before = ALLOCATIONS.load(Ordering::Relaxed);
+    let before = ALLOCATOR.allocations();
     let mut allowed = 0;
     for _ in 0..1_000 {
         let answer = store.check(&items).now_or_never().unwrap().unwrap();
@@ -89,7 +61,7 @@ fn checks_on_known_keys_do_not_allocate() {
         let one = store.check_one(&paced).now_or_never().unwrap().unwrap();
         allowed += usize::from(one.decision().is_allowed());
     }
-    let allocations = ALLOCATIONS.load(Ordering::Relaxed) - before;
+    let allocations = ALLOCATOR.allocations() - before;
     assert_eq!(allowed, 3_000);
     assert_eq!(
         allocations, 0,

@@ -2,49 +2,21 @@
 //! values. This test binary counts every allocation with a wrapping global allocator, so it holds
 //! one test only.
 
-// A global allocator must be an `unsafe impl`; this one only counts and delegates to `System`.
-#![allow(unsafe_code)]
-
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::convert::Infallible;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::task::{Context, Poll, Waker};
 
 use bytes::Bytes;
 use http::{HeaderName, Request, Response, StatusCode};
 use http_body_util::Empty;
+use tollgate_core::testing::CountingAllocator;
 use tollgate_core::{MemoryStore, Quota, Rate};
 use tollgate_tower::key::{HeaderKey, PeerIp};
 use tollgate_tower::{RateLimitLayer, Rule};
 use tower::{Layer, Service, service_fn};
 
-struct CountingAllocator;
-
-static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
-
-// SAFETY: every call is forwarded unchanged to the system allocator.
-unsafe impl GlobalAlloc for CountingAllocator {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: the caller upholds `GlobalAlloc::alloc`'s contract, which `System` shares.
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: `ptr` came from `System.alloc` with this layout.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: as for `dealloc`, and the caller upholds `realloc`'s contract.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
 #[global_allocator]
-static ALLOCATOR: CountingAllocator = CountingAllocator;
+static ALLOCATOR: CountingAllocator = CountingAllocator::new();
 
 #[test]
 fn an_allowed_request_allocates_only_its_keys_and_header_values() {
@@ -79,12 +51,12 @@ fn an_allowed_request_allocates_only_its_keys_and_header_values() {
     let mut requests = requests.into_iter();
     // The first request stores the keys; later ones find them.
     assert_eq!(send(requests.next().unwrap()).status(), StatusCode::OK);
-    let before = ALLOCATIONS.load(Ordering::Relaxed);
+    let before = ALLOCATOR.allocations();
     let mut responses = Vec::with_capacity(100);
     for request in requests {
         responses.push(send(request));
     }
-    let per_request = (ALLOCATIONS.load(Ordering::Relaxed) - before) as f64 / 100.0;
+    let per_request = (ALLOCATOR.allocations() - before) as f64 / 100.0;
     assert!(
         responses
             .iter()

@@ -1,6 +1,8 @@
 //! The Chirp gateway's rate-limit table, every row whose key comes from the request, built with
 //! one `RateLimitLayer` and driven to at least one refusal per row.
 
+mod common;
+
 use std::convert::Infallible;
 use std::error::Error;
 use std::net::SocketAddr;
@@ -9,7 +11,6 @@ use std::time::Duration;
 use bytes::Bytes;
 use http::{HeaderName, Method, Request, Response, StatusCode};
 use http_body_util::Empty;
-use sfv::{ListEntry, Parser, Version};
 use tollgate_core::testing::ManualClock;
 use tollgate_core::{MemoryStore, Quota, Rate, Timestamp};
 use tollgate_tower::client_ip::IpGrouping;
@@ -102,18 +103,9 @@ fn policies(response: &Reply) -> Vec<String> {
     let Some(value) = response.headers().get("ratelimit") else {
         return Vec::new();
     };
-    let list: sfv::List = Parser::new(value.as_bytes())
-        .with_version(Version::Rfc8941)
-        .parse()
-        .expect("RateLimit is an sf-list");
-    list.into_iter()
-        .map(|entry| {
-            let ListEntry::Item(item) = entry else {
-                panic!("an inner list in {value:?}");
-            };
-            let name = item.bare_item.as_string().expect("an sf-string name");
-            name.as_str().to_owned()
-        })
+    common::sf_members("ratelimit", value)
+        .into_iter()
+        .map(|member| member.name)
         .collect()
 }
 

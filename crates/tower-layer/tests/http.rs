@@ -2,6 +2,8 @@
 //! peer address taken from axum's `ConnectInfo`. Every request comes from 127.0.0.1, so the
 //! trusted-proxy tests trust (or do not trust) 127.0.0.0/8 to stand on either side of the proxy.
 
+mod common;
+
 use std::collections::HashSet;
 use std::net::SocketAddr;
 
@@ -10,7 +12,6 @@ use axum::extract::ConnectInfo;
 use axum::routing::get;
 use http::header::{CONTENT_TYPE, RETRY_AFTER};
 use http::{HeaderMap, StatusCode};
-use sfv::{ListEntry, Parser, Version};
 use tokio::net::TcpListener;
 use tokio::task::{JoinHandle, JoinSet};
 use tollgate_core::{MemoryStore, Quota, Rate};
@@ -199,20 +200,7 @@ fn loopback_trusted(header: ProxyHeader) -> ClientIp {
 
 /// One member of a `RateLimit` or `RateLimit-Policy` sf-list: a policy name and its integer
 /// parameters, in order.
-#[derive(Debug, PartialEq)]
-struct Member {
-    name: String,
-    params: Vec<(String, i64)>,
-}
-
-impl Member {
-    fn param(&self, key: &str) -> i64 {
-        self.params
-            .iter()
-            .find_map(|(name, value)| (name == key).then_some(*value))
-            .unwrap_or_else(|| panic!("no `{key}` parameter in {self:?}"))
-    }
-}
+type Member = common::SfMember;
 
 /// The members of `field`, which must be an RFC 8941 list of strings with integer parameters.
 fn sf_members(reply: &Reply, field: &str) -> Vec<Member> {
@@ -220,30 +208,7 @@ fn sf_members(reply: &Reply, field: &str) -> Vec<Member> {
         .headers
         .get(field)
         .unwrap_or_else(|| panic!("no `{field}` field in {:?}", reply.headers));
-    let list: sfv::List = Parser::new(value.as_bytes())
-        .with_version(Version::Rfc8941)
-        .parse()
-        .unwrap_or_else(|error| panic!("`{field}: {value:?}` is not an sf-list: {error}"));
-    list.into_iter()
-        .map(|entry| {
-            let ListEntry::Item(item) = entry else {
-                panic!("an inner list in `{field}: {value:?}`");
-            };
-            let name = item.bare_item.as_string().expect("a policy name string");
-            let params = item
-                .params
-                .iter()
-                .map(|(key, bare)| {
-                    let int = bare.as_integer().expect("an integer parameter");
-                    (key.as_str().to_owned(), i64::from(int))
-                })
-                .collect();
-            Member {
-                name: name.as_str().to_owned(),
-                params,
-            }
-        })
-        .collect()
+    common::sf_members(field, value)
 }
 
 /// The single policy of `field`, which must be ours.

@@ -1,6 +1,8 @@
 //! `RateLimitLayer` end to end over `ServiceExt::oneshot`: headers, refusals, rule actions,
 //! store failures, shared state, exemptions, pacing, runtime rule swaps and route rules.
 
+mod common;
+
 use std::convert::Infallible;
 use std::error::Error;
 use std::future::{Future, ready};
@@ -12,7 +14,6 @@ use http::header::{CONTENT_TYPE, RETRY_AFTER};
 use http::{Method, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full};
 use serde_json::Value;
-use sfv::{ListEntry, Parser, Version};
 use tollgate_core::testing::ManualClock;
 use tollgate_core::{
     BatchDecision, Decision, Item, Key, MemoryStore, OnStoreFailure, Quota, Rate, Receipt, RuleId,
@@ -180,26 +181,9 @@ fn policies(response: &Response<Bytes>) -> Vec<Policy> {
         let Some(value) = response.headers().get(name) else {
             return Vec::new();
         };
-        let list: sfv::List = Parser::new(value.as_bytes())
-            .with_version(Version::Rfc8941)
-            .parse()
-            .unwrap_or_else(|error| panic!("{name}: {value:?} is not an sf-list: {error}"));
-        list.into_iter()
-            .map(|entry| {
-                let ListEntry::Item(item) = entry else {
-                    panic!("{name}: an inner list in {value:?}");
-                };
-                let policy = item.bare_item.as_string().expect("an sf-string name");
-                let params = item
-                    .params
-                    .iter()
-                    .map(|(key, bare)| {
-                        let number = bare.as_integer().expect("an integer parameter");
-                        (key.as_str().to_owned(), i64::from(number))
-                    })
-                    .collect();
-                (policy.as_str().to_owned(), params)
-            })
+        common::sf_members(name, value)
+            .into_iter()
+            .map(|member| (member.name, member.params))
             .collect()
     };
     let param = |params: &[(String, i64)], key: &str| -> i64 {

@@ -1,4 +1,5 @@
-//! Test support (feature `testing`): a manual clock, and the conformance suite every store runs.
+//! Test support (feature `testing`): a manual clock, the conformance suite every store runs, and
+//! a counting allocator for allocation-free paths.
 //!
 //! ```
 //! use std::time::Duration;
@@ -11,6 +12,8 @@
 //! ```
 
 pub mod conformance;
+mod counting_allocator;
 mod manual_clock;
 
+pub use counting_allocator::CountingAllocator;
 pub use manual_clock::ManualClock;
