@@ -1,18 +1,19 @@
 //! From the store's answer to what the request gets: go ahead (with headers, maybe after a
 //! delay), or a response instead.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
 use http::Response;
 use http::request::Parts;
 use smallvec::SmallVec;
-use tollgate_core::{BatchDecision, Decision, Mode, OnStoreFailure, Receipt, Refusal, StoreError};
+use tollgate_core::{BatchDecision, Decision, OnStoreFailure, Receipt, Refusal, StoreError};
 
 use crate::disclosure::Disclosure;
 use crate::events;
 use crate::flag::Flagged;
-use crate::plan::{Plan, store_mode};
+use crate::plan::{Plan, is_enforcing};
 use crate::respond::{self, Refused};
 use crate::route::RuleSet;
 use crate::rule::CountWhen;
@@ -54,51 +55,53 @@ pub(crate) fn conclude(
         Ok(batch) => batch,
         Err(error) => return store_failed(settings, rules, plan, &error),
     };
-    let mut refusing: Option<(&Rule, &Decision)> = None;
-    let mut refused_by = None;
-    for (position, ((planned, rule), answer)) in plan.rules(rules).zip(batch.items()).enumerate() {
+    let answers = || plan.rules(rules).zip(batch.items()).enumerate();
+    for (_, ((planned, rule), answer)) in answers() {
         let decision = answer.decision();
         if decision.is_allowed() {
             continue;
         }
-        let is_flag = matches!(rule.on_refusal, RefusalAction::Flag);
-        let enforcing = rule.mode == Mode::Enforce && !is_flag;
-        events::refusal(settings, rule, &planned.key, decision, enforcing);
-        if enforcing {
-            if refusing.is_none() {
-                refusing = Some((rule, decision));
-                refused_by =
-                    (decision.refusal() == Some(Refusal::LimitReached)).then_some(position);
-            }
-        } else if is_flag && batch.is_allowed() {
+        events::refusal(settings, rule, &planned.key, decision, is_enforcing(rule));
+        if matches!(rule.on_refusal, RefusalAction::Flag) && batch.is_allowed() {
             Flagged::add(request, rule.id.clone(), *decision);
         }
     }
+    // The refusal to report: one that can never fit first (retrying is pointless), else the one
+    // that asks for the longest wait, so a client that honours Retry-After is not refused again.
+    let refusing = answers()
+        .filter(|(_, ((_, rule), answer))| is_enforcing(rule) && !answer.decision().is_allowed())
+        .max_by_key(|(_, (_, answer))| {
+            let decision = answer.decision();
+            (
+                decision.refusal() == Some(Refusal::CostExceedsLimit),
+                decision.retry_after(),
+            )
+        })
+        .map(|(position, ((_, rule), answer))| (position, rule, answer.decision()));
+
     // Disclosed policies, the refusing one first.
-    let is_refuser = |rule: &Rule| refusing.is_some_and(|(refuser, _)| std::ptr::eq(refuser, rule));
-    let others = plan
-        .rules(rules)
-        .zip(batch.items())
-        .filter(|((_, rule), _)| rule.is_disclosed() && !is_refuser(rule))
-        .map(|((_, rule), answer)| (rule, answer.decision()));
-    let shown = refusing
-        .filter(|(rule, _)| rule.is_disclosed())
-        .into_iter()
-        .chain(others);
-    let disclosure = Disclosure::of(settings.header_style, shown);
-    match refusing {
-        None => Conclusion::Proceed {
+    let is_refuser =
+        |rule: &Rule| refusing.is_some_and(|(_, refuser, _)| std::ptr::eq(refuser, rule));
+    let others = answers()
+        .filter(|(_, ((_, rule), _))| rule.is_disclosed() && !is_refuser(rule))
+        .map(|(_, ((_, rule), answer))| (rule, answer.decision()));
+    let first = refusing
+        .filter(|(_, rule, _)| rule.is_disclosed())
+        .map(|(_, rule, decision)| (rule, decision));
+    let disclosure = Disclosure::of(settings.header_style, first.into_iter().chain(others));
+
+    let Some((position, rule, decision)) = refusing else {
+        let items = plan.items(rules);
+        return Conclusion::Proceed {
             disclosure,
-            delay: enforced_delay(rules, plan, &batch),
+            delay: batch.delay(&items),
             charges: conditional_charges(rules, plan, &batch),
-        },
-        Some((rule, decision)) => {
-            let refused = Refused::new(rule.id.clone(), *decision, disclosure.to_headers());
-            Conclusion::Respond {
-                response: respond::refusal(settings, rule, refused),
-                refused_by,
-            }
-        }
+        };
+    };
+    let refused = Refused::new(rule, *decision, disclosure.to_headers());
+    Conclusion::Respond {
+        response: respond::refusal(settings, rule, refused),
+        refused_by: (decision.refusal() == Some(Refusal::LimitReached)).then_some(position),
     }
 }
 
@@ -119,52 +122,37 @@ pub(crate) fn blocked(
     events::refusal(settings, rule, &planned.key, &decision, true);
     let shown = rule.is_disclosed().then_some((rule, &decision));
     let headers = Disclosure::of(settings.header_style, shown).to_headers();
-    let refused = Refused::new(rule.id.clone(), decision, headers);
+    let refused = Refused::new(rule, decision, headers);
     Conclusion::Respond {
         response: respond::refusal(settings, rule, refused),
         refused_by: None,
     }
 }
 
-/// How long to wait before going ahead: the longest delay of an enforcing pacing rule (a shadow
-/// or flag rule only reports, so its delay is not waited for).
-fn enforced_delay(rules: &RuleSet, plan: &Plan, batch: &BatchDecision) -> Duration {
-    plan.rules(rules)
-        .zip(batch.items())
-        .filter(|((_, rule), _)| store_mode(rule) == Mode::Enforce)
-        .map(|(_, answer)| answer.decision().delay())
-        .max()
-        .unwrap_or(Duration::ZERO)
-}
-
 /// The charges of rules that count only some responses, as receipts to refund later.
 fn conditional_charges(rules: &RuleSet, plan: &Plan, batch: &BatchDecision) -> Charges {
+    let items = plan.items(rules);
     plan.rules(rules)
-        .zip(batch.items())
-        .filter_map(|((planned, rule), answer)| {
+        .zip(items.iter().zip(batch.items()))
+        .filter_map(|((_, rule), (item, answer))| {
             let counts = rule.count_when.as_ref()?;
-            let receipt = Receipt::new(
-                rule.id.clone(),
-                planned.key.clone(),
-                rule.quota,
-                *answer.charge()?,
-            );
-            Some((receipt, std::sync::Arc::clone(counts)))
+            Some((answer.receipt(item)?, Arc::clone(counts)))
         })
         .collect()
 }
 
-/// The store could not answer: closed rules answer 503, open (and, until the store-failure
-/// wrapper provides a local store, local) rules let the request through.
+/// The store could not answer: closed rules answer 503; open rules, and until the store-failure
+/// wrapper provides a local store, local ones, let the request through (so do shadow and flag
+/// rules, which never stop a request).
 fn store_failed(
     settings: &Settings,
     rules: &RuleSet,
     plan: &Plan,
     error: &StoreError,
 ) -> Conclusion {
-    let closed = plan.rules(rules).find(|(_, rule)| {
-        rule.mode == Mode::Enforce && rule.on_store_failure == OnStoreFailure::Closed
-    });
+    let closed = plan
+        .rules(rules)
+        .find(|(_, rule)| is_enforcing(rule) && rule.on_store_failure == OnStoreFailure::Closed);
     match closed {
         Some((_, rule)) => {
             tracing::error!(

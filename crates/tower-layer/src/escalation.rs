@@ -18,12 +18,12 @@ use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use tollgate_core::{
-    Decision, Item, Key, Mode, Quota, QuotaError, Rate, RuleId, RuleIdError, Store, StoreError,
+    Decision, Item, Key, Quota, QuotaError, Rate, RuleId, RuleIdError, Store, StoreError,
 };
 
 use crate::Rule;
 use crate::layer::Core;
-use crate::plan::{Plan, store_mode};
+use crate::plan::{Plan, is_enforcing};
 use crate::route::RuleSet;
 
 /// How a rule escalates: after `after_refusals` refusals within `within`, the caller is blocked
@@ -100,7 +100,7 @@ pub(crate) async fn blocked<St: Store>(
         let Some(escalated) = rule.escalation.as_ref() else {
             continue;
         };
-        if store_mode(rule) != Mode::Enforce {
+        if !is_enforcing(rule) {
             continue;
         }
         let block = store.peek(&escalated.block(&planned.key)).await?;
@@ -116,28 +116,29 @@ pub(crate) async fn blocked<St: Store>(
 }
 
 /// Records a refusal of `key` by `rule`: one strike, and a block once the strikes run out.
-/// Done at once when the store answers at once, else in a spawned task.
+/// The same future is polled once here and, if the store cannot answer at once, finished in a
+/// spawned task, so a strike is never sent twice.
 pub(crate) fn record_refusal<St: Store>(core: &Arc<Core<St>>, rule: &Rule, key: &Key) {
     let Some(escalated) = rule.escalation.clone() else {
         return;
     };
-    let outcome = poll_now(strike(&core.store, &escalated, key));
-    let outcome = match outcome {
-        Some(outcome) => outcome,
-        None => {
-            let (core, key) = (Arc::clone(core), key.clone());
-            if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-                runtime.spawn(async move {
-                    if let Err(error) = strike(&core.store, &escalated, &key).await {
-                        log_failure(&escalated, &error);
-                    }
-                });
-            }
-            return;
+    let (core, key) = (Arc::clone(core), key.clone());
+    let mut recording = Box::pin(async move {
+        if let Err(error) = strike(&core.store, &escalated, &key).await {
+            log_failure(&escalated, &error);
         }
-    };
-    if let Err(error) = outcome {
-        log_failure(&escalated, &error);
+    });
+    let first_poll = recording
+        .as_mut()
+        .poll(&mut Context::from_waker(Waker::noop()));
+    if first_poll.is_pending() {
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => drop(runtime.spawn(recording)),
+            Err(_) => tracing::warn!(
+                target: "tollgate::store",
+                "no tokio runtime to finish recording an escalation strike on"
+            ),
+        }
     }
 }
 
@@ -148,7 +149,7 @@ async fn strike<St: Store>(store: &St, escalated: &Escalated, key: &Key) -> Resu
         tracing::warn!(
             target: "tollgate::refusal",
             rule = %escalated.block_rule,
-            key = %key.fingerprint(),
+            key = %key.fingerprint(), // always hashed: this event has no layer settings at hand
             "caller kept sending after refusals and is blocked"
         );
     }

@@ -13,9 +13,10 @@ use crate::headers::HeaderStyle;
 use crate::settings::{KeyLogging, Settings};
 use crate::{PathPattern, RateLimit, Refused, Rule, RuleSet};
 
-/// What every service made by one layer shares: the store and the current rules.
+/// What every service made by one layer shares: the store (shared with every layer built from
+/// the same `RateLimitLayer::new`) and the current rules (this layer value's own).
 pub(crate) struct Core<St> {
-    pub(crate) store: St,
+    pub(crate) store: Arc<St>,
     pub(crate) rules: ArcSwap<RuleSet>,
 }
 
@@ -23,7 +24,10 @@ pub(crate) struct Core<St> {
 ///
 /// Clones of the layer, and every service it makes (axum clones services freely), share one
 /// store and one rule set, so cloning never multiplies a limit. Rules can be replaced at runtime
-/// with [`replace_rules`](RateLimitLayer::replace_rules).
+/// with [`replace_rules`](RateLimitLayer::replace_rules), for every service made from this layer
+/// value. Builder methods that add rules give the layer a rule set of its own, so a base layer
+/// can be cloned and extended per route (`base.clone().rule(login)`) without the extensions
+/// leaking into the base or into each other; the store is still shared.
 ///
 /// ```
 /// use std::time::Duration;
@@ -33,7 +37,7 @@ pub(crate) struct Core<St> {
 /// use tollgate_tower::{RateLimitLayer, Rule};
 ///
 /// let layer = RateLimitLayer::new(MemoryStore::new())
-///     // Every request: 100 a minute per client IP block.
+///     // Every request: 100 a minute per client address.
 ///     .rule(Rule::new("per-ip", Quota::sliding_window_counter(100, Duration::from_secs(60))?, ClientIp::peer())?)
 ///     // Sign-ups: 3 per device a day.
 ///     .route(
@@ -69,7 +73,7 @@ impl<St> RateLimitLayer<St> {
     pub fn new(store: St) -> Self {
         RateLimitLayer {
             core: Arc::new(Core {
-                store,
+                store: Arc::new(store),
                 rules: ArcSwap::from_pointee(RuleSet::new()),
             }),
             settings: Arc::new(Settings::default()),
@@ -83,7 +87,7 @@ impl<St> RateLimitLayer<St> {
     }
 
     /// Adds a rule for requests with `method` whose path matches `pattern` (see
-    /// [`PathPattern`]): one row of a gateway-level table.
+    /// [`PathPattern`]; a `GET` row also matches `HEAD`): one row of a gateway-level table.
     pub fn route(self, method: Method, pattern: &str, rule: Rule) -> Self {
         self.update_rules(|rules| rules.route(method, pattern, rule))
     }
@@ -93,14 +97,21 @@ impl<St> RateLimitLayer<St> {
         self.update_rules(|rules| rules.any_method(pattern, rule))
     }
 
-    fn update_rules(self, change: impl FnOnce(RuleSet) -> RuleSet) -> Self {
+    /// A builder step: this layer gets a rule set of its own, so adding a rule to a clone (say,
+    /// a shared base extended per route) never changes the base or services already built. The
+    /// store stays shared.
+    fn update_rules(mut self, change: impl FnOnce(RuleSet) -> RuleSet) -> Self {
         let current = RuleSet::clone(&self.core.rules.load());
-        self.core.rules.store(Arc::new(change(current)));
+        self.core = Arc::new(Core {
+            store: Arc::clone(&self.core.store),
+            rules: ArcSwap::from_pointee(change(current)),
+        });
         self
     }
 
-    /// Replaces every rule at once, for all services of this layer, without rebuilding them
-    /// (the next request sees the new set).
+    /// Replaces every rule at once, for all services made from this layer value (and its clones
+    /// made since the last builder call), without rebuilding them: the next request sees the new
+    /// set.
     pub fn replace_rules(&self, rules: RuleSet) {
         self.core.rules.store(Arc::new(rules));
     }
@@ -135,7 +146,10 @@ impl<St> RateLimitLayer<St> {
         self
     }
 
-    /// Requests whose peer address is in `network` skip limiting (internal networks).
+    /// Requests whose TCP **peer** address is in `network` skip limiting (internal callers that
+    /// connect directly). Behind a load balancer every peer is the balancer, so exempting its
+    /// network would exempt everyone: exempt paths instead, or put internal callers on a route
+    /// without this layer.
     pub fn exempt_network(mut self, network: Cidr) -> Self {
         Arc::make_mut(&mut self.settings).exempt_peers.push(network);
         self

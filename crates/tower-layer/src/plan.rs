@@ -48,8 +48,8 @@ impl Plan {
                     key: key.build(),
                     cost: rule.cost_of(request),
                 });
-            } else if let (MissingKey::Refuse(status), Mode::Enforce) =
-                (rule.on_missing_key, store_mode(rule))
+            } else if let (MissingKey::Refuse(status), true) =
+                (rule.on_missing_key, is_enforcing(rule))
             {
                 // Only an enforcing rule refuses; shadow and flag rules never stop a request.
                 return Err(MissingKeyRefusal {
@@ -87,6 +87,11 @@ impl Plan {
             .iter()
             .filter_map(move |planned| Some((planned, rules.get(planned.rule)?)))
     }
+}
+
+/// Whether a rule can stop a request: enforced and not a flag rule.
+pub(crate) fn is_enforcing(rule: &Rule) -> bool {
+    store_mode(rule) == Mode::Enforce
 }
 
 /// How a rule is sent to the store.

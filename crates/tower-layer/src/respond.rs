@@ -2,9 +2,9 @@
 
 use bytes::Bytes;
 use http::{HeaderMap, Response, StatusCode};
-use tollgate_core::{Decision, Refusal, RuleId};
+use tollgate_core::{Decision, Quota, RuleId};
 
-use crate::headers::Problem;
+use crate::headers::{PolicyReport, Problem, insert_retry_after, refusal_retry_after_secs};
 use crate::settings::Settings;
 use crate::{RefusalAction, Rule};
 
@@ -29,14 +29,21 @@ use crate::{RefusalAction, Rule};
 #[derive(Debug, Clone)]
 pub struct Refused {
     rule: RuleId,
+    quota: Quota,
     decision: Decision,
     headers: HeaderMap,
 }
 
 impl Refused {
-    pub(crate) fn new(rule: RuleId, decision: Decision, headers: HeaderMap) -> Self {
+    /// A refusal by `rule` with `decision`; `headers` are the rate-limit fields to send, to which
+    /// `Retry-After` is added (whole seconds, rounded up; none when the cost can never fit).
+    pub(crate) fn new(rule: &Rule, decision: Decision, mut headers: HeaderMap) -> Self {
+        if let Some(secs) = refusal_retry_after_secs(&decision) {
+            insert_retry_after(&mut headers, secs);
+        }
         Refused {
-            rule,
+            rule: rule.id.clone(),
+            quota: rule.quota,
             decision,
             headers,
         }
@@ -52,7 +59,9 @@ impl Refused {
         &self.decision
     }
 
-    /// The `RateLimit` / `RateLimit-Policy` (and, if asked, legacy) headers, refusing policy first.
+    /// The headers a refusal carries: `Retry-After` (unless the cost can never fit) and the
+    /// `RateLimit` / `RateLimit-Policy` (and, if asked, legacy) fields, refusing policy first.
+    /// A responder should send them.
     pub fn headers(&self) -> &HeaderMap {
         &self.headers
     }
@@ -61,14 +70,14 @@ impl Refused {
     /// in whole seconds rounded up, the rate-limit headers and an RFC 9457 problem body (its own
     /// problem type when the cost can never fit).
     pub fn default_response(&self) -> Response<Bytes> {
-        let problem = match self.decision.refusal() {
-            Some(Refusal::CostExceedsLimit) => {
-                Problem::cost_exceeds_limit(self.rule.as_str(), self.decision.limit())
-            }
-            _ => Problem::rate_limited(self.rule.as_str(), self.decision.retry_after()),
-        };
+        let report = PolicyReport::new(self.rule.as_str(), &self.quota, &self.decision);
+        let problem = Problem::for_refusal(&report).unwrap_or_else(|| {
+            Problem::rate_limited(self.rule.as_str(), self.decision.retry_after())
+        });
         let mut response = problem_response(problem);
-        response.headers_mut().extend(self.headers.clone());
+        for (name, value) in &self.headers {
+            response.headers_mut().insert(name, value.clone());
+        }
         response
     }
 }

@@ -122,7 +122,8 @@ impl RuleSet {
         self
     }
 
-    /// Adds a rule for requests with `method` whose path matches `pattern`.
+    /// Adds a rule for requests with `method` whose path matches `pattern` (a `GET` row also
+    /// matches `HEAD`, which servers answer with the GET handler).
     #[must_use]
     pub fn route(mut self, method: Method, pattern: &str, rule: Rule) -> Self {
         self.routes.push(Route {
@@ -155,7 +156,12 @@ impl RuleSet {
         let mut first = None;
         let path = request.uri.path();
         for (index, route) in self.routes.iter().enumerate() {
-            let method_matches = route.method.as_ref().is_none_or(|m| *m == request.method);
+            let method_matches = route.method.as_ref().is_none_or(|method| {
+                // A HEAD request runs the GET handler (axum's `get` serves both), so GET rows
+                // count it too.
+                *method == request.method
+                    || (*method == Method::GET && request.method == Method::HEAD)
+            });
             if method_matches && route.pattern.matches(path) {
                 first.get_or_insert_with(|| MatchedPattern(Arc::clone(&route.pattern.text)));
                 each(RuleRef::Route(index));

@@ -155,6 +155,9 @@ impl Rule {
     }
 
     /// What happens when the store cannot answer (default: open, the rule is not applied).
+    /// `Closed` answers 503 with `Retry-After`. `Local` needs a store that falls back to local
+    /// memory (the store-failure wrapper, which comes with the Redis store); with a store that
+    /// simply fails, the layer treats `Local` as `Open`.
     #[must_use]
     pub fn on_store_failure(mut self, policy: OnStoreFailure) -> Self {
         self.on_store_failure = policy;
@@ -262,6 +265,9 @@ pub enum MissingKey {
     /// still do).
     #[default]
     Skip,
-    /// Refuse the request with this status (for example 401 for an API that needs a key).
+    /// Refuse the request with this status (for example 401 for an API that needs a key) and a
+    /// `urn:tollgate:problem:missing-key` problem body. The status must be a client error
+    /// (4xx); anything else is sent as 400. The layer's responder hook is for rate-limit
+    /// refusals and does not render this one.
     Refuse(StatusCode),
 }

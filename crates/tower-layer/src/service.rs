@@ -26,8 +26,14 @@ use crate::settings::Settings;
 /// Each request is matched against the rules, its keys are extracted, and every matching rule
 /// goes to the store in **one** all-or-nothing call. With a store that answers at once (the
 /// in-memory store) the decision is made inside `call`, and an allowed request costs no boxing:
-/// only its keys and header values are allocated. Remote stores and pacing delays use a boxed
-/// future.
+/// only its keys and header values are allocated (plus the [`MatchedPattern`] extension when a
+/// route-table row matched). Remote stores and pacing delays use a boxed future.
+///
+/// A request that waits (a pacing delay, a remote store) holds the capacity the inner service
+/// reserved in `poll_ready` while it waits; with an inner concurrency limit, keep pacing delays
+/// short.
+///
+/// [`MatchedPattern`]: crate::key::MatchedPattern
 pub struct RateLimit<S, St> {
     inner: S,
     core: Arc<Core<St>>,

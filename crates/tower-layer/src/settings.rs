@@ -22,7 +22,8 @@ pub enum KeyLogging {
     /// A short SHA-256 fingerprint of the key: correlatable across gateways, not reversible.
     #[default]
     Hashed,
-    /// The key itself (escaped): account ids and IP blocks in plain text.
+    /// The key's stored bytes, escaped (`Key(\x0caccount-4821)`): readable for text keys such as
+    /// account ids; IP blocks appear as their binary encoding.
     Raw,
 }
 

@@ -20,7 +20,7 @@ use tollgate_core::{
     Store, StoreError, Timestamp,
 };
 use tollgate_tower::headers::HeaderStyle;
-use tollgate_tower::key::{Endpoint, ExtensionKey, Global, PeerIp};
+use tollgate_tower::key::{Endpoint, ExtensionKey, Global, HeaderKey, PeerIp};
 use tollgate_tower::{Flagged, MissingKey, RateLimitLayer, RefusalAction, Refused, Rule, RuleSet};
 use tower::{Layer, Service, ServiceExt, service_fn};
 
@@ -486,6 +486,11 @@ async fn the_layer_responder_renders_refusals_its_own_way() {
     );
     assert!(refused.headers().get(CONTENT_TYPE).is_none());
     assert_eq!(names(&refused), ["burst"], "the headers it was handed");
+    let retry_after = refused
+        .headers()
+        .get(RETRY_AFTER)
+        .expect("Retry-After in the headers");
+    assert_eq!(retry_after, "60", "the handed headers include Retry-After");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -581,6 +586,22 @@ async fn a_rule_that_fails_closed_answers_503_with_retry_after() {
 }
 
 #[tokio::test]
+async fn a_flag_rule_that_fails_closed_still_lets_requests_through() {
+    let layer = RateLimitLayer::new(DeadStore).rule(
+        per_minute("signups", 1)
+            .on_refusal(RefusalAction::Flag)
+            .on_store_failure(OnStoreFailure::Closed),
+    );
+    let service = layer.layer(service_fn(ok));
+    let response = send(&service, get("/signup")).await;
+    assert_eq!(
+        response.status(),
+        StatusCode::OK,
+        "flag rules never stop a request"
+    );
+}
+
+#[tokio::test]
 async fn rules_that_fail_open_let_the_request_through() {
     let layer = RateLimitLayer::new(DeadStore)
         .rule(per_minute("reads", 1).on_store_failure(OnStoreFailure::Open));
@@ -600,6 +621,35 @@ async fn rules_that_fail_open_let_the_request_through() {
 // ---------------------------------------------------------------------------------------------
 // Shared state, exemptions
 // ---------------------------------------------------------------------------------------------
+
+#[tokio::test]
+async fn extending_a_cloned_layer_leaves_the_base_alone() {
+    let base = layer_with([per_minute("per-ip", 100)]);
+    let login = base
+        .clone()
+        .rule(per_minute("login", 1))
+        .layer(service_fn(ok));
+    let search = base
+        .clone()
+        .rule(per_minute("search", 1))
+        .layer(service_fn(ok));
+    let plain = base.layer(service_fn(ok));
+
+    assert_eq!(
+        names(&send(&login, get("/login")).await),
+        ["per-ip", "login"]
+    );
+    assert_eq!(
+        names(&send(&search, get("/search")).await),
+        ["per-ip", "search"]
+    );
+    assert_eq!(names(&send(&plain, get("/feed")).await), ["per-ip"]);
+    let per_ip_left = policies(&send(&plain, get("/feed")).await)[0].r;
+    assert_eq!(
+        per_ip_left, 95,
+        "the store (and its per-ip count) is still shared"
+    );
+}
 
 #[tokio::test]
 async fn clones_of_services_and_of_the_layer_share_one_count() {
@@ -733,6 +783,110 @@ async fn replace_rules_takes_effect_on_the_next_request() {
         statuses(&service, 5, || get("/feed")).await,
         times(5, StatusCode::OK)
     );
+}
+
+#[tokio::test]
+async fn a_get_row_also_counts_head_requests() {
+    let layer = layer_with([]).route(Method::GET, "/feed", per_minute("reads", 2));
+    let service = layer.layer(service_fn(ok));
+    assert_eq!(send(&service, get("/feed")).await.status(), StatusCode::OK);
+    assert_eq!(
+        send(&service, request(Method::HEAD, "/feed"))
+            .await
+            .status(),
+        StatusCode::OK
+    );
+    let third = send(&service, request(Method::HEAD, "/feed")).await;
+    assert_eq!(
+        third.status(),
+        StatusCode::TOO_MANY_REQUESTS,
+        "HEAD runs the GET handler"
+    );
+}
+
+#[tokio::test]
+async fn when_several_rules_refuse_the_longest_wait_is_reported() -> TestResult {
+    let burst = Rule::new(
+        "burst",
+        Quota::gcra(Rate::per_second(10), 1)?,
+        PeerIp::new(),
+    )?;
+    let daily = Rule::new(
+        "daily",
+        Quota::fixed_window(1, Duration::from_secs(86_400))?,
+        PeerIp::new(),
+    )?;
+    let service = layer_with([burst, daily]).layer(service_fn(ok));
+    assert_eq!(send(&service, get("/feed")).await.status(), StatusCode::OK);
+    let refused = send(&service, get("/feed")).await;
+    assert_eq!(refused.status(), StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(
+        names(&refused)[0],
+        "daily",
+        "the refusal that lasts longest comes first"
+    );
+    assert_eq!(refused.headers()[RETRY_AFTER], "86400");
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_repeated_header_counts_its_first_value_and_over_long_values_share_one_count()
+-> TestResult {
+    let api_key = HeaderKey::new(http::HeaderName::from_static("x-api-key")).max_len(16);
+    let rule = Rule::new(
+        "partner",
+        Quota::fixed_window(2, Duration::from_secs(60))?,
+        api_key,
+    )?;
+    let service = layer_with([rule]).layer(service_fn(ok));
+    let with_keys = |keys: &[&str]| {
+        let mut request = get("/partner");
+        for key in keys {
+            request
+                .headers_mut()
+                .append("x-api-key", key.parse().expect("a header value"));
+        }
+        request
+    };
+    for _ in 0..2 {
+        let doubled = send(&service, with_keys(&["k1", "other"])).await;
+        assert_eq!(doubled.status(), StatusCode::OK);
+    }
+    let escaped = send(&service, with_keys(&["k1", "fresh"])).await;
+    assert_eq!(
+        escaped.status(),
+        StatusCode::TOO_MANY_REQUESTS,
+        "no escape by repeating"
+    );
+    let long = |suffix: &str| with_keys(&[&format!("{}{suffix}", "x".repeat(40))]);
+    assert_eq!(send(&service, long("a")).await.status(), StatusCode::OK);
+    assert_eq!(send(&service, long("b")).await.status(), StatusCode::OK);
+    let third = send(&service, long("c")).await;
+    assert_eq!(
+        third.status(),
+        StatusCode::TOO_MANY_REQUESTS,
+        "over-long keys share a count"
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn an_endpoint_key_without_a_route_pattern_is_one_shared_route() -> TestResult {
+    let rule = Rule::new(
+        "per-endpoint",
+        Quota::fixed_window(2, Duration::from_secs(60))?,
+        (PeerIp::new(), Endpoint),
+    )?;
+    let service = layer_with([rule]).layer(service_fn(ok));
+    assert_eq!(send(&service, get("/a")).await.status(), StatusCode::OK);
+    assert_eq!(send(&service, get("/b")).await.status(), StatusCode::OK);
+    let third = send(&service, get("/c")).await;
+    assert_eq!(
+        third.status(),
+        StatusCode::TOO_MANY_REQUESTS,
+        "varying the path does not escape"
+    );
+    Ok(())
 }
 
 #[tokio::test]

@@ -27,14 +27,15 @@ pub enum ProblemType {
     CostExceedsLimit,
     /// The limiter could not decide (its store is unreachable and the rule fails closed) (503).
     LimiterUnavailable,
-    /// A rule that needs a key (an API key, an account) found none; the rule chooses the status
-    /// (400 by default).
+    /// A rule that needs a key (an API key, an account) found none; the rule chooses the status,
+    /// a client error (400 when the status it names is not one).
     MissingKey,
 }
 
 impl ProblemType {
     /// The `type` member: `urn:tollgate:problem:rate-limited`,
-    /// `urn:tollgate:problem:cost-exceeds-limit` or `urn:tollgate:problem:limiter-unavailable`.
+    /// `urn:tollgate:problem:cost-exceeds-limit`, `urn:tollgate:problem:limiter-unavailable` or
+    /// `urn:tollgate:problem:missing-key`.
     pub const fn uri(self) -> &'static str {
         match self {
             ProblemType::RateLimited => "urn:tollgate:problem:rate-limited",
@@ -54,7 +55,9 @@ impl ProblemType {
         }
     }
 
-    /// The HTTP status code: 429 Too Many Requests, or 503 Service Unavailable.
+    /// The type's usual status code: 429 Too Many Requests, 503 Service Unavailable, or 400 Bad
+    /// Request for a missing key (whose rule may choose another client error; see
+    /// [`Problem::status`]).
     pub const fn status(self) -> StatusCode {
         match self {
             ProblemType::RateLimited | ProblemType::CostExceedsLimit => {

@@ -4,17 +4,14 @@ use http::request::Parts;
 
 use super::{KeyBuilder, KeyExtractor};
 
-/// The longest raw path counted when no route pattern is known.
-const MAX_PATH_LEN: usize = 256;
-
 /// The route pattern that matched a request (`/users/{id}/follow`), inserted by the layer's route
 /// table so [`Endpoint`] counts per route, not per concrete path.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MatchedPattern(pub std::sync::Arc<str>);
 
 /// Counts by method and route: the [`MatchedPattern`] when the layer's route table matched one
-/// (or axum's `MatchedPath`, with the `axum` feature), else the request path (up to 256 bytes;
-/// longer paths count as one over-long path, so clients cannot mint unbounded keys). Combine it
+/// (or axum's `MatchedPath`, with the `axum` feature), else one shared "unmatched" route — never
+/// the raw path, which a client could vary to mint fresh keys and escape the limit. Combine it
 /// with a caller key: `(account, Endpoint)`.
 ///
 /// ```
@@ -41,10 +38,5 @@ fn route_of(request: &Parts) -> &str {
     if let Some(matched) = request.extensions.get::<axum::extract::MatchedPath>() {
         return matched.as_str();
     }
-    let path = request.uri.path();
-    if path.len() <= MAX_PATH_LEN {
-        path
-    } else {
-        "(path too long)"
-    }
+    "(unmatched)"
 }

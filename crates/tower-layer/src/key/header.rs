@@ -7,10 +7,12 @@ use super::{KeyBuilder, KeyExtractor};
 
 /// Counts by the value of one header (an API key, a device id the app sends).
 ///
-/// The value is used as it is, byte for byte, after trimming surrounding whitespace. A missing,
-/// empty, repeated or over-long value (longer than [`max_len`](HeaderKey::max_len), default 256
-/// bytes) counts as a missing key, so a client cannot make the store keep huge keys, and cannot
-/// pick which of two values is counted.
+/// The value is used as it is, byte for byte, after trimming surrounding whitespace. When the
+/// header is sent more than once, the **first** value counts (the one `HeaderMap::get`, and so
+/// most handlers, read). A value longer than [`max_len`](HeaderKey::max_len) (default 256 bytes)
+/// is not stored: every over-long value counts against one shared "over-long" key, so a client
+/// can neither make the store keep huge keys nor escape the rule by sending one. Only a missing
+/// or empty header counts as a missing key.
 ///
 /// ```
 /// use tollgate_tower::key::HeaderKey;
@@ -45,15 +47,20 @@ impl HeaderKey {
 
 impl KeyExtractor for HeaderKey {
     fn extract(&self, request: &Parts, key: &mut KeyBuilder) -> bool {
-        let mut values = request.headers.get_all(&self.name).iter();
-        let (Some(value), None) = (values.next(), values.next()) else {
+        let Some(value) = request.headers.get(&self.name) else {
             return false;
         };
         let value = value.as_bytes().trim_ascii();
-        if value.is_empty() || value.len() > self.max_len {
+        if value.is_empty() {
             return false;
         }
-        key.part(value);
+        if value.len() > self.max_len {
+            // A marker part no real value can equal: parts carry their length, and this one is
+            // followed by a second part.
+            key.part(b"over-long").part(b"");
+        } else {
+            key.part(value);
+        }
         true
     }
 }
