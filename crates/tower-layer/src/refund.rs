@@ -58,12 +58,12 @@ pub(crate) struct PendingRefunds {
 }
 
 impl PendingRefunds {
-    /// `None` when there is nothing that might need refunding.
+    /// Charges to settle through `refunder` once the response is known.
     pub(crate) fn new(
         charges: SmallVec<[(Receipt, CountWhen); 1]>,
         refunder: Arc<dyn Refunder>,
-    ) -> Option<Self> {
-        (!charges.is_empty()).then_some(PendingRefunds { charges, refunder })
+    ) -> Self {
+        PendingRefunds { charges, refunder }
     }
 
     /// Refunds the charges whose rule says a response with `status` does not count.

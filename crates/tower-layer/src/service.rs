@@ -199,7 +199,7 @@ fn pending<St: Store>(core: &Arc<Core<St>>, charges: Charges) -> Option<PendingR
         return None;
     }
     let refunder: Arc<dyn Refunder> = Arc::clone(core) as Arc<dyn Refunder>;
-    PendingRefunds::new(charges, refunder)
+    Some(PendingRefunds::new(charges, refunder))
 }
 
 fn call_inner<S, B, ResBody>(
