@@ -77,20 +77,20 @@ pub(crate) fn conclude(
                 decision.retry_after(),
             )
         })
-        .map(|(position, ((_, rule), answer))| (position, rule, answer.decision()));
+        .map(|(position, ((planned, rule), answer))| (position, planned, rule, answer.decision()));
 
     // Disclosed policies, the refusing one first.
     let is_refuser =
-        |rule: &Rule| refusing.is_some_and(|(_, refuser, _)| std::ptr::eq(refuser, rule));
+        |rule: &Rule| refusing.is_some_and(|(_, _, refuser, _)| std::ptr::eq(refuser, rule));
     let others = answers()
         .filter(|(_, ((_, rule), _))| rule.is_disclosed() && !is_refuser(rule))
-        .map(|(_, ((_, rule), answer))| (rule, answer.decision()));
+        .map(|(_, ((planned, rule), answer))| (&rule.id, planned.quota, answer.decision()));
     let first = refusing
-        .filter(|(_, rule, _)| rule.is_disclosed())
-        .map(|(_, rule, decision)| (rule, decision));
+        .filter(|(_, _, rule, _)| rule.is_disclosed())
+        .map(|(_, planned, rule, decision)| (&rule.id, planned.quota, decision));
     let disclosure = Disclosure::of(settings.header_style, first.into_iter().chain(others));
 
-    let Some((position, rule, decision)) = refusing else {
+    let Some((position, planned, rule, decision)) = refusing else {
         let items = plan.items(rules);
         return Conclusion::Proceed {
             disclosure,
@@ -98,7 +98,7 @@ pub(crate) fn conclude(
             charges: conditional_charges(rules, plan, &batch),
         };
     };
-    let refused = Refused::new(rule, *decision, disclosure.to_headers());
+    let refused = Refused::new(&rule.id, planned.quota, *decision, disclosure.to_headers());
     Conclusion::Respond {
         response: respond::refusal(settings, rule, refused),
         refused_by: (decision.refusal() == Some(Refusal::LimitReached)).then_some(position),
@@ -120,9 +120,11 @@ pub(crate) fn blocked(
         };
     };
     events::refusal(settings, rule, &planned.key, &decision, true);
-    let shown = rule.is_disclosed().then_some((rule, &decision));
+    let shown = rule
+        .is_disclosed()
+        .then_some((&rule.id, planned.quota, &decision));
     let headers = Disclosure::of(settings.header_style, shown).to_headers();
-    let refused = Refused::new(rule, decision, headers);
+    let refused = Refused::new(&rule.id, planned.quota, decision, headers);
     Conclusion::Respond {
         response: respond::refusal(settings, rule, refused),
         refused_by: None,

@@ -4,7 +4,6 @@ use http::HeaderMap;
 use smallvec::SmallVec;
 use tollgate_core::{Decision, Quota, RuleId};
 
-use crate::Rule;
 use crate::headers::{HeaderStyle, PolicyReport};
 
 /// What an allowed response will carry in its rate-limit fields: written straight into the
@@ -24,17 +23,17 @@ impl Disclosure {
         }
     }
 
-    /// Will show `shown` (rules and their decisions, in order) in `style`.
+    /// Will show `shown` (policies, their live quotas and decisions, in order) in `style`.
     pub(crate) fn of<'r>(
         style: HeaderStyle,
-        shown: impl IntoIterator<Item = (&'r Rule, &'r Decision)>,
+        shown: impl IntoIterator<Item = (&'r RuleId, Quota, &'r Decision)>,
     ) -> Self {
         if style.is_none() {
             return Disclosure::nothing();
         }
         let policies = shown
             .into_iter()
-            .map(|(rule, decision)| (rule.id.clone(), rule.quota, *decision))
+            .map(|(rule, quota, decision)| (rule.clone(), quota, *decision))
             .collect();
         Disclosure { style, policies }
     }

@@ -106,7 +106,7 @@ pub(crate) async fn blocked<St: Store>(
         let block = store.peek(&escalated.block(&planned.key)).await?;
         if !block.is_allowed() {
             let until = block.retry_after();
-            let limit = rule.quota.limit();
+            let limit = planned.quota.limit();
             let refusal =
                 Decision::refused(tollgate_core::Refusal::LimitReached, limit, 0, until, until);
             return Ok(Some((position, refusal)));

@@ -11,7 +11,7 @@ use tower_layer::Layer;
 use crate::client_ip::Cidr;
 use crate::headers::HeaderStyle;
 use crate::settings::{KeyLogging, Settings};
-use crate::{PathPattern, RateLimit, Refused, Rule, RuleSet};
+use crate::{PathPattern, QuotaRegistry, RateLimit, Refused, Rule, RuleSet};
 
 /// What every service made by one layer shares: the store (shared with every layer built from
 /// the same `RateLimitLayer::new`) and the current rules (this layer value's own).
@@ -152,6 +152,14 @@ impl<St> RateLimitLayer<St> {
     /// without this layer.
     pub fn exempt_network(mut self, network: Cidr) -> Self {
         Arc::make_mut(&mut self.settings).exempt_peers.push(network);
+        self
+    }
+
+    /// Takes live quotas from `registry`: a rule whose id has an entry there uses that quota
+    /// instead of its own, from the next request on. Share the registry with typed limits in
+    /// handlers (tollgate-axum) to change any limit at runtime in one place.
+    pub fn registry(mut self, registry: QuotaRegistry) -> Self {
+        Arc::make_mut(&mut self.settings).registry = Some(registry);
         self
     }
 

@@ -3,10 +3,10 @@
 use http::StatusCode;
 use http::request::Parts;
 use smallvec::SmallVec;
-use tollgate_core::{Item, Key, Mode};
+use tollgate_core::{Item, Key, Mode, Quota};
 
 use crate::route::{RuleRef, RuleSet};
-use crate::{MissingKey, RefusalAction, Rule};
+use crate::{MissingKey, QuotaRegistry, RefusalAction, Rule};
 
 /// One rule's part of a request.
 #[derive(Debug, Clone)]
@@ -14,6 +14,8 @@ pub(crate) struct Planned {
     pub(crate) rule: RuleRef,
     pub(crate) key: Key,
     pub(crate) cost: u64,
+    /// The rule's live quota: the registry's entry, else the rule's own.
+    pub(crate) quota: Quota,
 }
 
 /// The rules that apply to one request, with their keys: everything the store call needs, owned,
@@ -33,7 +35,11 @@ pub(crate) struct MissingKeyRefusal {
 impl Plan {
     /// Plans `request` against `rules`, inserting the matched route pattern (if any) into its
     /// extensions first so key extractors can count per route.
-    pub(crate) fn new(rules: &RuleSet, request: &mut Parts) -> Result<Plan, MissingKeyRefusal> {
+    pub(crate) fn new(
+        rules: &RuleSet,
+        registry: Option<&QuotaRegistry>,
+        request: &mut Parts,
+    ) -> Result<Plan, MissingKeyRefusal> {
         let mut matched: SmallVec<[RuleRef; 4]> = SmallVec::new();
         if let Some(pattern) = rules.matching(request, |rule| matched.push(rule)) {
             request.extensions.insert(pattern);
@@ -43,10 +49,13 @@ impl Plan {
             let Some(rule) = rules.get(at) else { continue };
             let mut key = Key::builder();
             if rule.key.extract(request, &mut key) {
+                let quota =
+                    registry.map_or(rule.quota, |live| live.quota_for(&rule.id, rule.quota));
                 plan.entries.push(Planned {
                     rule: at,
                     key: key.build(),
                     cost: rule.cost_of(request),
+                    quota,
                 });
             } else if let (MissingKey::Refuse(status), true) =
                 (rule.on_missing_key, is_enforcing(rule))
@@ -69,7 +78,7 @@ impl Plan {
             .filter_map(|planned| {
                 let rule = rules.get(planned.rule)?;
                 Some(
-                    Item::new(&rule.id, rule.quota, &planned.key)
+                    Item::new(&rule.id, planned.quota, &planned.key)
                         .with_cost(planned.cost)
                         .with_mode(store_mode(rule))
                         .with_store_failure(rule.on_store_failure),

@@ -4,7 +4,10 @@ use bytes::Bytes;
 use http::{HeaderMap, Response, StatusCode};
 use tollgate_core::{Decision, Quota, RuleId};
 
-use crate::headers::{PolicyReport, Problem, insert_retry_after, refusal_retry_after_secs};
+use crate::disclosure::Disclosure;
+use crate::headers::{
+    HeaderStyle, PolicyReport, Problem, insert_retry_after, refusal_retry_after_secs,
+};
 use crate::settings::Settings;
 use crate::{RefusalAction, Rule};
 
@@ -37,16 +40,34 @@ pub struct Refused {
 impl Refused {
     /// A refusal by `rule` with `decision`; `headers` are the rate-limit fields to send, to which
     /// `Retry-After` is added (whole seconds, rounded up; none when the cost can never fit).
-    pub(crate) fn new(rule: &Rule, decision: Decision, mut headers: HeaderMap) -> Self {
+    pub(crate) fn new(
+        rule: &RuleId,
+        quota: Quota,
+        decision: Decision,
+        mut headers: HeaderMap,
+    ) -> Self {
         if let Some(secs) = refusal_retry_after_secs(&decision) {
             insert_retry_after(&mut headers, secs);
         }
         Refused {
-            rule: rule.id.clone(),
-            quota: rule.quota,
+            rule: rule.clone(),
+            quota,
             decision,
             headers,
         }
+    }
+
+    /// The refusal of policy `rule` under `quota` with `decision`, with the rate-limit fields
+    /// `style` asks for (this policy alone): what code outside the layer — a typed limit in a
+    /// handler — uses to answer exactly as the layer would.
+    pub fn for_policy(rule: &RuleId, quota: Quota, decision: Decision, style: HeaderStyle) -> Self {
+        let headers = Disclosure::of(style, [(rule, quota, &decision)]).to_headers();
+        Refused::new(rule, quota, decision, headers)
+    }
+
+    /// The quota in force when refused.
+    pub fn quota(&self) -> &Quota {
+        &self.quota
     }
 
     /// The refusing rule.

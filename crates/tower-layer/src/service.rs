@@ -88,7 +88,7 @@ where
             return call_inner(&mut self.inner, parts, body, Disclosure::nothing(), None);
         }
         let rules = self.core.rules.load_full();
-        let plan = match Plan::new(&rules, &mut parts) {
+        let plan = match Plan::new(&rules, self.settings.registry.as_ref(), &mut parts) {
             Ok(plan) => plan,
             Err(missing) => {
                 let response = respond::missing_key(missing.status, &missing.rule);

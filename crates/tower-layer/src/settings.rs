@@ -6,11 +6,11 @@ use std::time::Duration;
 use bytes::Bytes;
 use http::request::Parts;
 
-use crate::PathPattern;
 use crate::client_ip::Cidr;
 use crate::headers::HeaderStyle;
 use crate::key::peer_addr;
 use crate::respond::Refused;
+use crate::{PathPattern, QuotaRegistry};
 
 /// Renders a refusal the service's own way (custom JSON, a gRPC status).
 pub(crate) type Responder = Arc<dyn Fn(&Refused) -> http::Response<Bytes> + Send + Sync>;
@@ -36,6 +36,7 @@ pub(crate) struct Settings {
     pub(crate) unavailable_retry_after: Duration,
     pub(crate) exempt_paths: Vec<PathPattern>,
     pub(crate) exempt_peers: Vec<Cidr>,
+    pub(crate) registry: Option<QuotaRegistry>,
 }
 
 impl Default for Settings {
@@ -47,6 +48,7 @@ impl Default for Settings {
             unavailable_retry_after: Duration::from_secs(1),
             exempt_paths: Vec::new(),
             exempt_peers: Vec::new(),
+            registry: None,
         }
     }
 }

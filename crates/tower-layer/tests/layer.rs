@@ -786,6 +786,30 @@ async fn replace_rules_takes_effect_on_the_next_request() {
 }
 
 #[tokio::test]
+async fn a_registry_quota_replaces_the_rules_own_on_the_next_request() -> TestResult {
+    let registry = tollgate_tower::QuotaRegistry::new();
+    let layer = layer_with([per_minute("reads", 1)]).registry(registry.clone());
+    let service = layer.layer(service_fn(ok));
+    assert_eq!(send(&service, get("/feed")).await.status(), StatusCode::OK);
+    assert_eq!(
+        send(&service, get("/feed")).await.status(),
+        StatusCode::TOO_MANY_REQUESTS
+    );
+    registry.set(
+        RuleId::new("reads")?,
+        Quota::fixed_window(3, Duration::from_secs(60))?,
+    );
+    let raised = send(&service, get("/feed")).await;
+    assert_eq!(
+        raised.status(),
+        StatusCode::OK,
+        "the same count, a bigger quota"
+    );
+    assert_eq!(policies(&raised)[0].q, 3, "the headers show the live quota");
+    Ok(())
+}
+
+#[tokio::test]
 async fn a_get_row_also_counts_head_requests() {
     let layer = layer_with([]).route(Method::GET, "/feed", per_minute("reads", 2));
     let service = layer.layer(service_fn(ok));
