@@ -215,6 +215,23 @@ impl BatchDecision {
             .find(|(item, answer)| item.is_enforcing() && !answer.decision.is_allowed())
     }
 
+    /// The refusal to report when several enforcing items refused, given the items checked: a
+    /// cost that can never fit first (retrying is pointless), else the longest wait, so a
+    /// client that honours `Retry-After` is not refused again. Its position and decision.
+    pub fn worst_refusal(&self, items: &[Item<'_>]) -> Option<(usize, &ItemDecision)> {
+        items
+            .iter()
+            .zip(&self.items)
+            .enumerate()
+            .filter(|(_, (item, answer))| item.is_enforcing() && !answer.decision.is_allowed())
+            .max_by_key(|(_, (_, answer))| {
+                let never_fits =
+                    answer.decision.refusal() == Some(crate::Refusal::CostExceedsLimit);
+                (never_fits, answer.decision.retry_after())
+            })
+            .map(|(position, (_, answer))| (position, answer))
+    }
+
     /// How long to wait before going ahead, given the items checked: the longest delay of an
     /// enforcing pacing item (zero without pacing; shadow items only report theirs).
     pub fn delay(&self, items: &[Item<'_>]) -> Duration {

@@ -66,18 +66,12 @@ pub(crate) fn conclude(
             Flagged::add(request, rule.id.clone(), *decision);
         }
     }
-    // The refusal to report: one that can never fit first (retrying is pointless), else the one
-    // that asks for the longest wait, so a client that honours Retry-After is not refused again.
-    let refusing = answers()
-        .filter(|(_, ((_, rule), answer))| is_enforcing(rule) && !answer.decision().is_allowed())
-        .max_by_key(|(_, (_, answer))| {
-            let decision = answer.decision();
-            (
-                decision.refusal() == Some(Refusal::CostExceedsLimit),
-                decision.retry_after(),
-            )
-        })
-        .map(|(position, ((planned, rule), answer))| (position, planned, rule, answer.decision()));
+    // The refusal to report: one that can never fit first, else the longest wait.
+    let items = plan.items(rules);
+    let refusing = batch.worst_refusal(&items).and_then(|(position, answer)| {
+        let (planned, rule) = plan.rules(rules).nth(position)?;
+        Some((position, planned, rule, answer.decision()))
+    });
 
     // Disclosed policies, the refusing one first.
     let is_refuser =
@@ -91,7 +85,6 @@ pub(crate) fn conclude(
     let disclosure = Disclosure::of(settings.header_style, first.into_iter().chain(others));
 
     let Some((position, planned, rule, decision)) = refusing else {
-        let items = plan.items(rules);
         return Conclusion::Proceed {
             disclosure,
             delay: batch.delay(&items),

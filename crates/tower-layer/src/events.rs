@@ -1,7 +1,7 @@
 //! Refusals as events: each refusal, real or shadow, is a `tracing` event on target
 //! `tollgate::refusal`. The allowed path emits nothing.
 
-use tollgate_core::{Decision, Key};
+use tollgate_core::{Decision, Key, RuleId};
 
 use crate::Rule;
 use crate::settings::{KeyLogging, Settings};
@@ -15,13 +15,37 @@ pub(crate) fn refusal(
     decision: &Decision,
     enforced: bool,
 ) {
-    let key = match settings.key_logging {
+    record_refusal(&rule.id, key, decision, enforced, settings.key_logging);
+}
+
+/// Emits the `tollgate::refusal` event for a refusal of `key` by policy `rule` — the one event
+/// every refusal produces, whether the layer or a typed limit in a handler refused.
+/// `enforced` is false for a shadow (or flag) rule's would-be refusal.
+///
+/// ```
+/// use std::time::Duration;
+/// use tollgate_core::{Decision, Key, Refusal, RuleId};
+/// use tollgate_tower::KeyLogging;
+/// use tollgate_tower::events::record_refusal;
+///
+/// let refused = Decision::refused(Refusal::LimitReached, 10, 0, Duration::from_secs(60), Duration::from_secs(6));
+/// record_refusal(&RuleId::new("login")?, &Key::new("user77"), &refused, true, KeyLogging::Hashed);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn record_refusal(
+    rule: &RuleId,
+    key: &Key,
+    decision: &Decision,
+    enforced: bool,
+    logging: KeyLogging,
+) {
+    let key = match logging {
         KeyLogging::Hashed => key.fingerprint(),
         KeyLogging::Raw => format!("{key:?}"),
     };
     tracing::info!(
         target: "tollgate::refusal",
-        rule = %rule.id,
+        rule = %rule,
         enforced,
         key = %key,
         reason = ?decision.refusal(),

@@ -70,6 +70,7 @@
 //!   route with axum's `MatchedPath`.
 
 pub mod client_ip;
+pub mod events;
 pub mod headers;
 pub mod key;
 
@@ -77,7 +78,6 @@ mod body;
 mod conclude;
 mod disclosure;
 mod escalation;
-mod events;
 mod flag;
 mod future;
 mod layer;
