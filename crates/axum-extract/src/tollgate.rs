@@ -1,0 +1,178 @@
+//! The handle handlers reach the store and the registry through.
+
+use std::any::TypeId;
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::FromRequestParts;
+use http::request::Parts;
+use parking_lot::RwLock;
+use tollgate_core::{Quota, RuleId, Store};
+use tollgate_tower::headers::HeaderStyle;
+use tollgate_tower::{KeyLogging, QuotaRegistry};
+
+use crate::erased::ErasedStore;
+use crate::{Limit, LimitRejection};
+
+/// What typed limits need: the store (shared with the layer), the live-quota registry (shared
+/// with the layer), and how refusals look. Give it to the router as an extension; the
+/// extractors find it there, and answer a clear `500` with an error log (never a panic) if a
+/// router forgot it. Cloning is cheap and clones share everything.
+///
+/// ```
+/// use axum::{Extension, Router, routing::post};
+/// use tollgate_axum::Tollgate;
+/// use tollgate_core::MemoryStore;
+/// use tollgate_tower::{QuotaRegistry, RateLimitLayer};
+///
+/// let store = MemoryStore::new(); // clones share counts
+/// let registry = QuotaRegistry::new();
+/// let tollgate = Tollgate::new(store.clone()).registry(registry.clone());
+/// let app: Router = Router::new()
+///     .route("/follow", post(|| async { "followed" }))
+///     .layer(RateLimitLayer::new(store).registry(registry))
+///     .layer(Extension(tollgate));
+/// ```
+#[derive(Clone)]
+pub struct Tollgate {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    store: Arc<dyn ErasedStore>,
+    registry: QuotaRegistry,
+    header_style: HeaderStyle,
+    key_logging: KeyLogging,
+    unavailable_retry_after: Duration,
+    /// Each typed limit's rule id and default quota, resolved once per type.
+    declared: RwLock<HashMap<TypeId, Declared>>,
+}
+
+impl Tollgate {
+    /// Typed limits counting in `store` (pass a clone of the layer's store, or an `Arc` of it,
+    /// so handlers and the layer share counts).
+    pub fn new<St: Store>(store: St) -> Self {
+        Tollgate {
+            shared: Arc::new(Shared {
+                store: Arc::new(store),
+                registry: QuotaRegistry::new(),
+                header_style: HeaderStyle::default(),
+                key_logging: KeyLogging::default(),
+                unavailable_retry_after: Duration::from_secs(1),
+                declared: RwLock::new(HashMap::new()),
+            }),
+        }
+    }
+
+    /// Takes live quotas from `registry` (share it with the layer).
+    #[must_use]
+    pub fn registry(self, registry: QuotaRegistry) -> Self {
+        self.with(|shared| shared.registry = registry)
+    }
+
+    /// Which rate-limit headers refusals carry (default: the IETF fields).
+    #[must_use]
+    pub fn headers(self, style: HeaderStyle) -> Self {
+        self.with(|shared| shared.header_style = style)
+    }
+
+    /// How keys appear in refusal events (default: hashed).
+    #[must_use]
+    pub fn key_logging(self, logging: KeyLogging) -> Self {
+        self.with(|shared| shared.key_logging = logging)
+    }
+
+    /// `Retry-After` of a `503` when the store is down and a limit fails closed (default 1 s).
+    #[must_use]
+    pub fn unavailable_retry_after(self, retry_after: Duration) -> Self {
+        self.with(|shared| shared.unavailable_retry_after = retry_after)
+    }
+
+    /// The registry of live quotas.
+    pub fn quotas(&self) -> &QuotaRegistry {
+        &self.shared.registry
+    }
+
+    fn with(self, change: impl FnOnce(&mut Shared)) -> Self {
+        // Builders run before the handle is shared; a clone made earlier keeps its settings.
+        let mut shared = match Arc::try_unwrap(self.shared) {
+            Ok(shared) => shared,
+            Err(shared) => Shared {
+                store: Arc::clone(&shared.store),
+                registry: shared.registry.clone(),
+                header_style: shared.header_style,
+                key_logging: shared.key_logging,
+                unavailable_retry_after: shared.unavailable_retry_after,
+                declared: RwLock::new(HashMap::new()),
+            },
+        };
+        change(&mut shared);
+        Tollgate {
+            shared: Arc::new(shared),
+        }
+    }
+
+    pub(crate) fn store(&self) -> &dyn ErasedStore {
+        &*self.shared.store
+    }
+
+    pub(crate) fn header_style(&self) -> HeaderStyle {
+        self.shared.header_style
+    }
+
+    pub(crate) fn logging(&self) -> KeyLogging {
+        self.shared.key_logging
+    }
+
+    pub(crate) fn retry_after_unavailable(&self) -> Duration {
+        self.shared.unavailable_retry_after
+    }
+
+    /// `L`'s rule id and live quota.
+    pub(crate) fn resolve<L: Limit>(&self) -> Result<(RuleId, Quota), LimitRejection> {
+        let type_id = TypeId::of::<L>();
+        let declared = self.shared.declared.read().get(&type_id).cloned();
+        let declared = match declared {
+            Some(declared) => declared,
+            None => {
+                let declared = declare::<L>();
+                self.shared
+                    .declared
+                    .write()
+                    .insert(type_id, declared.clone());
+                declared
+            }
+        };
+        let (rule, default) = declared.map_err(LimitRejection::not_configured)?;
+        let quota = self.shared.registry.quota_for(&rule, default);
+        Ok((rule, quota))
+    }
+
+    /// The `Tollgate` a router put in `parts`' extensions.
+    pub(crate) fn from_parts(parts: &Parts) -> Result<Tollgate, LimitRejection> {
+        parts.extensions.get::<Tollgate>().cloned().ok_or_else(|| {
+            LimitRejection::not_configured(
+                "no tollgate_axum::Tollgate extension on this route: add \
+                 `.layer(Extension(Tollgate::new(store)))` to the router",
+            )
+        })
+    }
+}
+
+/// A typed limit's rule id and default quota, or why its declaration is invalid.
+type Declared = Result<(RuleId, Quota), String>;
+
+fn declare<L: Limit>() -> Declared {
+    let rule = RuleId::new(L::ID).map_err(|error| format!("limit id {:?}: {error}", L::ID))?;
+    let quota = L::default_quota().map_err(|error| format!("limit {:?}: {error}", L::ID))?;
+    Ok((rule, quota))
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for Tollgate {
+    type Rejection = LimitRejection;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
+        Tollgate::from_parts(parts)
+    }
+}
