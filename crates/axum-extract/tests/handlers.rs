@@ -6,9 +6,8 @@
 #[path = "../../tower-layer/tests/common/mod.rs"]
 mod common;
 
-use std::fmt;
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::Body;
@@ -17,14 +16,15 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Extension, Json, Router};
+use common::events::Recorder;
+use common::server::TestServer;
 use common::{SfMember, sf_members};
 use http::header::{CONTENT_TYPE, RETRY_AFTER};
 use http::request::Parts;
 use http::{HeaderMap, HeaderName, Method, StatusCode};
 use serde::Deserialize;
 use serde_json::Value;
-use tokio::net::TcpListener;
-use tokio::task::{JoinHandle, JoinSet};
+use tokio::task::JoinSet;
 use tollgate_axum::{Limit, LimitRejection, Limited, Limiter, Tollgate};
 use tollgate_core::testing::ManualClock;
 use tollgate_core::{
@@ -34,9 +34,6 @@ use tollgate_core::{
 use tollgate_tower::key::HeaderKey;
 use tollgate_tower::{QuotaRegistry, RateLimitLayer, Rule};
 use tower::ServiceExt;
-use tracing::field::{Field, Visit};
-use tracing::span::{Attributes, Id, Record};
-use tracing::{Event, Metadata, Subscriber};
 
 /// Where the store's clock stands for every test.
 const NOW: Timestamp = Timestamp::from_secs(1_700_000_000);
@@ -292,42 +289,13 @@ impl Store for DownStore {
 // The server, the client and what comes back
 // ---------------------------------------------------------------------------------------------
 
-/// An axum server on a free loopback port, with a client; the server stops when this is dropped.
-struct Server {
-    base_url: String,
-    client: reqwest::Client,
-    task: JoinHandle<()>,
-}
+/// The test server, with this file's request helpers.
+type Server = TestServer;
 
-impl Server {
-    /// Serves `app`, handing each request its peer address as `ConnectInfo<SocketAddr>`.
-    async fn start(app: Router) -> Server {
-        let listener = TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind a loopback port");
-        let addr = listener.local_addr().expect("the bound address");
-        let service = app.into_make_service_with_connect_info::<SocketAddr>();
-        let task = tokio::spawn(async move {
-            axum::serve(listener, service)
-                .await
-                .expect("the server runs");
-        });
-        let client = reqwest::Client::builder()
-            // The requests must reach the loopback server directly, whatever the environment says.
-            .no_proxy()
-            .timeout(Duration::from_secs(30))
-            .build()
-            .expect("a reqwest client");
-        Server {
-            base_url: format!("http://{addr}"),
-            client,
-            task,
-        }
-    }
-
+impl TestServer {
     /// `POST path`, as `account` if given, with a JSON body if given.
     async fn post(&self, path: &str, account: Option<&str>, json: Option<Value>) -> Reply {
-        let mut request = self.client.post(format!("{}{path}", self.base_url));
+        let mut request = self.client.post(self.url(path));
         if let Some(account) = account {
             request = request.header("x-account", account);
         }
@@ -384,12 +352,6 @@ impl Server {
             statuses.push(self.login(account, password).await.status);
         }
         statuses
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        self.task.abort();
     }
 }
 
@@ -509,87 +471,6 @@ impl RefusalFormat {
 // ---------------------------------------------------------------------------------------------
 // Recording refusal events
 // ---------------------------------------------------------------------------------------------
-
-/// One recorded event: its target and fields as text.
-#[derive(Debug, Clone, Default)]
-struct Recorded {
-    target: String,
-    fields: Vec<(String, String)>,
-}
-
-impl Recorded {
-    fn field(&self, name: &str) -> Option<&str> {
-        self.fields
-            .iter()
-            .find(|(field, _)| field == name)
-            .map(|(_, value)| value.as_str())
-    }
-}
-
-impl Visit for Recorded {
-    fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
-        self.fields
-            .push((field.name().to_owned(), format!("{value:?}")));
-    }
-
-    fn record_str(&mut self, field: &Field, value: &str) {
-        self.fields
-            .push((field.name().to_owned(), value.to_owned()));
-    }
-}
-
-/// A subscriber that keeps every event.
-#[derive(Clone, Default)]
-struct Recorder(Arc<Mutex<Vec<Recorded>>>);
-
-impl Recorder {
-    /// The recorder of this test binary, installed as the global subscriber on first use. A
-    /// subscriber set for one thread only would miss events: when only one is set, tracing asks
-    /// the thread that first reaches a callsite whether it is interesting, and a test running
-    /// without a subscriber on another thread would have it cached as "never".
-    fn global() -> &'static Recorder {
-        static RECORDER: OnceLock<Recorder> = OnceLock::new();
-        RECORDER.get_or_init(|| {
-            let recorder = Recorder::default();
-            tracing::subscriber::set_global_default(recorder.clone())
-                .expect("no other global subscriber");
-            recorder
-        })
-    }
-
-    /// The `tollgate::refusal` events of `policy` so far (from any test: use a policy of one
-    /// test's own).
-    fn refusals_by(&self, policy: &str) -> Vec<Recorded> {
-        let events = self.0.lock().expect("recorder lock");
-        events
-            .iter()
-            .filter(|event| event.target == "tollgate::refusal")
-            .filter(|event| event.field("rule") == Some(policy))
-            .cloned()
-            .collect()
-    }
-}
-
-impl Subscriber for Recorder {
-    fn enabled(&self, _: &Metadata<'_>) -> bool {
-        true
-    }
-    fn new_span(&self, _: &Attributes<'_>) -> Id {
-        Id::from_u64(1)
-    }
-    fn record(&self, _: &Id, _: &Record<'_>) {}
-    fn record_follows_from(&self, _: &Id, _: &Id) {}
-    fn event(&self, event: &Event<'_>) {
-        let mut recorded = Recorded {
-            target: event.metadata().target().to_owned(),
-            ..Recorded::default()
-        };
-        event.record(&mut recorded);
-        self.0.lock().expect("recorder lock").push(recorded);
-    }
-    fn enter(&self, _: &Id) {}
-    fn exit(&self, _: &Id) {}
-}
 
 // ---------------------------------------------------------------------------------------------
 // The tests

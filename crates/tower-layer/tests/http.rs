@@ -4,6 +4,8 @@
 
 mod common;
 
+use common::server::TestServer;
+
 use std::collections::HashSet;
 use std::net::SocketAddr;
 
@@ -12,8 +14,7 @@ use axum::extract::ConnectInfo;
 use axum::routing::get;
 use http::header::{CONTENT_TYPE, RETRY_AFTER};
 use http::{HeaderMap, StatusCode};
-use tokio::net::TcpListener;
-use tokio::task::{JoinHandle, JoinSet};
+use tokio::task::JoinSet;
 use tollgate_core::{MemoryStore, Quota, Rate};
 use tollgate_tower::client_ip::{Cidr, ProxyHeader, TrustedProxies};
 use tollgate_tower::key::ClientIp;
@@ -32,37 +33,10 @@ const CLIENT: &str = "198.51.100.7";
 // The server, the client and their requests
 // ---------------------------------------------------------------------------------------------
 
-/// An axum server on a free loopback port, with a client; the server stops when this is dropped.
-struct Server {
-    base_url: String,
-    client: reqwest::Client,
-    task: JoinHandle<()>,
-}
+/// The test server, with this file's request helpers.
+type Server = TestServer;
 
-impl Server {
-    /// Serves `app`, handing each request its peer address as `ConnectInfo<SocketAddr>`.
-    async fn start(app: Router) -> Server {
-        let listener = TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind a loopback port");
-        let addr = listener.local_addr().expect("the bound address");
-        let service = app.into_make_service_with_connect_info::<SocketAddr>();
-        let task = tokio::spawn(async move {
-            axum::serve(listener, service)
-                .await
-                .expect("the server runs");
-        });
-        Server {
-            base_url: format!("http://{addr}"),
-            client: new_client(),
-            task,
-        }
-    }
-
-    fn url(&self, path: &str) -> String {
-        format!("{}{path}", self.base_url)
-    }
-
+impl TestServer {
     /// `GET path` with `headers`, over this server's own client.
     async fn get(&self, path: &str, headers: &[Header]) -> Reply {
         send(&self.client, &self.url(path), headers).await
@@ -77,22 +51,6 @@ impl Server {
         }
         statuses
     }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
-
-/// A client with its own connection pool, so two clients never share a connection. It ignores
-/// proxy settings in the environment: the requests must reach the loopback server directly.
-fn new_client() -> reqwest::Client {
-    reqwest::Client::builder()
-        .no_proxy()
-        .timeout(std::time::Duration::from_secs(30))
-        .build()
-        .expect("a reqwest client")
 }
 
 /// One request header: name and value.
@@ -282,7 +240,7 @@ async fn service_clones_across_connections_share_exactly_one_quota() {
     const LIMIT: u64 = 6;
     let server = Server::start(hello_app(layer(ClientIp::peer(), LIMIT))).await;
     let url = server.url("/");
-    let clients: Vec<reqwest::Client> = (0..CLIENTS).map(|_| new_client()).collect();
+    let clients: Vec<reqwest::Client> = (0..CLIENTS).map(|_| common::server::client()).collect();
 
     // One request per client first: the handler names each one's peer port, which proves the
     // clients really arrived over separate connections.

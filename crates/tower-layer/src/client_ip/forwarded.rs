@@ -230,12 +230,7 @@ mod tests {
     use super::*;
 
     fn read(line: &[u8]) -> Vec<Option<String>> {
-        entries(line)
-            .map(|e| match e {
-                Entry::Addr(ip) => Some(ip.to_string()),
-                Entry::Unparseable => None,
-            })
-            .collect()
+        crate::client_ip::walk::describe(entries(line))
     }
 
     fn some(s: &str) -> Option<String> {

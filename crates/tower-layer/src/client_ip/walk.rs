@@ -150,3 +150,14 @@ mod tests {
         );
     }
 }
+
+/// Each entry as its address in text, or `None` when unparseable (for the parsers' tests).
+#[cfg(test)]
+pub(crate) fn describe(entries: impl Iterator<Item = Entry>) -> Vec<Option<String>> {
+    entries
+        .map(|entry| match entry {
+            Entry::Addr(ip) => Some(ip.to_string()),
+            Entry::Unparseable => None,
+        })
+        .collect()
+}

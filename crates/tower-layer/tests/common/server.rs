@@ -1,0 +1,60 @@
+//! A real axum server on a free loopback port.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use axum::Router;
+use tokio::net::TcpListener;
+use tokio::task::JoinHandle;
+
+/// An axum server on 127.0.0.1 and a free port, handing each request its peer address as
+/// `ConnectInfo<SocketAddr>`, with a client of its own; the server stops when this is dropped.
+/// Test files add their own request helpers in `impl TestServer` blocks.
+pub(crate) struct TestServer {
+    base_url: String,
+    task: JoinHandle<()>,
+    /// The server's client (its own connection pool).
+    pub(crate) client: reqwest::Client,
+}
+
+impl TestServer {
+    /// Serves `app`.
+    pub(crate) async fn start(app: Router) -> TestServer {
+        let listener = TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind a loopback port");
+        let addr = listener.local_addr().expect("the bound address");
+        let service = app.into_make_service_with_connect_info::<SocketAddr>();
+        let task = tokio::spawn(async move {
+            axum::serve(listener, service)
+                .await
+                .expect("the server runs");
+        });
+        TestServer {
+            base_url: format!("http://{addr}"),
+            task,
+            client: client(),
+        }
+    }
+
+    /// The URL of `path` on this server.
+    pub(crate) fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base_url)
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// A client with its own connection pool that goes straight to loopback, whatever proxy the
+/// environment names.
+pub(crate) fn client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .no_proxy()
+        .timeout(Duration::from_secs(30))
+        .build()
+        .expect("a reqwest client")
+}
