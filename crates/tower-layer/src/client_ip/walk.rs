@@ -78,6 +78,17 @@ impl<'a> Walk<'a> {
     }
 }
 
+/// Each entry as its address in text, or `None` when unparseable (for the parsers' tests).
+#[cfg(test)]
+pub(crate) fn describe(entries: impl Iterator<Item = Entry>) -> Vec<Option<String>> {
+    entries
+        .map(|entry| match entry {
+            Entry::Addr(ip) => Some(ip.to_string()),
+            Entry::Unparseable => None,
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -149,15 +160,4 @@ mod tests {
             "2001:db8::5"
         );
     }
-}
-
-/// Each entry as its address in text, or `None` when unparseable (for the parsers' tests).
-#[cfg(test)]
-pub(crate) fn describe(entries: impl Iterator<Item = Entry>) -> Vec<Option<String>> {
-    entries
-        .map(|entry| match entry {
-            Entry::Addr(ip) => Some(ip.to_string()),
-            Entry::Unparseable => None,
-        })
-        .collect()
 }
