@@ -8,7 +8,7 @@ use bytes::Bytes;
 use http::Response;
 use http::request::Parts;
 use smallvec::SmallVec;
-use tollgate_core::{BatchDecision, Decision, OnStoreFailure, Receipt, Refusal, StoreError};
+use tollgate_core::{BatchDecision, Decision, Item, OnStoreFailure, Receipt, Refusal, StoreError};
 
 use crate::disclosure::Disclosure;
 use crate::events;
@@ -43,11 +43,13 @@ pub(crate) enum Conclusion {
     },
 }
 
-/// Decides what the request gets from the store's `answer` to its `plan`.
+/// Decides what the request gets from the store's `answer` to its `plan`, whose store `items`
+/// (`plan.items(rules)`, in plan order) were checked.
 pub(crate) fn conclude(
     settings: &Settings,
     rules: &RuleSet,
     plan: &Plan,
+    items: &[Item<'_>],
     answer: Result<BatchDecision, StoreError>,
     request: &mut Parts,
 ) -> Conclusion {
@@ -67,8 +69,7 @@ pub(crate) fn conclude(
         }
     }
     // The refusal to report: one that can never fit first, else the longest wait.
-    let items = plan.items(rules);
-    let refusing = batch.worst_refusal(&items).and_then(|(position, answer)| {
+    let refusing = batch.worst_refusal(items).and_then(|(position, answer)| {
         let (planned, rule) = plan.rules(rules).nth(position)?;
         Some((position, planned, rule, answer.decision()))
     });
@@ -87,8 +88,8 @@ pub(crate) fn conclude(
     let Some((position, planned, rule, decision)) = refusing else {
         return Conclusion::Proceed {
             disclosure,
-            delay: batch.delay(&items),
-            charges: conditional_charges(rules, plan, &batch),
+            delay: batch.delay(items),
+            charges: conditional_charges(rules, plan, items, &batch),
         };
     };
     let refused = Refused::new(&rule.id, planned.quota, *decision, disclosure.to_headers());
@@ -125,8 +126,12 @@ pub(crate) fn blocked(
 }
 
 /// The charges of rules that count only some responses, as receipts to refund later.
-fn conditional_charges(rules: &RuleSet, plan: &Plan, batch: &BatchDecision) -> Charges {
-    let items = plan.items(rules);
+fn conditional_charges(
+    rules: &RuleSet,
+    plan: &Plan,
+    items: &[Item<'_>],
+    batch: &BatchDecision,
+) -> Charges {
     plan.rules(rules)
         .zip(items.iter().zip(batch.items()))
         .filter_map(|((_, rule), (item, answer))| {

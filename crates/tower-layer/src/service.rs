@@ -124,8 +124,8 @@ where
             let inner = self.take_ready_inner();
             return call_after_store(inner, core, settings, rules, plan, parts, body);
         };
+        let conclusion = conclude(&self.settings, &rules, &plan, &items, answer, &mut parts);
         drop(items);
-        let conclusion = conclude(&self.settings, &rules, &plan, answer, &mut parts);
         self.respond(conclusion, &rules, &plan, parts, body)
     }
 }
@@ -262,11 +262,9 @@ where
                 conclude::blocked(&settings, &rules, &plan, position, decision)
             }
             Ok(None) | Err(_) => {
-                let answer = {
-                    let items = plan.items(&rules);
-                    core.store.check(&items).await
-                };
-                conclude(&settings, &rules, &plan, answer, &mut parts)
+                let items = plan.items(&rules);
+                let answer = core.store.check(&items).await;
+                conclude(&settings, &rules, &plan, &items, answer, &mut parts)
             }
         };
         match conclusion {
