@@ -206,13 +206,11 @@ impl BatchDecision {
         &self.items
     }
 
-    /// The first refused item that caused the refusal, given the items checked (shadow
-    /// refusals do not count).
+    /// The item whose refusal to report, with its decision, given the items checked (shadow
+    /// refusals do not count): [`worst_refusal`](Self::worst_refusal), as the item itself.
     pub fn refusing<'i>(&self, items: &'i [Item<'i>]) -> Option<(&'i Item<'i>, &ItemDecision)> {
-        items
-            .iter()
-            .zip(&self.items)
-            .find(|(item, answer)| item.is_enforcing() && !answer.decision.is_allowed())
+        let (position, answer) = self.worst_refusal(items)?;
+        Some((items.get(position)?, answer))
     }
 
     /// The refusal to report when several enforcing items refused, given the items checked: a
