@@ -8,8 +8,3 @@ fn memory_store(clock: ManualClock) -> MemoryStore<ManualClock> {
 }
 
 tollgate_core::conformance_suite!(block_on = futures_executor::block_on, store = memory_store);
-
-#[test]
-fn every_case_is_listed() {
-    assert_eq!(tollgate_core::testing::conformance::CASES.len(), 20);
-}

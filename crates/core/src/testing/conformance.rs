@@ -36,30 +36,6 @@ use crate::{
 /// The suite's start time: midnight UTC, 2023-11-14 (aligned to days, hours and minutes).
 pub const START: Timestamp = Timestamp::from_secs(19_675 * 86_400);
 
-/// Every case's name, in order (the macro and reports use them).
-pub const CASES: &[&str] = &[
-    "token_bucket_capacity_20_refill_2_per_second_after_idle_minute",
-    "token_bucket_5_tokens_one_per_6_seconds_bursts_5_then_10_a_minute",
-    "gcra_10_per_second_burst_5_has_exact_retry_after",
-    "fixed_window_60_per_minute_lets_120_through_across_a_boundary",
-    "sliding_window_log_never_passes_more_than_its_limit_in_any_window",
-    "token_bucket_never_passes_more_than_capacity_plus_rate_times_span",
-    "sliding_window_counter_weights_the_previous_window",
-    "batch_where_the_second_rule_refuses_charges_neither",
-    "shadow_items_act_alone_and_are_charged_only_when_the_request_goes_ahead",
-    "cost_10_takes_10",
-    "cost_above_the_limit_is_refused_with_its_own_reason",
-    "refund_with_a_receipt_restores_exactly",
-    "refund_after_the_window_rolled_over_uses_the_right_window",
-    "peek_answers_without_charging",
-    "reset_clears_a_caller",
-    "clock_stepping_backwards_grants_nothing",
-    "leaky_bucket_paces_instead_of_refusing",
-    "several_pacing_items_start_at_the_latest_slot",
-    "equal_keys_under_different_rules_do_not_share_state",
-    "quota_travels_with_the_item",
-];
-
 /// Turns every conformance case into a `#[test]` for one store.
 ///
 /// `block_on` is a function that runs a future to completion (`futures_executor::block_on`, or a
