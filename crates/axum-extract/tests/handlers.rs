@@ -17,11 +17,11 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Extension, Json, Router};
 use common::events::Recorder;
-use common::server::TestServer;
+use common::server::{Reply, TestServer};
 use common::{SfMember, sf_members};
 use http::header::{CONTENT_TYPE, RETRY_AFTER};
 use http::request::Parts;
-use http::{HeaderMap, HeaderName, Method, StatusCode};
+use http::{HeaderName, Method, StatusCode};
 use serde::Deserialize;
 use serde_json::Value;
 use tokio::task::JoinSet;
@@ -304,15 +304,7 @@ impl TestServer {
                 .header(CONTENT_TYPE, "application/json")
                 .body(json.to_string());
         }
-        let response = request.send().await.expect("the server answers");
-        let status = response.status();
-        let headers = response.headers().clone();
-        let body = response.text().await.expect("a text body");
-        Reply {
-            status,
-            headers,
-            body,
-        }
+        Reply::send(request).await
     }
 
     async fn post_as(&self, path: &str, account: &str) -> Reply {
@@ -362,14 +354,6 @@ fn login_form(account: &str, password: &str) -> Value {
 /// `count` copies of `status`.
 fn times(count: usize, status: StatusCode) -> Vec<StatusCode> {
     vec![status; count]
-}
-
-/// What came back.
-#[derive(Debug)]
-struct Reply {
-    status: StatusCode,
-    headers: HeaderMap,
-    body: String,
 }
 
 impl Reply {

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::server::TestServer;
+use common::server::{Reply, TestServer};
 
 use std::collections::HashSet;
 use std::net::SocketAddr;
@@ -12,8 +12,8 @@ use std::net::SocketAddr;
 use axum::Router;
 use axum::extract::ConnectInfo;
 use axum::routing::get;
+use http::StatusCode;
 use http::header::{CONTENT_TYPE, RETRY_AFTER};
-use http::{HeaderMap, StatusCode};
 use tokio::task::JoinSet;
 use tollgate_core::{MemoryStore, Quota, Rate};
 use tollgate_tower::client_ip::{Cidr, ProxyHeader, TrustedProxies};
@@ -56,27 +56,12 @@ impl TestServer {
 /// One request header: name and value.
 type Header = (&'static str, String);
 
-/// What came back.
-struct Reply {
-    status: StatusCode,
-    headers: HeaderMap,
-    body: String,
-}
-
 async fn send(client: &reqwest::Client, url: &str, headers: &[Header]) -> Reply {
     let mut request = client.get(url);
     for (name, value) in headers {
         request = request.header(*name, value.as_str());
     }
-    let response = request.send().await.expect("the server answers");
-    let status = response.status();
-    let headers = response.headers().clone();
-    let body = response.text().await.expect("a text body");
-    Reply {
-        status,
-        headers,
-        body,
-    }
+    Reply::send(request).await
 }
 
 fn x_forwarded_for(value: &str) -> Vec<Header> {

@@ -4,6 +4,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use axum::Router;
+use http::{HeaderMap, StatusCode};
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
@@ -57,4 +58,27 @@ pub(crate) fn client() -> reqwest::Client {
         .timeout(Duration::from_secs(30))
         .build()
         .expect("a reqwest client")
+}
+
+/// What came back from a request: status, headers and the body as text.
+#[derive(Debug)]
+pub(crate) struct Reply {
+    pub(crate) status: StatusCode,
+    pub(crate) headers: HeaderMap,
+    pub(crate) body: String,
+}
+
+impl Reply {
+    /// Sends `request` and reads the whole answer.
+    pub(crate) async fn send(request: reqwest::RequestBuilder) -> Reply {
+        let response = request.send().await.expect("the server answers");
+        let status = response.status();
+        let headers = response.headers().clone();
+        let body = response.text().await.expect("a text body");
+        Reply {
+            status,
+            headers,
+            body,
+        }
+    }
 }
