@@ -8,7 +8,7 @@ use crate::headers::{HeaderStyle, PolicyReport};
 
 /// What an allowed response will carry in its rate-limit fields: written straight into the
 /// inner service's response headers, so the allowed path builds no header map of its own.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub(crate) struct Disclosure {
     style: HeaderStyle,
     policies: SmallVec<[(RuleId, Quota, Decision); 3]>,
