@@ -15,7 +15,6 @@ pub(crate) struct SfMember {
 
 impl SfMember {
     /// The parameter `key`; panics naming the member when it is missing.
-    #[allow(dead_code)] // not every test binary reads parameters
     pub(crate) fn param(&self, key: &str) -> i64 {
         self.params
             .iter()
