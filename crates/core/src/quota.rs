@@ -215,13 +215,23 @@ impl Quota {
         )
     }
 
-    /// Emission interval or window length, in µs.
-    pub(crate) const fn interval_micros(&self) -> u64 {
+    /// The algorithm's step in whole µs: the emission interval (token bucket, GCRA, pacing) or
+    /// the window length (windows and logs). Remote stores send it to their server as is.
+    ///
+    /// ```
+    /// use tollgate_core::{Quota, Rate};
+    /// let quota = Quota::gcra(Rate::per_second(10), 5)?;
+    /// assert_eq!(quota.interval_micros(), 100_000);
+    /// assert_eq!(quota.span_micros(), 500_000);
+    /// # Ok::<(), tollgate_core::QuotaError>(())
+    /// ```
+    pub const fn interval_micros(&self) -> u64 {
         self.interval_micros
     }
 
-    /// Tolerance, maximum delay or window length, in µs.
-    pub(crate) const fn span_micros(&self) -> u64 {
+    /// The algorithm's reach in whole µs: the burst tolerance (token bucket, GCRA), the
+    /// longest delay (pacing) or the window length; at most 2^52, exact in a double.
+    pub const fn span_micros(&self) -> u64 {
         self.span_micros
     }
 }

@@ -1,0 +1,146 @@
+//! One multiplexed, self-reconnecting connection to Redis or Redis Cluster, shared by every
+//! check.
+
+use std::time::Duration;
+
+use redis::aio::ConnectionManager;
+use redis::cluster::ClusterClientBuilder;
+use redis::cluster_async::ClusterConnection;
+use redis::{FromRedisValue, RedisResult, ScriptInvocation};
+
+use crate::ConnectError;
+
+/// How long to wait for a connection and for an answer. The store-failure wrapper
+/// (`tollgate_core::FallbackStore`) applies each rule's tighter deadline on top; these bound
+/// what a store without it waits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConnectionSettings {
+    /// Deadline for opening a connection. Default 1 s.
+    pub connect_timeout: Duration,
+    /// Deadline for one answer. Default 1 s.
+    pub response_timeout: Duration,
+}
+
+impl Default for ConnectionSettings {
+    fn default() -> Self {
+        ConnectionSettings {
+            connect_timeout: Duration::from_secs(1),
+            response_timeout: Duration::from_secs(1),
+        }
+    }
+}
+
+/// A connection to one Redis server (redis-rs's `ConnectionManager`: multiplexed, reconnects
+/// by itself after a failure) or to a Redis Cluster (redis-rs's async cluster client: follows
+/// `MOVED`/`ASK` and failovers). Cloning is cheap and clones share the connection, so several
+/// stores (different prefixes, say) can use one.
+///
+/// ```no_run
+/// # async fn run() -> Result<(), tollgate_redis::ConnectError> {
+/// use tollgate_redis::RedisConnection;
+///
+/// let standalone = RedisConnection::connect("redis://127.0.0.1:6379/").await?;
+/// let cluster = RedisConnection::connect_cluster(&[
+///     "redis://10.0.0.1:6379/",
+///     "redis://10.0.0.2:6379/",
+/// ])
+/// .await?;
+/// assert!(cluster.is_cluster() && !standalone.is_cluster());
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct RedisConnection {
+    backend: Backend,
+}
+
+#[derive(Clone)]
+enum Backend {
+    Standalone(ConnectionManager),
+    Cluster(ClusterConnection),
+}
+
+impl RedisConnection {
+    /// Connects to one server with default [`ConnectionSettings`].
+    pub async fn connect(url: &str) -> Result<Self, ConnectError> {
+        Self::connect_with(url, ConnectionSettings::default()).await
+    }
+
+    /// Connects to one server.
+    pub async fn connect_with(
+        url: &str,
+        settings: ConnectionSettings,
+    ) -> Result<Self, ConnectError> {
+        let client = redis::Client::open(url)?;
+        let config = redis::aio::ConnectionManagerConfig::new()
+            .set_connection_timeout(Some(settings.connect_timeout))
+            .set_response_timeout(Some(settings.response_timeout))
+            .set_number_of_retries(2)
+            .set_max_delay(Duration::from_millis(500));
+        let manager = ConnectionManager::new_with_config(client, config).await?;
+        Ok(RedisConnection {
+            backend: Backend::Standalone(manager),
+        })
+    }
+
+    /// Connects to a Redis Cluster through any of its nodes, with default settings.
+    pub async fn connect_cluster(nodes: &[impl AsRef<str>]) -> Result<Self, ConnectError> {
+        Self::connect_cluster_with(nodes, ConnectionSettings::default()).await
+    }
+
+    /// Connects to a Redis Cluster through any of its nodes.
+    pub async fn connect_cluster_with(
+        nodes: &[impl AsRef<str>],
+        settings: ConnectionSettings,
+    ) -> Result<Self, ConnectError> {
+        let nodes: Vec<&str> = nodes.iter().map(AsRef::as_ref).collect();
+        let connection = ClusterClientBuilder::new(nodes)
+            .connection_timeout(settings.connect_timeout)
+            .response_timeout(settings.response_timeout)
+            .retries(3)
+            .min_retry_wait(10)
+            .max_retry_wait(200)
+            .build()?
+            .get_async_connection()
+            .await?;
+        Ok(RedisConnection {
+            backend: Backend::Cluster(connection),
+        })
+    }
+
+    /// Whether this is a cluster connection (batches are split by hash slot).
+    pub fn is_cluster(&self) -> bool {
+        matches!(self.backend, Backend::Cluster(_))
+    }
+
+    /// Runs a script invocation (`EVALSHA`, loading the script on `NOSCRIPT`).
+    pub(crate) async fn invoke<T: FromRedisValue>(
+        &self,
+        invocation: &ScriptInvocation<'_>,
+    ) -> RedisResult<T> {
+        match &self.backend {
+            Backend::Standalone(manager) => invocation.invoke_async(&mut manager.clone()).await,
+            Backend::Cluster(cluster) => invocation.invoke_async(&mut cluster.clone()).await,
+        }
+    }
+
+    /// Runs a command.
+    pub(crate) async fn query<T: FromRedisValue>(&self, command: &redis::Cmd) -> RedisResult<T> {
+        match &self.backend {
+            Backend::Standalone(manager) => command.query_async(&mut manager.clone()).await,
+            Backend::Cluster(cluster) => command.query_async(&mut cluster.clone()).await,
+        }
+    }
+}
+
+impl std::fmt::Debug for RedisConnection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let kind = if self.is_cluster() {
+            "cluster"
+        } else {
+            "standalone"
+        };
+        f.debug_struct("RedisConnection")
+            .field("kind", &kind)
+            .finish()
+    }
+}

@@ -1,0 +1,217 @@
+//! The one function that names every stored key.
+//!
+//! ```text
+//! <prefix>:<format><version>:{<rule id>:<caller key, escaped>}
+//! tg:t1:{login:%06user77}
+//! ```
+//!
+//! * The **hash tag** (between `{` and `}`) is the rule id and the caller's key, so one rule's
+//!   state for one key lives in one Redis Cluster slot, and every format of it in the same one.
+//! * The caller's key is escaped: `%`, `{`, `}`, `#` and every byte outside printable ASCII
+//!   become `%XX`, so a caller can neither end the hash tag early, start another, nor make two
+//!   different keys look alike. Rule ids cannot contain `:`, so the rule and key never blur.
+//! * An escaped key longer than 64 bytes is replaced by `#` and the hex of the first 16 bytes of
+//!   its SHA-256 (`#` never appears raw, so a digest cannot equal a short key).
+//! * The **format tag** names the state's shape (`t` timestamp, `w` fixed window, `s` sliding
+//!   counter, `l` log) and its version, so state written by another algorithm or an older
+//!   layout is never read as this one.
+
+use std::fmt::Write as _;
+
+use sha2::{Digest, Sha256};
+use tollgate_core::{Algorithm, Key, RuleId};
+
+/// Escaped keys longer than this are hashed.
+const MAX_ESCAPED_KEY: usize = 64;
+
+/// The layout version: bump it when any state's encoding changes.
+const VERSION: char = '1';
+
+/// How one algorithm's state is stored; each has its own key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum StateFormat {
+    /// One theoretical arrival time (token bucket, GCRA, pacing).
+    Timestamp,
+    /// Window number and count.
+    FixedWindow,
+    /// Window number and two counts.
+    SlidingCounter,
+    /// A sorted set of charges.
+    Log,
+}
+
+impl StateFormat {
+    /// Every format, for operations that clear all of a caller's state.
+    pub(crate) const ALL: [StateFormat; 4] = [
+        StateFormat::Timestamp,
+        StateFormat::FixedWindow,
+        StateFormat::SlidingCounter,
+        StateFormat::Log,
+    ];
+
+    /// The format an algorithm's state is kept in, if this store knows it.
+    pub(crate) fn of(algorithm: Algorithm) -> Option<StateFormat> {
+        match algorithm {
+            Algorithm::TokenBucket | Algorithm::Gcra | Algorithm::LeakyBucket => {
+                Some(StateFormat::Timestamp)
+            }
+            Algorithm::FixedWindow => Some(StateFormat::FixedWindow),
+            Algorithm::SlidingWindowCounter => Some(StateFormat::SlidingCounter),
+            Algorithm::SlidingWindowLog => Some(StateFormat::Log),
+            _ => None,
+        }
+    }
+
+    fn tag(self) -> char {
+        match self {
+            StateFormat::Timestamp => 't',
+            StateFormat::FixedWindow => 'w',
+            StateFormat::SlidingCounter => 's',
+            StateFormat::Log => 'l',
+        }
+    }
+}
+
+/// Names stored keys under one prefix.
+#[derive(Debug, Clone)]
+pub(crate) struct KeyLayout {
+    prefix: String,
+}
+
+/// A stored key and the cluster slot it hashes to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct StoredKey {
+    pub(crate) name: String,
+    pub(crate) slot: u16,
+}
+
+impl KeyLayout {
+    /// A layout under `prefix` (already validated by the builder).
+    pub(crate) fn new(prefix: String) -> Self {
+        KeyLayout { prefix }
+    }
+
+    /// The stored key of `rule`'s state for `key` in `format`.
+    pub(crate) fn key(&self, format: StateFormat, rule: &RuleId, key: &Key) -> StoredKey {
+        let tag = hash_tag(rule, key);
+        let slot = slot_of(tag.as_bytes());
+        let mut name = String::with_capacity(self.prefix.len() + tag.len() + 6);
+        name.push_str(&self.prefix);
+        name.push(':');
+        name.push(format.tag());
+        name.push(VERSION);
+        name.push_str(":{");
+        name.push_str(&tag);
+        name.push('}');
+        StoredKey { name, slot }
+    }
+}
+
+/// Whether `prefix` can start every stored key: 1 to 64 bytes of `A-Z a-z 0-9 _ - . :`.
+pub(crate) fn is_valid_prefix(prefix: &str) -> bool {
+    (1..=64).contains(&prefix.len())
+        && prefix
+            .bytes()
+            .all(|byte| byte.is_ascii_alphanumeric() || b"_-.:".contains(&byte))
+}
+
+/// The hash tag's content: the rule id, `:`, and the escaped (or hashed) key.
+fn hash_tag(rule: &RuleId, key: &Key) -> String {
+    let mut tag = String::with_capacity(rule.as_str().len() + 1 + key.as_bytes().len());
+    tag.push_str(rule.as_str());
+    tag.push(':');
+    let start = tag.len();
+    for &byte in key.as_bytes() {
+        if is_kept(byte) {
+            tag.push(char::from(byte));
+        } else {
+            let _ = write!(tag, "%{byte:02X}");
+        }
+    }
+    if tag.len() - start > MAX_ESCAPED_KEY {
+        tag.truncate(start);
+        tag.push('#');
+        for byte in &Sha256::digest(key.as_bytes())[..16] {
+            let _ = write!(tag, "{byte:02x}");
+        }
+    }
+    tag
+}
+
+fn is_kept(byte: u8) -> bool {
+    (0x21..=0x7e).contains(&byte) && !b"%{}#".contains(&byte)
+}
+
+/// The Redis Cluster slot of a hash tag: CRC16 (XMODEM) modulo 16384.
+fn slot_of(tag: &[u8]) -> u16 {
+    crc16::State::<crc16::XMODEM>::calculate(tag) % 16_384
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn layout() -> KeyLayout {
+        KeyLayout::new("tg".to_owned())
+    }
+
+    fn rule(id: &str) -> RuleId {
+        RuleId::new(id).expect("valid rule id")
+    }
+
+    #[test]
+    fn a_plain_key_reads_as_the_layout_says() {
+        let stored = layout().key(StateFormat::Timestamp, &rule("login"), &Key::new("user77"));
+        assert_eq!(stored.name, "tg:t1:{login:%06user77}");
+    }
+
+    #[test]
+    fn the_slot_is_the_crc16_of_the_hash_tag() {
+        // Redis Cluster's specification example: the slot of "123456789" is 0x31C3 % 16384.
+        assert_eq!(slot_of(b"123456789"), 0x31c3 % 16_384);
+        let stored = layout().key(StateFormat::Log, &rule("login"), &Key::new("user77"));
+        assert_eq!(stored.slot, slot_of(b"login:%06user77"));
+    }
+
+    #[test]
+    fn every_format_of_one_rule_and_key_shares_a_slot_but_not_a_name() {
+        let keys: Vec<StoredKey> = StateFormat::ALL
+            .iter()
+            .map(|format| layout().key(*format, &rule("r"), &Key::new("k")))
+            .collect();
+        assert!(keys.iter().all(|key| key.slot == keys[0].slot));
+        for (i, a) in keys.iter().enumerate() {
+            for b in &keys[i + 1..] {
+                assert_ne!(a.name, b.name);
+            }
+        }
+    }
+
+    #[test]
+    fn braces_and_percent_signs_in_a_key_are_escaped() {
+        let stored = layout().key(StateFormat::Timestamp, &rule("r"), &Key::new("}{x}%"));
+        assert_eq!(stored.name, "tg:t1:{r:%05%7D%7Bx%7D%25}");
+        assert_eq!(stored.name.matches('{').count(), 1);
+        assert_eq!(stored.name.matches('}').count(), 1);
+    }
+
+    #[test]
+    fn long_keys_are_hashed_and_cannot_equal_short_ones() {
+        let long = Key::new(vec![0u8; 100]);
+        let stored = layout().key(StateFormat::Timestamp, &rule("r"), &long);
+        assert!(stored.name.len() < 60, "{}", stored.name);
+        assert!(stored.name.contains(":#"));
+        let looks_alike = Key::new(&stored.name[stored.name.find('#').unwrap_or(0)..]);
+        let other = layout().key(StateFormat::Timestamp, &rule("r"), &looks_alike);
+        assert_ne!(other.name, stored.name);
+    }
+
+    #[test]
+    fn prefixes_are_checked() {
+        assert!(is_valid_prefix("tg"));
+        assert!(is_valid_prefix("app:prod.v2"));
+        assert!(!is_valid_prefix(""));
+        assert!(!is_valid_prefix("a{b}"));
+        assert!(!is_valid_prefix(&"x".repeat(65)));
+    }
+}

@@ -1,0 +1,69 @@
+-- tollgate: shared opening of every script. Integer arithmetic on Lua doubles, and "now".
+--
+-- Every quantity is a whole number of microseconds or units below 2^53, which a double holds
+-- exactly. Division and products that could leave that range go through idiv and muldiv, so
+-- nothing is ever rounded.
+
+local TWO_53 = 9007199254740992
+
+-- floor(a / b) for whole a >= 0, b > 0, corrected for the rounding of a / b.
+local function idiv(a, b)
+  local q = math.floor(a / b)
+  if q * b > a then
+    q = q - 1
+  elseif (q + 1) * b <= a then
+    q = q + 1
+  end
+  return q
+end
+
+-- floor(a * b / c) and the remainder, exact even when a * b passes 2^53
+-- (a, b < 2^53, c <= 2^52, and the quotient must fit).
+local function muldiv(a, b, c)
+  local product = a * b
+  if product < TWO_53 then
+    local q = idiv(product, c)
+    return q, product - q * c
+  end
+  local bq = idiv(b, c)
+  local br = b - bq * c
+  local bits, n, x = {}, 0, a
+  while x > 0 do
+    local half = idiv(x, 2)
+    n = n + 1
+    bits[n] = x - 2 * half
+    x = half
+  end
+  -- Long multiplication of a by br, one bit of a at a time, keeping q * c + r exact.
+  local q, r = 0, 0
+  for i = n, 1, -1 do
+    q, r = q * 2, r * 2
+    if r >= c then q, r = q + 1, r - c end
+    if bits[i] == 1 then
+      r = r + br
+      if r >= c then q, r = q + 1, r - c end
+    end
+  end
+  return a * bq + q, r
+end
+
+local function fmt(n)
+  return string.format('%.0f', n)
+end
+
+-- "Now" comes from one place: the server's clock, unless a test passes its own.
+local now
+if ARGV[2] == '' then
+  local time = redis.call('TIME')
+  now = tonumber(time[1]) * 1000000 + tonumber(time[2])
+else
+  now = tonumber(ARGV[2])
+end
+-- Extra lifetime for keys, in ms: 0 on the server's clock; tests that pass a "now" far from
+-- the server's give their keys time to outlive the test.
+local slack = tonumber(ARGV[3])
+
+-- A key's lifetime: whole ms, rounded up, at least 1.
+local function ttl_ms(micros)
+  return math.max(idiv(micros + 999, 1000), 1) + slack
+end

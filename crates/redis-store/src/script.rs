@@ -1,0 +1,189 @@
+//! The Lua script every operation runs, its arguments and its answers.
+//!
+//! One script serves check, peek and refund, so one SHA is loaded once per server (redis-rs
+//! sends `EVALSHA` and, on `NOSCRIPT`, loads the script and retries). Its parts live in
+//! `src/lua/`: `prelude.lua` (exact integer arithmetic and the one place "now" comes from),
+//! `algorithms.lua` (the algorithms of `tollgate_core::algorithm`, over the same integers),
+//! `state.lua` (reading and writing one key's state, with expiry) and `main.lua` (the
+//! operations; a check is all-or-nothing inside one execution).
+
+use std::sync::LazyLock;
+use std::time::Duration;
+
+use redis::{Script, ScriptInvocation};
+use smallvec::SmallVec;
+use tollgate_core::{
+    Algorithm, Charge, Decision, ItemDecision, Quota, Refusal, StoreError, StoreErrorKind,
+    Timestamp,
+};
+
+const SOURCE: &str = concat!(
+    include_str!("lua/prelude.lua"),
+    "\n",
+    include_str!("lua/algorithms.lua"),
+    "\n",
+    include_str!("lua/state.lua"),
+    "\n",
+    include_str!("lua/main.lua"),
+);
+
+static SCRIPT: LazyLock<Script> = LazyLock::new(|| Script::new(SOURCE));
+
+/// The script's source, for tools that load or benchmark it (`redis-benchmark`).
+pub(crate) fn source() -> &'static str {
+    SOURCE
+}
+
+/// The script's SHA-1, as `EVALSHA` names it.
+pub(crate) fn sha() -> &'static str {
+    SCRIPT.get_hash()
+}
+
+/// What the script is asked to do.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Operation {
+    Check,
+    Peek,
+    Refund,
+    /// The latest earliest start of the enforcing pacing keys.
+    Start,
+}
+
+impl Operation {
+    fn name(self) -> &'static str {
+        match self {
+            Operation::Check => "check",
+            Operation::Peek => "peek",
+            Operation::Refund => "refund",
+            Operation::Start => "start",
+        }
+    }
+}
+
+/// Where the script takes "now" from.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Timing {
+    /// `None`: the server's `TIME`.
+    pub(crate) now: Option<Timestamp>,
+    /// Extra key lifetime in ms (non-zero only with a passed-in "now").
+    pub(crate) slack_ms: u64,
+    /// The earliest any pacing item may start (µs; 0 for no constraint).
+    pub(crate) not_before: u64,
+}
+
+/// One key's seven arguments after its kind: limit, interval, span, then three per operation
+/// (check and peek: cost, enforcing, 0; refund: the charge).
+pub(crate) struct KeyArgs<'a> {
+    pub(crate) key: &'a str,
+    pub(crate) quota: &'a Quota,
+    pub(crate) extra: [u64; 3],
+}
+
+/// The script's name for an algorithm.
+pub(crate) fn kind(algorithm: Algorithm) -> Option<&'static str> {
+    match algorithm {
+        Algorithm::TokenBucket | Algorithm::Gcra => Some("g"),
+        Algorithm::LeakyBucket => Some("p"),
+        Algorithm::FixedWindow => Some("w"),
+        Algorithm::SlidingWindowCounter => Some("s"),
+        Algorithm::SlidingWindowLog => Some("l"),
+        _ => None,
+    }
+}
+
+/// The error for an algorithm this store does not know.
+pub(crate) fn unsupported(algorithm: Algorithm) -> StoreError {
+    StoreError::new(
+        StoreErrorKind::Protocol,
+        format!("the redis store has no script for {}", algorithm.name()),
+    )
+}
+
+/// The arguments for a charge: its kind and two numbers.
+pub(crate) fn charge_args(charge: &Charge) -> [u64; 3] {
+    match charge {
+        Charge::Scheduled { micros } => [1, *micros, 0],
+        Charge::Window { window, cost } => [2, *window, *cost],
+        Charge::Logged { at, cost } => [3, at.as_micros(), *cost],
+        _ => [0, 0, 0],
+    }
+}
+
+/// Builds one execution of the script.
+pub(crate) fn invocation<'a>(
+    operation: Operation,
+    timing: Timing,
+    keys: impl IntoIterator<Item = KeyArgs<'a>>,
+) -> Result<ScriptInvocation<'static>, StoreError> {
+    let mut call = SCRIPT.prepare_invoke();
+    call.arg(operation.name());
+    match timing.now {
+        Some(now) => call.arg(now.as_micros()),
+        None => call.arg(""),
+    };
+    call.arg(timing.slack_ms).arg(timing.not_before);
+    for args in keys {
+        let algorithm = args.quota.algorithm();
+        let kind = kind(algorithm).ok_or_else(|| unsupported(algorithm))?;
+        call.key(args.key)
+            .arg(kind)
+            .arg(args.quota.limit())
+            .arg(args.quota.interval_micros())
+            .arg(args.quota.span_micros())
+            .arg(&args.extra[..]);
+    }
+    Ok(call)
+}
+
+/// Values per key in a check or peek answer.
+const ANSWER_STRIDE: usize = 8;
+
+/// A decoded check or peek answer: whether every enforcing key allowed, and each key's answer.
+pub(crate) struct Answer {
+    pub(crate) allowed: bool,
+    pub(crate) items: SmallVec<[ItemDecision; 3]>,
+}
+
+/// Decodes `{allowed, now, 8 values per key}` for `expected` keys.
+pub(crate) fn decode(reply: &[i64], expected: usize) -> Result<Answer, StoreError> {
+    let malformed = || {
+        StoreError::new(
+            StoreErrorKind::Protocol,
+            format!("the redis script answered {} values for {expected} keys", reply.len()),
+        )
+    };
+    if reply.len() != 2 + expected * ANSWER_STRIDE {
+        return Err(malformed());
+    }
+    let value = |at: usize| u64::try_from(reply[at]).map_err(|_| malformed());
+    let mut items = SmallVec::with_capacity(expected);
+    for index in 0..expected {
+        let base = 2 + index * ANSWER_STRIDE;
+        let [verdict, limit, remaining, reset, wait, charge, a, b] =
+            std::array::from_fn(|offset| value(base + offset));
+        let (limit, remaining) = (limit?, remaining?);
+        let (reset, wait) = (Duration::from_micros(reset?), Duration::from_micros(wait?));
+        let decision = match verdict? {
+            0 => Decision::allowed(limit, remaining, reset).with_delay(wait),
+            1 => Decision::refused(Refusal::LimitReached, limit, remaining, reset, wait),
+            2 => Decision::refused(Refusal::CostExceedsLimit, limit, remaining, reset, wait),
+            _ => return Err(malformed()),
+        };
+        let (a, b) = (a?, b?);
+        let charge = match charge? {
+            0 => None,
+            1 => Some(Charge::Scheduled { micros: a }),
+            2 => Some(Charge::Window { window: a, cost: b }),
+            3 => Some(Charge::Logged {
+                at: Timestamp::from_micros(a),
+                cost: b,
+            }),
+            _ => return Err(malformed()),
+        };
+        items.push(ItemDecision::new(decision, charge));
+    }
+    Ok(Answer {
+        allowed: value(0)? == 1,
+        items,
+    })
+}

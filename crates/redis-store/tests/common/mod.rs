@@ -1,0 +1,104 @@
+//! What the Redis store's tests share: one runtime, one server and one cluster per test binary,
+//! and stores with prefixes of their own so tests never see each other's keys.
+
+#![allow(dead_code, unreachable_pub)]
+
+use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{LazyLock, OnceLock};
+
+use tokio::runtime::Runtime;
+use tollgate_core::testing::ManualClock;
+use tollgate_redis::{RedisConnection, RedisStore};
+use tollgate_redis_harness::{RedisCluster, RedisServer};
+
+static RUNTIME: LazyLock<Runtime> = LazyLock::new(|| {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a tokio runtime for the redis tests")
+});
+
+/// Runs `future` to completion on the tests' shared runtime (whose tasks keep connections
+/// alive between tests).
+pub fn block_on<F: Future>(future: F) -> F::Output {
+    RUNTIME.block_on(future)
+}
+
+/// Runs `connect` on the shared runtime from a thread of its own, so it can be called from
+/// inside another `block_on` (the conformance suite builds stores inside its futures).
+fn connect_outside<T: Send + 'static>(
+    connect: impl Future<Output = T> + Send + 'static,
+) -> T {
+    std::thread::spawn(move || RUNTIME.block_on(connect))
+        .join()
+        .expect("the connecting thread does not panic")
+}
+
+/// This binary's standalone server.
+pub fn server() -> &'static RedisServer {
+    static SERVER: OnceLock<RedisServer> = OnceLock::new();
+    SERVER.get_or_init(|| RedisServer::start().expect("start redis-server"))
+}
+
+/// This binary's cluster (three masters with a replica each).
+pub fn cluster() -> &'static RedisCluster {
+    RedisCluster::shared().expect("start a redis cluster")
+}
+
+/// A connection to this binary's server, made once.
+pub fn standalone_connection() -> RedisConnection {
+    static CONNECTION: OnceLock<RedisConnection> = OnceLock::new();
+    CONNECTION
+        .get_or_init(|| {
+            let url = server().url();
+            connect_outside(async move { RedisConnection::connect(&url).await })
+                .expect("connect to redis-server")
+        })
+        .clone()
+}
+
+/// A connection to this binary's cluster, made once.
+pub fn cluster_connection() -> RedisConnection {
+    static CONNECTION: OnceLock<RedisConnection> = OnceLock::new();
+    CONNECTION
+        .get_or_init(|| {
+            let nodes = cluster().urls();
+            connect_outside(async move { RedisConnection::connect_cluster(&nodes).await })
+                .expect("connect to the redis cluster")
+        })
+        .clone()
+}
+
+/// A prefix no other store of this binary uses.
+pub fn unique_prefix() -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    format!("test{}", NEXT.fetch_add(1, Ordering::Relaxed))
+}
+
+/// A store on the standalone server that takes "now" from `clock`.
+pub fn standalone_store(clock: ManualClock) -> RedisStore {
+    RedisStore::builder()
+        .prefix(unique_prefix())
+        .test_clock(clock)
+        .build(standalone_connection())
+        .expect("a valid prefix")
+}
+
+/// A store on the cluster that takes "now" from `clock`.
+pub fn cluster_store(clock: ManualClock) -> RedisStore {
+    RedisStore::builder()
+        .prefix(unique_prefix())
+        .test_clock(clock)
+        .build(cluster_connection())
+        .expect("a valid prefix")
+}
+
+/// A store on the standalone server on the server's own clock.
+pub fn server_time_store() -> RedisStore {
+    RedisStore::builder()
+        .prefix(unique_prefix())
+        .build(standalone_connection())
+        .expect("a valid prefix")
+}

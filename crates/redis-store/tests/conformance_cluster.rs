@@ -1,0 +1,6 @@
+//! The whole store conformance suite against a real Redis Cluster (three masters, three
+//! replicas), with "now" passed in from a manual clock so no case sleeps.
+
+mod common;
+
+tollgate_core::conformance_suite!(block_on = common::block_on, store = common::cluster_store);
