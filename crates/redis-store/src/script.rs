@@ -149,7 +149,10 @@ pub(crate) fn decode(reply: &[i64], expected: usize) -> Result<Answer, StoreErro
     let malformed = || {
         StoreError::new(
             StoreErrorKind::Protocol,
-            format!("the redis script answered {} values for {expected} keys", reply.len()),
+            format!(
+                "the redis script answered {} values for {expected} keys",
+                reply.len()
+            ),
         )
     };
     if reply.len() != 2 + expected * ANSWER_STRIDE {

@@ -123,7 +123,10 @@ impl RedisStore {
 
     /// The cluster slot a rule's state for a key lives in.
     pub fn slot(&self, rule: &RuleId, key: &Key) -> u16 {
-        self.inner.layout.key(StateFormat::Timestamp, rule, key).slot
+        self.inner
+            .layout
+            .key(StateFormat::Timestamp, rule, key)
+            .slot
     }
 
     fn timing(&self) -> Timing {
@@ -288,7 +291,8 @@ impl RedisStore {
         let go_ahead = answers
             .iter()
             .all(|answer| answer.as_ref().is_ok_and(|answer| answer.allowed));
-        let mut merged: SmallVec<[Option<ItemDecision>; 3]> = SmallVec::from_elem(None, items.len());
+        let mut merged: SmallVec<[Option<ItemDecision>; 3]> =
+            SmallVec::from_elem(None, items.len());
         let mut failure = None;
         for (positions, answer) in groups.iter().zip(answers) {
             let answer = match answer {
@@ -368,7 +372,10 @@ impl Store for RedisStore {
             .check_group(std::slice::from_ref(item), &keys, &[0], self.timing())
             .await?;
         answer.items.into_iter().next().ok_or_else(|| {
-            StoreError::new(StoreErrorKind::Protocol, "the redis script answered no item")
+            StoreError::new(
+                StoreErrorKind::Protocol,
+                "the redis script answered no item",
+            )
         })
     }
 

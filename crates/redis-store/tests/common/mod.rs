@@ -28,9 +28,7 @@ pub fn block_on<F: Future>(future: F) -> F::Output {
 
 /// Runs `connect` on the shared runtime from a thread of its own, so it can be called from
 /// inside another `block_on` (the conformance suite builds stores inside its futures).
-fn connect_outside<T: Send + 'static>(
-    connect: impl Future<Output = T> + Send + 'static,
-) -> T {
+fn connect_outside<T: Send + 'static>(connect: impl Future<Output = T> + Send + 'static) -> T {
     std::thread::spawn(move || RUNTIME.block_on(connect))
         .join()
         .expect("the connecting thread does not panic")

@@ -1,0 +1,111 @@
+//! Batches whose items live in different cluster slots: all-or-nothing by compensation, never
+//! over-admitting, and how often the compensation over-refuses under concurrency.
+//!
+//! The over-refusal rate is printed; run
+//! `cargo test -p tollgate-redis --all-features --test cross_slot -- --nocapture` to see it.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tollgate_core::{Item, Key, Quota, Rate, RuleId, Store};
+use tollgate_redis::{RedisConnection, RedisStore};
+
+const REQUESTS: usize = 500;
+const CALLERS: usize = 250;
+const SHARED_LIMIT: u64 = 200;
+const ROUNDS: usize = 5;
+
+/// A shared cap (200 a day) and a per-caller limit (1 a day); each caller asks twice, all at
+/// once. Exactly 200 requests should go ahead: every caller's first request passes its own
+/// limit, so there are always more candidates than the cap.
+async fn one_round(store: &Arc<RedisStore>) -> (u64, u64) {
+    let day = Duration::from_secs(86_400);
+    let shared = Quota::token_bucket(SHARED_LIMIT, Rate::per(1, day)).expect("valid");
+    let per_caller = Quota::token_bucket(1, Rate::per(1, day)).expect("valid");
+    let mut tasks = Vec::new();
+    for request in 0..REQUESTS {
+        let store = Arc::clone(store);
+        tasks.push(tokio::spawn(async move {
+            let (cap, caller) = (
+                RuleId::new("cap").expect("id"),
+                RuleId::new("caller").expect("id"),
+            );
+            let (everyone, who) = (
+                Key::global(),
+                Key::new(format!("caller-{}", request % CALLERS)),
+            );
+            let items = [
+                Item::new(&cap, shared, &everyone),
+                Item::new(&caller, per_caller, &who),
+            ];
+            store
+                .check(&items)
+                .await
+                .expect("redis answers")
+                .is_allowed()
+        }));
+    }
+    let mut allowed = 0;
+    for task in tasks {
+        allowed += u64::from(task.await.expect("task does not panic"));
+    }
+    let cap = RuleId::new("cap").expect("id");
+    let left = store
+        .peek(&Item::new(&cap, shared, &Key::global()).with_cost(0))
+        .await
+        .expect("redis answers")
+        .remaining();
+    (allowed, left)
+}
+
+async fn rounds(connect: impl AsyncFn() -> RedisConnection) -> Vec<u64> {
+    let mut allowed_per_round = Vec::new();
+    for _ in 0..ROUNDS {
+        let store = RedisStore::builder()
+            .prefix(common::unique_prefix())
+            .build(connect().await)
+            .expect("a valid prefix");
+        let store = Arc::new(store);
+        let (allowed, left) = one_round(&store).await;
+        assert!(
+            allowed <= SHARED_LIMIT,
+            "over-admitted: {allowed} > {SHARED_LIMIT}"
+        );
+        assert_eq!(
+            left,
+            SHARED_LIMIT - allowed,
+            "every charge of a refused request was refunded"
+        );
+        allowed_per_round.push(allowed);
+    }
+    allowed_per_round
+}
+
+#[test]
+fn one_server_decides_each_batch_in_one_script_so_exactly_the_cap_goes_ahead() {
+    let url = common::server().url();
+    let allowed = common::block_on(rounds(async || {
+        RedisConnection::connect(&url).await.expect("connect")
+    }));
+    assert!(allowed.iter().all(|&n| n == SHARED_LIMIT), "{allowed:?}");
+}
+
+#[test]
+fn a_cluster_never_over_admits_cross_slot_batches_and_reports_its_over_refusal() {
+    let nodes = common::cluster().urls();
+    let allowed = common::block_on(rounds(async || {
+        RedisConnection::connect_cluster(&nodes)
+            .await
+            .expect("connect")
+    }));
+    let expected = SHARED_LIMIT * ROUNDS as u64;
+    let total: u64 = allowed.iter().sum();
+    let over_refused = expected - total;
+    eprintln!(
+        "cross-slot over-refusal: {over_refused} of {expected} admissible requests refused \
+         ({:.1}%) over {ROUNDS} rounds of {REQUESTS} concurrent two-slot requests; per round {allowed:?}",
+        100.0 * over_refused as f64 / expected as f64
+    );
+}
