@@ -7,8 +7,9 @@
 //!
 //! This facade re-exports the parts:
 //!
-//! * [`core`] (always): quotas, algorithms, decisions, keys, the `Store` contract and the
-//!   in-memory store — its main items are also re-exported at the top level;
+//! * [`core`] (always): quotas, algorithms, decisions, keys, the `Store` contract, the
+//!   in-memory store and the store-failure wrapper (`FallbackStore`) — its main items are also
+//!   re-exported at the top level;
 //! * `tower` (feature `tower`): the `RateLimitLayer` middleware;
 //! * `axum` (feature `axum`): typed limits as extractors;
 //! * `redis` (feature `redis`): the Redis and Redis Cluster store.
@@ -31,8 +32,8 @@
 
 pub use tollgate_core as core;
 pub use tollgate_core::{
-    Algorithm, BatchDecision, Clock, Decision, Item, ItemDecision, Key, MemoryStore, Mode,
-    OnStoreFailure, Quota, QuotaError, Rate, Receipt, Refusal, RuleId, Store, StoreError,
+    Algorithm, BatchDecision, Clock, Decision, FallbackStore, Item, ItemDecision, Key, MemoryStore,
+    Mode, OnStoreFailure, Quota, QuotaError, Rate, Receipt, Refusal, RuleId, Store, StoreError,
     SystemClock, Timestamp,
 };
 

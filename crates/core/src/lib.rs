@@ -11,6 +11,9 @@
 //! * **the answer** — a [`Decision`]: data, never an error, with sub-second precision;
 //! * **where counts live** — the [`Store`] contract (batches, all-or-nothing, receipts and
 //!   refunds, peek and reset) and the bounded, sharded [`MemoryStore`];
+//! * **when the store is gone** — [`FallbackStore`]: any primary store behind a timeout and a
+//!   circuit breaker, each rule answering by its [`OnStoreFailure`] (open, open within a local
+//!   limit, local, closed) when the primary cannot;
 //! * **when** — a [`Clock`]: only the store's clock decides.
 //!
 //! ```
@@ -41,6 +44,7 @@ pub mod algorithm;
 mod clock;
 mod decision;
 mod error;
+mod fallback;
 mod item;
 mod key;
 mod memory;
@@ -56,6 +60,10 @@ pub mod testing;
 pub use clock::{Clock, SystemClock, Timestamp};
 pub use decision::{Decision, Refusal, Verdict, whole_seconds_up};
 pub use error::{QuotaError, RuleIdError, StoreError, StoreErrorKind};
+pub use fallback::{
+    DEFAULT_COOL_DOWN, DEFAULT_FAILURE_THRESHOLD, DEFAULT_TIMEOUT, FallbackStats, FallbackStore,
+    FallbackStoreBuilder,
+};
 pub use item::Item;
 pub use key::{Key, KeyBuilder};
 pub use memory::{DEFAULT_MAX_KEYS, MemoryStats, MemoryStore, MemoryStoreBuilder};

@@ -13,16 +13,41 @@ pub enum Mode {
 }
 
 /// What a rule does when its store cannot answer (down, slow, unreachable). Chosen per rule, in
-/// advance. The store-failure wrapper that carries these out arrives with the Redis store; the
-/// choice is part of every rule from the start.
+/// advance, and carried by every [`Item`](crate::Item).
+///
+/// A store on its own only reports the failure (a [`StoreError`](crate::StoreError), never a
+/// refusal). [`FallbackStore`](crate::FallbackStore) carries these choices out: it wraps any
+/// primary store, gives every call a timeout and a circuit breaker, and answers each item by its
+/// own choice when the primary cannot. Middleware given a plain store that fails can only tell
+/// open from closed; `Local` and `OpenWithin` need the wrapper's local memory.
+///
+/// ```
+/// use tollgate_core::{OnStoreFailure, Quota, Rate};
+///
+/// // Reads: stay open, but never more than 50 a second per caller from any one gateway.
+/// let reads = OnStoreFailure::OpenWithin(Quota::token_bucket(50, Rate::per_second(50))?);
+/// assert_ne!(reads, OnStoreFailure::Open);
+/// assert_eq!(OnStoreFailure::default(), OnStoreFailure::Open);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 #[non_exhaustive]
 pub enum OnStoreFailure {
-    /// Allow the request (reads and browsing: users are not affected, protection is reduced).
+    /// Allow the request, uncharged (reads and browsing: users are not affected, protection is
+    /// reduced).
     #[default]
     Open,
-    /// Enforce the same rule in this gateway's own memory.
+    /// Allow the request unless this gateway's own count under the given quota refuses: open, but
+    /// with a local per-gateway limit (counted in local memory under the same rule id and key),
+    /// so one gateway cannot be flooded while the shared store is away. Set it looser than the
+    /// rule's own quota, or a little tighter than the rule's quota divided by the number of
+    /// gateways, as the rule needs.
+    OpenWithin(crate::Quota),
+    /// Enforce the same rule (same quota, cost and mode) in this gateway's own memory. With `n`
+    /// gateways, a caller spread over all of them gets up to `n` times the quota during an outage.
     Local,
-    /// Refuse (the HTTP layer answers 503 with `Retry-After`): logins, SMS codes, payments.
+    /// Fail: the store error is returned and the HTTP layer answers 503 with `Retry-After`
+    /// (logins, SMS codes, payments). Only enforcing rules fail closed; a shadow rule never
+    /// stops a request.
     Closed,
 }

@@ -1,4 +1,5 @@
-//! The in-memory store passes the store conformance suite.
+//! The in-memory store, and the store-failure wrapper around a healthy primary, pass the store
+//! conformance suite.
 
 use tollgate_core::MemoryStore;
 use tollgate_core::testing::ManualClock;
@@ -8,3 +9,29 @@ fn memory_store(clock: ManualClock) -> MemoryStore<ManualClock> {
 }
 
 tollgate_core::conformance_suite!(block_on = futures_executor::block_on, store = memory_store);
+
+/// A [`FallbackStore`](tollgate_core::FallbackStore) decides exactly as its primary while the
+/// primary answers.
+mod fallback_store {
+    use std::future::Future;
+
+    use tollgate_core::testing::ManualClock;
+    use tollgate_core::{FallbackStore, MemoryStore};
+
+    fn fallback_store(clock: ManualClock) -> FallbackStore<MemoryStore<ManualClock>, ManualClock> {
+        FallbackStore::builder(super::memory_store(clock.clone()))
+            .clock(clock)
+            .build()
+    }
+
+    /// The wrapper's timeouts need Tokio's timer.
+    fn block_on<F: Future>(future: F) -> F::Output {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .expect("a current-thread runtime")
+            .block_on(future)
+    }
+
+    tollgate_core::conformance_suite!(block_on = block_on, store = fallback_store);
+}

@@ -141,9 +141,11 @@ fn conditional_charges(
         .collect()
 }
 
-/// The store could not answer: closed rules answer 503; open rules, and until the store-failure
-/// wrapper provides a local store, local ones, let the request through (so do shadow and flag
-/// rules, which never stop a request).
+/// The store could not answer: closed rules answer 503; every other rule lets the request
+/// through (so do shadow and flag rules, which never stop a request). `Local` and `OpenWithin`
+/// rules reach this point only with a plain store: a
+/// [`FallbackStore`](tollgate_core::FallbackStore) counts them in local memory and errs only for
+/// closed rules.
 fn store_failed(
     settings: &Settings,
     rules: &RuleSet,

@@ -155,9 +155,11 @@ impl Rule {
     }
 
     /// What happens when the store cannot answer (default: open, the rule is not applied).
-    /// `Closed` answers 503 with `Retry-After`. `Local` needs a store that falls back to local
-    /// memory (the store-failure wrapper, which comes with the Redis store); with a store that
-    /// simply fails, the layer treats `Local` as `Open`.
+    /// `Closed` answers 503 with `Retry-After`. `Local` and `OpenWithin` count in this gateway's
+    /// memory, which needs a store that keeps one: wrap the shared store in
+    /// [`FallbackStore`](tollgate_core::FallbackStore) (it also gives every call a timeout and a
+    /// circuit breaker). With a plain store that simply fails, the layer can only tell open from
+    /// closed, and `Local` and `OpenWithin` fail open.
     #[must_use]
     pub fn on_store_failure(mut self, policy: OnStoreFailure) -> Self {
         self.on_store_failure = policy;

@@ -16,8 +16,8 @@ use http_body_util::{BodyExt, Full};
 use serde_json::Value;
 use tollgate_core::testing::ManualClock;
 use tollgate_core::{
-    BatchDecision, Decision, Item, Key, MemoryStore, OnStoreFailure, Quota, Rate, Receipt, RuleId,
-    Store, StoreError, Timestamp,
+    BatchDecision, Decision, FallbackStore, Item, Key, MemoryStore, OnStoreFailure, Quota, Rate,
+    Receipt, RuleId, Store, StoreError, Timestamp,
 };
 use tollgate_tower::headers::HeaderStyle;
 use tollgate_tower::key::{Endpoint, ExtensionKey, Global, HeaderKey, PeerIp};
@@ -616,6 +616,36 @@ async fn rules_that_fail_open_let_the_request_through() {
             "no decision, nothing to show"
         );
     }
+}
+
+#[tokio::test]
+async fn a_local_rule_behind_a_plain_store_that_fails_goes_open() {
+    let layer = RateLimitLayer::new(DeadStore)
+        .rule(per_minute("posts", 1).on_store_failure(OnStoreFailure::Local));
+    let service = layer.layer(service_fn(ok));
+    for _ in 0..3 {
+        assert_eq!(send(&service, get("/posts")).await.status(), StatusCode::OK);
+    }
+}
+
+#[tokio::test]
+async fn behind_a_fallback_store_local_rules_count_in_local_memory() {
+    let layer = RateLimitLayer::new(FallbackStore::new(DeadStore))
+        .rule(per_minute("posts", 2).on_store_failure(OnStoreFailure::Local));
+    let service = layer.layer(service_fn(ok));
+
+    for _ in 0..2 {
+        assert_eq!(send(&service, get("/posts")).await.status(), StatusCode::OK);
+    }
+    let refused = send(&service, get("/posts")).await;
+    assert_eq!(refused.status(), StatusCode::TOO_MANY_REQUESTS);
+    assert!(refused.headers().contains_key(RETRY_AFTER));
+
+    // Closed rules still answer 503: a store error is never a refusal.
+    let layer = RateLimitLayer::new(FallbackStore::new(DeadStore))
+        .rule(per_minute("otp", 10).on_store_failure(OnStoreFailure::Closed));
+    let response = send(&layer.layer(service_fn(ok)), get("/otp")).await;
+    assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -446,6 +446,26 @@ impl<C: Clock> MemoryStore<C> {
     pub fn clock(&self) -> &C {
         &self.inner.clock
     }
+
+    /// [`Store::check`], answered directly (for wrappers that must not await).
+    pub(crate) fn check_sync(&self, items: &[Item<'_>]) -> BatchDecision {
+        self.inner.check(items)
+    }
+
+    /// [`Store::peek`], answered directly.
+    pub(crate) fn peek_sync(&self, item: &Item<'_>) -> Decision {
+        self.inner.peek(item)
+    }
+
+    /// [`Store::refund`], done directly.
+    pub(crate) fn refund_sync(&self, receipt: &Receipt) {
+        self.inner.refund(receipt);
+    }
+
+    /// [`Store::reset`], done directly.
+    pub(crate) fn reset_sync(&self, rule: &RuleId, key: &Key) {
+        self.inner.reset(rule, key);
+    }
 }
 
 impl<C: Clock> Store for MemoryStore<C> {

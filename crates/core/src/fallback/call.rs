@@ -1,0 +1,79 @@
+//! One call to the primary: past the circuit breaker, within the timeout, its outcome recorded.
+
+use std::future::{Future, poll_fn};
+use std::pin::pin;
+use std::task::Poll;
+use std::time::Duration;
+
+use super::FallbackStore;
+use super::breaker::Admission;
+use super::outage::Outage;
+use crate::{Clock, Store, StoreError};
+
+impl<P: Store, C: Clock> FallbackStore<P, C> {
+    /// Sends `call` to the primary if the breaker lets it through, waits at most the timeout,
+    /// and records the outcome. `op` names the call in logs.
+    pub(super) async fn call_primary<T, F>(
+        &self,
+        op: &'static str,
+        call: impl FnOnce() -> F,
+    ) -> Result<T, Outage>
+    where
+        F: Future<Output = Result<T, StoreError>>,
+    {
+        let admission = self.breaker.admit(self.local.clock());
+        if admission == Admission::Skip {
+            self.counters.short_circuited.add_one();
+            return Err(Outage::BreakerOpen);
+        }
+        let result = within(self.timeout, op, call()).await;
+        self.settle(op, admission, result)
+    }
+
+    /// Records what the primary answered to a call the breaker admitted.
+    pub(super) fn settle<T>(
+        &self,
+        op: &'static str,
+        admission: Admission,
+        result: Result<T, StoreError>,
+    ) -> Result<T, Outage> {
+        match result {
+            Ok(answer) => {
+                let transition = self.breaker.succeeded(admission);
+                self.report_success(transition);
+                Ok(answer)
+            }
+            Err(error) => {
+                self.counters.primary_failures.add_one();
+                if error.is_timeout() {
+                    self.counters.timeouts.add_one();
+                }
+                let transition = self.breaker.failed(admission, self.local.clock());
+                self.report_failure(op, &error, transition);
+                Err(Outage::Failed(error))
+            }
+        }
+    }
+}
+
+/// `call`'s answer, or a timeout error once `timeout` has passed.
+///
+/// An answer that is ready at once (an in-memory or leased primary, a cached refusal) needs no
+/// timer, so the call is polled once before one is set.
+async fn within<T>(
+    timeout: Duration,
+    op: &'static str,
+    call: impl Future<Output = Result<T, StoreError>>,
+) -> Result<T, StoreError> {
+    let mut call = pin!(call);
+    if let Poll::Ready(answer) = poll_fn(|cx| Poll::Ready(call.as_mut().poll(cx))).await {
+        return answer;
+    }
+    tokio::time::timeout(timeout, call)
+        .await
+        .unwrap_or_else(|_| {
+            Err(StoreError::timeout(format!(
+                "primary store did not answer {op} within {timeout:?}"
+            )))
+        })
+}

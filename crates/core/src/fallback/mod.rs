@@ -1,0 +1,305 @@
+//! The store-failure wrapper: any primary store, a timeout on every call, a circuit breaker, and
+//! each rule's [`OnStoreFailure`](crate::OnStoreFailure) carried out in local memory when the
+//! primary cannot answer. [`FallbackStore`] has the whole story.
+//!
+//! * `mod.rs` — the store and its [`Store`] implementation;
+//! * `builder.rs` — settings and their defaults;
+//! * `call.rs` — one call to the primary: breaker, timeout, outcome;
+//! * `breaker.rs` — the circuit breaker (two atomics);
+//! * `degraded.rs` — answering by each item's policy;
+//! * `report.rs` — logs; `stats.rs` — counters; `outage.rs` — why the primary was not used.
+
+mod breaker;
+mod builder;
+mod call;
+mod degraded;
+mod outage;
+mod report;
+mod stats;
+
+use std::time::Duration;
+
+pub use self::builder::{
+    DEFAULT_COOL_DOWN, DEFAULT_FAILURE_THRESHOLD, DEFAULT_TIMEOUT, FallbackStoreBuilder,
+};
+pub use self::stats::FallbackStats;
+
+use self::breaker::{Admission, Breaker, Gate};
+use self::outage::Outage;
+use self::report::Announcer;
+use self::stats::Counters;
+use crate::{
+    BatchDecision, Clock, Decision, Item, ItemDecision, Key, MemoryStore, Receipt, RuleId, Store,
+    StoreError, StoreErrorKind, SystemClock,
+};
+
+/// A [`Store`] that survives its primary: every call to the primary has a timeout, a circuit
+/// breaker stops waiting on a primary that keeps failing, and when the primary cannot answer each
+/// item follows its own [`OnStoreFailure`](crate::OnStoreFailure), counting in a local
+/// [`MemoryStore`] where the policy says so.
+///
+/// Wrap the shared store (Redis) in it and give it to the middleware like any store.
+///
+/// # When the primary cannot answer
+///
+/// A call falls back when the primary answers with an error, does not answer within the
+/// [timeout](FallbackStoreBuilder::timeout) (default [`DEFAULT_TIMEOUT`]; a
+/// [`StoreError`] that [`is_timeout`](StoreError::is_timeout)), or is not called because the
+/// breaker is open. Then each item of the request answers by its policy:
+///
+/// | policy | answer |
+/// |---|---|
+/// | `Open` | allowed, uncharged, the quota's limit as limit and remaining |
+/// | `OpenWithin(quota)` | allowed unless this gateway's local count under `quota` (same rule id and key) refuses |
+/// | `Local` | the same item — quota, cost, mode — checked in local memory; its refusal is real |
+/// | `Closed` | the call returns the [`StoreError`] (the HTTP layer answers 503 with `Retry-After`) |
+///
+/// A batch with any **enforcing** `Closed` item fails as a whole; shadow items never cause an
+/// error (a shadow `Closed` item is answered like `Open`). The items counted locally go to the
+/// local store in one batch, so the answer is still all-or-nothing across them. A store error is
+/// never turned into a refusal: only a local count can refuse.
+///
+/// `OpenWithin` answers with the local quota's decision and reports no charge (a receipt names
+/// the rule's own quota, so refunding it would take from the wrong state).
+///
+/// # The circuit breaker
+///
+/// After [`failure_threshold`](FallbackStoreBuilder::failure_threshold) failures in a row
+/// (default [`DEFAULT_FAILURE_THRESHOLD`]; timeouts count) the breaker opens: calls go straight to
+/// the fallback without waiting, and `check_now` answers at once. After the
+/// [`cool_down`](FallbackStoreBuilder::cool_down) (default [`DEFAULT_COOL_DOWN`], on the store's
+/// [`Clock`]) one call is let through as a probe; its success closes the breaker, its failure
+/// starts another cool-down. While closed, the breaker costs one atomic load per call and takes
+/// no lock.
+///
+/// Switches are logged on the `tollgate::store` target (`warn` when the primary starts failing,
+/// `error` when the breaker opens, `info` when the primary answers again) and counted in
+/// [`stats`](FallbackStore::stats).
+///
+/// # Other calls
+///
+/// * [`peek`](Store::peek) asks the primary, and falls back like a check (without charging).
+/// * [`refund`](Store::refund) goes where checks go now: to the primary while it answers; to
+///   local memory when the primary fails, times out or is skipped (and then answers `Ok`). A
+///   charge counted locally during an outage and refunded during it is undone exactly. A receipt
+///   that crosses a switch is given back where checks go at refund time, so it can be off by its
+///   own cost, never more: a charge made in the primary and refunded during an outage stays in
+///   the primary until it expires (over-counting, the safe side), and one made locally and
+///   refunded after recovery is given back to the primary. A receipt does not say where it was
+///   charged, and refunding in both places would give it back twice.
+/// * [`reset`](Store::reset) clears local memory at once, then the primary; it reports the
+///   primary's error, if any.
+/// * [`check_now`](Store::check_now) forwards to the primary's `check_now` while the breaker is
+///   closed (falling back at once if that answer is an error); while the breaker is open it
+///   answers from local memory at once; when a probe is due it answers `None`, so the awaited
+///   `check` carries the probe.
+///
+/// # Runtime
+///
+/// Waiting for the primary uses Tokio's timer, so calls whose answer is not ready at once must be
+/// polled inside a Tokio runtime with its time driver enabled (every `#[tokio::main]` runtime
+/// is; Tokio panics otherwise). Answers that are ready at once set no timer.
+///
+/// # Example
+///
+/// ```
+/// # use std::future::{Future, ready};
+/// use std::time::Duration;
+/// use tollgate_core::{FallbackStore, Item, Key, OnStoreFailure, Quota, RuleId, Store, StoreError};
+/// # use tollgate_core::{BatchDecision, Decision, Receipt};
+///
+/// /// A primary that is down (in production, the Redis store).
+/// struct Down;
+/// # impl Store for Down {
+/// #     fn check(&self, _: &[Item<'_>]) -> impl Future<Output = Result<BatchDecision, StoreError>> + Send {
+/// #         ready(Err(StoreError::unavailable("connection refused")))
+/// #     }
+/// #     fn peek(&self, _: &Item<'_>) -> impl Future<Output = Result<Decision, StoreError>> + Send {
+/// #         ready(Err(StoreError::unavailable("connection refused")))
+/// #     }
+/// #     fn refund(&self, _: &Receipt) -> impl Future<Output = Result<(), StoreError>> + Send {
+/// #         ready(Err(StoreError::unavailable("connection refused")))
+/// #     }
+/// #     fn reset(&self, _: &RuleId, _: &Key) -> impl Future<Output = Result<(), StoreError>> + Send {
+/// #         ready(Err(StoreError::unavailable("connection refused")))
+/// #     }
+/// # }
+///
+/// let store = FallbackStore::builder(Down).timeout(Duration::from_millis(5)).build();
+/// let (codes, phone) = (RuleId::new("sms-codes")?, Key::new("+91-98xxxxxx01"));
+/// let quota = Quota::fixed_window(3, Duration::from_secs(3600))?;
+/// let local = Item::new(&codes, quota, &phone).with_store_failure(OnStoreFailure::Local);
+/// let closed = local.with_store_failure(OnStoreFailure::Closed);
+///
+/// let runtime = tokio::runtime::Builder::new_current_thread().enable_time().build()?;
+/// runtime.block_on(async {
+///     for _ in 0..3 {
+///         assert!(store.check(&[local]).await?.is_allowed());
+///     }
+///     // Counted in this gateway's memory: the fourth is a real refusal.
+///     assert!(!store.check(&[local]).await?.is_allowed());
+///     // Failing closed is an error, never a refusal.
+///     assert!(store.check(&[closed]).await.is_err());
+///     Ok::<(), StoreError>(())
+/// })?;
+///
+/// let stats = store.stats();
+/// assert_eq!((stats.fallback_checks, stats.failed_closed), (5, 1));
+/// assert!(stats.breaker_open, "five failures in a row");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct FallbackStore<P, C: Clock = SystemClock> {
+    primary: P,
+    local: MemoryStore<C>,
+    timeout: Duration,
+    cool_down: Duration,
+    breaker: Breaker,
+    counters: Counters,
+    announcer: Announcer,
+}
+
+impl<P, C: Clock> FallbackStore<P, C> {
+    /// What the store has counted about its primary, and whether the breaker is open now.
+    pub fn stats(&self) -> FallbackStats {
+        self.counters.snapshot(self.breaker.is_open())
+    }
+
+    /// The primary store.
+    pub fn primary(&self) -> &P {
+        &self.primary
+    }
+
+    /// The local store the fallback counts in (its clock is the breaker's).
+    pub fn local(&self) -> &MemoryStore<C> {
+        &self.local
+    }
+
+    /// How long each call waits for the primary.
+    pub fn timeout(&self) -> Duration {
+        self.timeout
+    }
+}
+
+impl<P: Store, C: Clock> FallbackStore<P, C> {
+    /// Answers a check by the items' policies, counting it.
+    fn fall_back(&self, items: &[Item<'_>], outage: Outage) -> Result<BatchDecision, StoreError> {
+        self.counters.fallback_checks.add_one();
+        let answer = degraded::check(&self.local, items, outage);
+        if answer.is_err() {
+            self.counters.failed_closed.add_one();
+        }
+        answer
+    }
+
+    /// Gives a refund to local memory, counting it.
+    fn refund_locally(&self, receipt: &Receipt) {
+        self.counters.local_refunds.add_one();
+        self.local.refund_sync(receipt);
+    }
+}
+
+impl<P: Store, C: Clock> Store for FallbackStore<P, C> {
+    async fn check(&self, items: &[Item<'_>]) -> Result<BatchDecision, StoreError> {
+        match self
+            .call_primary("check", || self.primary.check(items))
+            .await
+        {
+            Ok(answer) => Ok(answer),
+            Err(outage) => self.fall_back(items, outage),
+        }
+    }
+
+    fn check_now(&self, items: &[Item<'_>]) -> Option<Result<BatchDecision, StoreError>> {
+        match self.breaker.gate(self.local.clock()) {
+            Gate::Closed => {
+                let answer = self.primary.check_now(items)?;
+                Some(
+                    self.settle("check", Admission::Call, answer)
+                        .or_else(|outage| self.fall_back(items, outage)),
+                )
+            }
+            Gate::Open => {
+                self.counters.short_circuited.add_one();
+                Some(self.fall_back(items, Outage::BreakerOpen))
+            }
+            Gate::ProbeDue => None,
+        }
+    }
+
+    async fn check_one(&self, item: &Item<'_>) -> Result<ItemDecision, StoreError> {
+        match self
+            .call_primary("check", || self.primary.check_one(item))
+            .await
+        {
+            Ok(answer) => Ok(answer),
+            Err(outage) => self
+                .fall_back(std::slice::from_ref(item), outage)?
+                .items()
+                .first()
+                .copied()
+                .ok_or_else(|| {
+                    StoreError::new(StoreErrorKind::Protocol, "fallback answered no item")
+                }),
+        }
+    }
+
+    async fn peek(&self, item: &Item<'_>) -> Result<Decision, StoreError> {
+        match self.call_primary("peek", || self.primary.peek(item)).await {
+            Ok(decision) => Ok(decision),
+            Err(outage) => {
+                self.counters.fallback_checks.add_one();
+                let answer = degraded::peek(&self.local, item, outage);
+                if answer.is_err() {
+                    self.counters.failed_closed.add_one();
+                }
+                answer
+            }
+        }
+    }
+
+    async fn refund(&self, receipt: &Receipt) -> Result<(), StoreError> {
+        let refunded = self
+            .call_primary("refund", || self.primary.refund(receipt))
+            .await;
+        if refunded.is_err() {
+            self.refund_locally(receipt);
+        }
+        Ok(())
+    }
+
+    fn refund_now(&self, receipt: &Receipt) -> Option<Result<(), StoreError>> {
+        match self.breaker.gate(self.local.clock()) {
+            Gate::Closed => {
+                let answer = self.primary.refund_now(receipt)?;
+                if self.settle("refund", Admission::Call, answer).is_err() {
+                    self.refund_locally(receipt);
+                }
+            }
+            Gate::Open => {
+                self.counters.short_circuited.add_one();
+                self.refund_locally(receipt);
+            }
+            Gate::ProbeDue => return None,
+        }
+        Some(Ok(()))
+    }
+
+    async fn reset(&self, rule: &RuleId, key: &Key) -> Result<(), StoreError> {
+        self.local.reset_sync(rule, key);
+        self.call_primary("reset", || self.primary.reset(rule, key))
+            .await
+            .map_err(Outage::into_error)
+    }
+}
+
+impl<P, C: Clock> std::fmt::Debug for FallbackStore<P, C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FallbackStore")
+            .field("primary", &std::any::type_name::<P>())
+            .field("local", &self.local)
+            .field("timeout", &self.timeout)
+            .field("cool_down", &self.cool_down)
+            .field("stats", &self.stats())
+            .finish_non_exhaustive()
+    }
+}
