@@ -1,0 +1,134 @@
+//! A Redis outage seen over real HTTP: an axum server with `RateLimitLayer` over
+//! `FallbackStore<RedisStore>` on a real redis-server, and a real client. While Redis is down,
+//! open rules let requests through, local rules count in the gateway's memory, closed rules
+//! answer 503 with `Retry-After` — and none of them answers 429 because of the outage. After a
+//! restart, closed rules work again within two seconds.
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::http::StatusCode;
+use axum::routing::{get, post};
+use reqwest::header::RETRY_AFTER;
+use tokio::net::TcpListener;
+use tollgate::core::FallbackStore;
+use tollgate::redis::{ConnectionSettings, RedisStore};
+use tollgate::tower::key::PeerIp;
+use tollgate::tower::{RateLimitLayer, Rule};
+use tollgate::{OnStoreFailure, Quota};
+use tollgate_redis_harness::RedisServer;
+
+fn rule(id: &str, limit: u64, policy: OnStoreFailure) -> Rule {
+    let quota = Quota::fixed_window(limit, Duration::from_secs(3600)).expect("valid");
+    Rule::new(id, quota, PeerIp::new())
+        .expect("valid id")
+        .on_store_failure(policy)
+}
+
+async fn serve(server: &RedisServer) -> String {
+    let redis = RedisStore::builder()
+        .settings(ConnectionSettings {
+            connect_timeout: Duration::from_millis(200),
+            response_timeout: Duration::from_millis(200),
+        })
+        .connect(&server.url())
+        .await
+        .expect("connect to redis-server");
+    let store = FallbackStore::builder(redis)
+        .timeout(Duration::from_millis(50))
+        .cool_down(Duration::from_millis(200))
+        .build();
+    let limits = RateLimitLayer::new(store)
+        .route(
+            axum::http::Method::GET,
+            "/feed",
+            rule("feed", 1_000, OnStoreFailure::Open),
+        )
+        .route(
+            axum::http::Method::GET,
+            "/posts",
+            rule("posts", 3, OnStoreFailure::Local),
+        )
+        .route(
+            axum::http::Method::POST,
+            "/login",
+            rule("login", 1_000, OnStoreFailure::Closed),
+        );
+    let app = Router::new()
+        .route("/feed", get(|| async { "feed" }))
+        .route("/posts", get(|| async { "posts" }))
+        .route("/login", post(|| async { "welcome" }))
+        .layer(limits);
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("address");
+    tokio::spawn(async move {
+        let service = app.into_make_service_with_connect_info::<SocketAddr>();
+        axum::serve(listener, service).await.expect("serve");
+    });
+    format!("http://{addr}")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_outage_is_handled_per_rule_over_http() {
+    let server = RedisServer::start().expect("start redis-server");
+    let base = serve(&server).await;
+    let client = reqwest::Client::builder()
+        .no_proxy()
+        .build()
+        .expect("client");
+    let login = || client.post(format!("{base}/login")).send();
+    assert_eq!(login().await.expect("answers").status(), StatusCode::OK);
+
+    server.kill().expect("kill redis-server");
+    for _ in 0..5 {
+        let feed = client
+            .get(format!("{base}/feed"))
+            .send()
+            .await
+            .expect("answers");
+        assert_eq!(
+            feed.status(),
+            StatusCode::OK,
+            "open: allowed while Redis is down"
+        );
+        let refused = login().await.expect("answers");
+        assert_eq!(
+            refused.status(),
+            StatusCode::SERVICE_UNAVAILABLE,
+            "closed: 503"
+        );
+        assert!(refused.headers().contains_key(RETRY_AFTER));
+    }
+    let mut posts = Vec::new();
+    for _ in 0..4 {
+        posts.push(
+            client
+                .get(format!("{base}/posts"))
+                .send()
+                .await
+                .expect("answers")
+                .status(),
+        );
+    }
+    assert_eq!(
+        posts,
+        [
+            StatusCode::OK,
+            StatusCode::OK,
+            StatusCode::OK,
+            StatusCode::TOO_MANY_REQUESTS
+        ],
+        "local: the same limit, counted in this gateway"
+    );
+
+    server.restart().expect("restart redis-server");
+    let restarted = Instant::now();
+    while login().await.expect("answers").status() != StatusCode::OK {
+        assert!(
+            restarted.elapsed() < Duration::from_secs(2),
+            "closed rule still failing"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
