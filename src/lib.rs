@@ -49,7 +49,8 @@ pub use tollgate_axum as axum;
 #[cfg(feature = "redis")]
 pub use tollgate_redis as redis;
 
-/// The README's examples, compiled and run as doc tests (they use the `tower` feature).
-#[cfg(all(doctest, feature = "tower"))]
+/// The README's examples, compiled and run as doc tests (they use the `axum` and `redis`
+/// features).
+#[cfg(all(doctest, feature = "axum", feature = "redis"))]
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
