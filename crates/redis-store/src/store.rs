@@ -15,6 +15,7 @@ use crate::layout::{KeyLayout, StateFormat, StoredKey};
 use crate::script::{self, Answer, KeyArgs, Operation, Timing};
 use crate::split::{self, SlotGroups};
 use crate::{RedisConnection, RedisStoreBuilder};
+use redis::ScriptInvocation;
 
 /// Extra key lifetime when tests pass "now" in: an hour, far longer than any test.
 #[cfg(feature = "testing")]
@@ -151,6 +152,36 @@ impl RedisStore {
         Ok(self.inner.layout.key(format, item.rule(), item.key()))
     }
 
+    /// Runs one script execution and reads its integer answer.
+    async fn execute(&self, call: &ScriptInvocation<'_>) -> Result<Vec<i64>, StoreError> {
+        self.inner
+            .connection
+            .invoke(call)
+            .await
+            .map_err(|error| store_error(&error))
+    }
+
+    /// Runs `operation` (check or start) over the items at `positions`, in one execution.
+    async fn execute_items(
+        &self,
+        operation: Operation,
+        items: &[Item<'_>],
+        keys: &[StoredKey],
+        positions: &[usize],
+        timing: Timing,
+    ) -> Result<Vec<i64>, StoreError> {
+        let call = script::invocation(
+            operation,
+            timing,
+            positions.iter().map(|&at| KeyArgs {
+                key: &keys[at].name,
+                quota: items[at].quota(),
+                extra: [items[at].cost(), u64::from(items[at].is_enforcing()), 0],
+            }),
+        )?;
+        self.execute(&call).await
+    }
+
     /// Checks the items at `positions` in one script execution.
     async fn check_group(
         &self,
@@ -159,21 +190,9 @@ impl RedisStore {
         positions: &[usize],
         timing: Timing,
     ) -> Result<Answer, StoreError> {
-        let call = script::invocation(
-            Operation::Check,
-            timing,
-            positions.iter().map(|&at| KeyArgs {
-                key: &keys[at].name,
-                quota: items[at].quota(),
-                extra: [items[at].cost(), u64::from(items[at].is_enforcing()), 0],
-            }),
-        )?;
-        let reply: Vec<i64> = self
-            .inner
-            .connection
-            .invoke(&call)
-            .await
-            .map_err(|error| store_error(&error))?;
+        let reply = self
+            .execute_items(Operation::Check, items, keys, positions, timing)
+            .await?;
         script::decode(&reply, positions.len())
     }
 
@@ -195,12 +214,7 @@ impl RedisStore {
                 extra: script::charge_args(charge),
             }),
         )?;
-        let reply: Vec<i64> = self
-            .inner
-            .connection
-            .invoke(&call)
-            .await
-            .map_err(|error| store_error(&error))?;
+        let reply = self.execute(&call).await?;
         script::decode(&reply, charged.len())
     }
 
@@ -212,21 +226,9 @@ impl RedisStore {
         positions: &[usize],
         timing: Timing,
     ) -> Result<u64, StoreError> {
-        let call = script::invocation(
-            Operation::Start,
-            timing,
-            positions.iter().map(|&at| KeyArgs {
-                key: &keys[at].name,
-                quota: items[at].quota(),
-                extra: [items[at].cost(), u64::from(items[at].is_enforcing()), 0],
-            }),
-        )?;
-        let reply: Vec<i64> = self
-            .inner
-            .connection
-            .invoke(&call)
-            .await
-            .map_err(|error| store_error(&error))?;
+        let reply = self
+            .execute_items(Operation::Start, items, keys, positions, timing)
+            .await?;
         reply
             .first()
             .and_then(|start| u64::try_from(*start).ok())
@@ -390,12 +392,7 @@ impl Store for RedisStore {
                 extra: [item.cost(), 1, 0],
             }],
         )?;
-        let reply: Vec<i64> = self
-            .inner
-            .connection
-            .invoke(&call)
-            .await
-            .map_err(|error| store_error(&error))?;
+        let reply = self.execute(&call).await?;
         let answer = script::decode(&reply, 1)?;
         answer
             .items
