@@ -9,10 +9,17 @@ use redis::cluster_async::ClusterConnection;
 use redis::{FromRedisValue, RedisResult, ScriptInvocation};
 
 use crate::ConnectError;
+use crate::error::is_temporarily_refused;
+
+/// How many times a call refused without running is sent in all.
+const ATTEMPTS: u32 = 3;
+
+/// The pause before sending a refused call again, times the attempt number.
+const RETRY_PAUSE: Duration = Duration::from_millis(10);
 
 /// How long to wait for a connection and for an answer. The store-failure wrapper
-/// (`tollgate_core::FallbackStore`) applies each rule's tighter deadline on top; these bound
-/// what a store without it waits.
+/// (`tollgate_core::FallbackStore`) applies its own, tighter per-call deadline on top; these
+/// bound what a store without it waits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ConnectionSettings {
     /// Deadline for opening a connection. Default 1 s.
@@ -93,12 +100,12 @@ impl RedisConnection {
         settings: ConnectionSettings,
     ) -> Result<Self, ConnectError> {
         let nodes: Vec<&str> = nodes.iter().map(AsRef::as_ref).collect();
+        // No retries inside the client: it would also resend a script whose connection dropped
+        // after the script ran (charging twice). `invoke` retries only what never ran.
         let connection = ClusterClientBuilder::new(nodes)
             .connection_timeout(settings.connect_timeout)
             .response_timeout(settings.response_timeout)
-            .retries(3)
-            .min_retry_wait(10)
-            .max_retry_wait(200)
+            .retries(0)
             .build()?
             .get_async_connection()
             .await?;
@@ -112,14 +119,27 @@ impl RedisConnection {
         matches!(self.backend, Backend::Cluster(_))
     }
 
-    /// Runs a script invocation (`EVALSHA`, loading the script on `NOSCRIPT`).
+    /// Runs a script invocation (`EVALSHA`, loading the script on `NOSCRIPT`). A call the
+    /// server refused without running it (a moved slot, a failover in progress) is sent again,
+    /// at most [`ATTEMPTS`] times in all; a call whose answer was lost is never resent.
     pub(crate) async fn invoke<T: FromRedisValue>(
         &self,
         invocation: &ScriptInvocation<'_>,
     ) -> RedisResult<T> {
-        match &self.backend {
-            Backend::Standalone(manager) => invocation.invoke_async(&mut manager.clone()).await,
-            Backend::Cluster(cluster) => invocation.invoke_async(&mut cluster.clone()).await,
+        let mut attempt = 1;
+        loop {
+            let answer = match &self.backend {
+                Backend::Standalone(manager) => invocation.invoke_async(&mut manager.clone()).await,
+                Backend::Cluster(cluster) => invocation.invoke_async(&mut cluster.clone()).await,
+            };
+            match answer {
+                Err(error) if attempt < ATTEMPTS && is_temporarily_refused(&error) => {
+                    // Give the client a moment to learn the new slot map.
+                    tokio::time::sleep(RETRY_PAUSE * attempt).await;
+                    attempt += 1;
+                }
+                answer => return answer,
+            }
         }
     }
 

@@ -1,11 +1,13 @@
 //! Redis errors as store errors: the rule's failure policy decides what they mean.
 
+use redis::{ErrorKind, RedisError, ServerErrorKind};
 use tollgate_core::{StoreError, StoreErrorKind};
 
 /// A redis-rs error as a [`StoreError`]: timeouts as timeouts, anything that means "cannot
-/// reach or use the server" as unavailable, anything else (a script error, a wrong type) as a
+/// reach or use the server now" (connection errors, a cluster in failover, a server loading,
+/// busy or out of memory) as unavailable, anything else (a script error, a wrong type) as a
 /// protocol error.
-pub(crate) fn store_error(error: &redis::RedisError) -> StoreError {
+pub(crate) fn store_error(error: &RedisError) -> StoreError {
     let kind = if error.is_timeout() {
         StoreErrorKind::Timeout
     } else if error.is_io_error()
@@ -13,12 +15,31 @@ pub(crate) fn store_error(error: &redis::RedisError) -> StoreError {
         || error.is_connection_refusal()
         || error.is_cluster_error()
         || error.is_unrecoverable_error()
+        || is_temporarily_refused(error)
     {
         StoreErrorKind::Unavailable
     } else {
         StoreErrorKind::Protocol
     };
     StoreError::new(kind, format!("redis: {error}"))
+}
+
+/// Whether the server refused the command **without running it**, for a reason that passes
+/// (a moved slot, a failover, loading, another script running, memory full). Only such calls
+/// may be sent again: a script whose answer was lost may have run, and running it twice would
+/// charge (or refund) twice.
+pub(crate) fn is_temporarily_refused(error: &RedisError) -> bool {
+    match error.kind() {
+        ErrorKind::Server(
+            ServerErrorKind::Moved
+            | ServerErrorKind::TryAgain
+            | ServerErrorKind::ClusterDown
+            | ServerErrorKind::MasterDown
+            | ServerErrorKind::ReadOnly
+            | ServerErrorKind::BusyLoading,
+        ) => true,
+        _ => matches!(error.code(), Some("BUSY" | "OOM")),
+    }
 }
 
 /// Why a [`RedisStore`](crate::RedisStore) could not be built.

@@ -24,9 +24,6 @@ use tollgate_core::{Algorithm, Key, RuleId};
 /// Escaped keys longer than this are hashed.
 const MAX_ESCAPED_KEY: usize = 64;
 
-/// The layout version: bump it when any state's encoding changes.
-const VERSION: char = '1';
-
 /// How one algorithm's state is stored; each has its own key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum StateFormat {
@@ -62,12 +59,14 @@ impl StateFormat {
         }
     }
 
-    fn tag(self) -> char {
+    /// The format's letter and version: bump a version when its encoding changes.
+    fn tag(self) -> &'static str {
         match self {
-            StateFormat::Timestamp => 't',
-            StateFormat::FixedWindow => 'w',
-            StateFormat::SlidingCounter => 's',
-            StateFormat::Log => 'l',
+            StateFormat::Timestamp => "t1",
+            StateFormat::FixedWindow => "w1",
+            StateFormat::SlidingCounter => "s1",
+            // 2: members carry a running total ("at:cost:cumulative").
+            StateFormat::Log => "l2",
         }
     }
 }
@@ -98,8 +97,7 @@ impl KeyLayout {
         let mut name = String::with_capacity(self.prefix.len() + tag.len() + 6);
         name.push_str(&self.prefix);
         name.push(':');
-        name.push(format.tag());
-        name.push(VERSION);
+        name.push_str(format.tag());
         name.push_str(":{");
         name.push_str(&tag);
         name.push('}');

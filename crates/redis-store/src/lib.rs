@@ -24,10 +24,18 @@
 //! on `NOSCRIPT`). It reads "now" from the server's `TIME`, loads each key's state, decides
 //! every item with the same integer formulas as `tollgate_core::algorithm` (exact: Lua numbers
 //! are doubles, so products that could pass 2^53 are computed by long multiplication), and
-//! writes only if the request goes ahead. A request is one round trip on a single server. On a
-//! cluster it is one round trip per hash slot its items touch, run side by side; when one slot
-//! refuses, the slots that charged are refunded by receipt (this can briefly over-refuse
-//! concurrent requests on those keys; `BENCHMARKS.md` measures how often).
+//! writes only if the request goes ahead. A request is one round trip on a single server, and
+//! on a cluster when its items share a hash slot. Items in several slots take one execution per
+//! slot, side by side; when one slot refuses, the slots that charged are refunded by receipt,
+//! one more round trip (this can briefly over-refuse concurrent requests on those keys;
+//! `BENCHMARKS.md` measures how often), and pacing items in several slots first read their
+//! earliest starts, one more. That exchange runs in a task of its own, so a caller that stops
+//! waiting leaves no charge of a refused request behind.
+//!
+//! A call the server refused without running it (a moved slot, a failover in progress, a busy
+//! or loading server) is sent again, up to three times; a call whose answer was lost is never
+//! sent again, since the script may have run (the cluster client's own retries are off for
+//! this reason).
 //!
 //! ## Stored keys
 //!
@@ -42,7 +50,7 @@
 //! | token bucket, GCRA, pacing (`t`) | string | theoretical arrival time, µs | when full again |
 //! | fixed window (`w`) | string | `window:count` | at the window's end |
 //! | sliding window counter (`s`) | string | `window:previous:current` | one window after the current one ends |
-//! | sliding window log (`l`) | sorted set | `at:cost` scored by `at` (one member per µs) | one window after the newest entry |
+//! | sliding window log (`l`) | sorted set | `at:cost:cumulative` scored by `at`: one member per µs, with the running total, so a check reads two entries instead of summing the log | one window after the newest entry |
 //!
 //! ## When Redis fails
 //!
@@ -58,6 +66,7 @@
 
 mod builder;
 mod connection;
+mod cross_slot;
 mod error;
 mod layout;
 mod script;

@@ -71,12 +71,13 @@ pub(crate) struct Timing {
     pub(crate) not_before: u64,
 }
 
-/// One key's seven arguments after its kind: limit, interval, span, then three per operation
-/// (check and peek: cost, enforcing, 0; refund: the charge).
+/// One key's arguments after its kind: limit, interval, span, then four per operation (check,
+/// peek and start: cost, enforcing, 0, 0; refund: the charge's kind and two numbers, and the
+/// cost to report the state at afterwards).
 pub(crate) struct KeyArgs<'a> {
     pub(crate) key: &'a str,
     pub(crate) quota: &'a Quota,
-    pub(crate) extra: [u64; 3],
+    pub(crate) extra: [u64; 4],
 }
 
 /// The script's name for an algorithm.

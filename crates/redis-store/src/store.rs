@@ -6,14 +6,14 @@ use smallvec::SmallVec;
 #[cfg(feature = "testing")]
 use tollgate_core::Clock;
 use tollgate_core::{
-    BatchDecision, Decision, Item, ItemDecision, Key, Receipt, RuleId, Store, StoreError,
-    StoreErrorKind,
+    Algorithm, BatchDecision, Charge, Decision, Item, ItemDecision, Key, Quota, Receipt, RuleId,
+    Store, StoreError, StoreErrorKind,
 };
 
 use crate::error::store_error;
 use crate::layout::{KeyLayout, StateFormat, StoredKey};
 use crate::script::{self, Answer, KeyArgs, Operation, Timing};
-use crate::split::{self, SlotGroups};
+use crate::split;
 use crate::{RedisConnection, RedisStoreBuilder};
 use redis::ScriptInvocation;
 
@@ -25,8 +25,9 @@ const TEST_KEY_SLACK_MS: u64 = 3_600_000;
 ///
 /// * **Atomic, one round trip**: a request's items go to one Lua script execution (`EVALSHA`)
 ///   that decides all-or-nothing. On a cluster, items are grouped by hash slot (one execution
-///   per slot); if any group refuses or fails, the groups that charged are refunded by receipt
-///   — never a group whose answer was lost, which may or may not have run.
+///   per slot); if any group refuses, the request is refused and the groups that charged are
+///   refunded by receipt — never a group whose answer was lost, which may or may not have run,
+///   and no call is ever sent twice.
 /// * **The server's clock**: the script reads `TIME` itself; gateways never send time, so
 ///   their clocks may disagree. A `TIME` that steps back grants nothing.
 /// * **Exact**: the script computes on whole µs with the same integer formulas as
@@ -146,10 +147,16 @@ impl RedisStore {
         }
     }
 
-    fn stored(&self, item: &Item<'_>) -> Result<StoredKey, StoreError> {
+    /// What the script needs of `item`: its stored key and slot, quota, cost and mode.
+    fn plan(&self, item: &Item<'_>) -> Result<Planned, StoreError> {
         let algorithm = item.quota().algorithm();
         let format = StateFormat::of(algorithm).ok_or_else(|| script::unsupported(algorithm))?;
-        Ok(self.inner.layout.key(format, item.rule(), item.key()))
+        Ok(Planned {
+            key: self.inner.layout.key(format, item.rule(), item.key()),
+            quota: *item.quota(),
+            cost: item.cost(),
+            enforcing: item.is_enforcing(),
+        })
     }
 
     /// Runs one script execution and reads its integer answer.
@@ -162,191 +169,87 @@ impl RedisStore {
     }
 
     /// Runs `operation` (check or start) over the items at `positions`, in one execution.
-    async fn execute_items(
+    pub(crate) async fn execute_items(
         &self,
         operation: Operation,
-        items: &[Item<'_>],
-        keys: &[StoredKey],
+        planned: &[Planned],
         positions: &[usize],
         timing: Timing,
     ) -> Result<Vec<i64>, StoreError> {
         let call = script::invocation(
             operation,
             timing,
-            positions.iter().map(|&at| KeyArgs {
-                key: &keys[at].name,
-                quota: items[at].quota(),
-                extra: [items[at].cost(), u64::from(items[at].is_enforcing()), 0],
-            }),
+            positions.iter().map(|&at| planned[at].check_args()),
         )?;
         self.execute(&call).await
     }
 
     /// Checks the items at `positions` in one script execution.
-    async fn check_group(
+    pub(crate) async fn check_group(
         &self,
-        items: &[Item<'_>],
-        keys: &[StoredKey],
+        planned: &[Planned],
         positions: &[usize],
         timing: Timing,
     ) -> Result<Answer, StoreError> {
         let reply = self
-            .execute_items(Operation::Check, items, keys, positions, timing)
+            .execute_items(Operation::Check, planned, positions, timing)
             .await?;
         script::decode(&reply, positions.len())
     }
 
-    /// Takes back the charges of the items at the given positions, in one script execution;
-    /// answers each one's state afterwards.
-    async fn refund_group(
+    /// Takes back the charges (if any) of the items at the given positions, in one script
+    /// execution; answers each one's state afterwards (enforcing items at cost 0, shadow items
+    /// at their cost, as a refused batch reports them).
+    pub(crate) async fn refund_group(
         &self,
-        items: &[Item<'_>],
-        keys: &[StoredKey],
-        charged: &[(usize, tollgate_core::Charge)],
+        planned: &[Planned],
+        charged: &[(usize, Option<Charge>)],
         timing: Timing,
     ) -> Result<Answer, StoreError> {
         let call = script::invocation(
             Operation::Refund,
             timing,
-            charged.iter().map(|(at, charge)| KeyArgs {
-                key: &keys[*at].name,
-                quota: items[*at].quota(),
-                extra: script::charge_args(charge),
-            }),
+            charged
+                .iter()
+                .map(|(at, charge)| planned[*at].refund_args(charge.as_ref())),
         )?;
         let reply = self.execute(&call).await?;
         script::decode(&reply, charged.len())
     }
+}
 
-    /// The latest earliest start of the enforcing pacing items at `positions`.
-    async fn pacing_start(
-        &self,
-        items: &[Item<'_>],
-        keys: &[StoredKey],
-        positions: &[usize],
-        timing: Timing,
-    ) -> Result<u64, StoreError> {
-        let reply = self
-            .execute_items(Operation::Start, items, keys, positions, timing)
-            .await?;
-        reply
-            .first()
-            .and_then(|start| u64::try_from(*start).ok())
-            .ok_or_else(|| StoreError::new(StoreErrorKind::Protocol, "no pacing start"))
+/// One item as the script sees it, owned so that a cross-slot check can finish (and refund)
+/// in a task of its own even when its caller stops waiting.
+#[derive(Debug, Clone)]
+pub(crate) struct Planned {
+    pub(crate) key: StoredKey,
+    pub(crate) quota: Quota,
+    pub(crate) cost: u64,
+    pub(crate) enforcing: bool,
+}
+
+impl Planned {
+    fn check_args(&self) -> KeyArgs<'_> {
+        KeyArgs {
+            key: &self.key.name,
+            quota: &self.quota,
+            extra: [self.cost, u64::from(self.enforcing), 0, 0],
+        }
     }
 
-    /// Pacing items in several slots must start together: read each slot's earliest start
-    /// first (one more round trip, only for such batches) and pass the latest to every slot.
-    /// A concurrent request may move a slot in between; its item then starts later, and the
-    /// request still waits for the longest delay.
-    async fn align_pacing(
-        &self,
-        items: &[Item<'_>],
-        keys: &[StoredKey],
-        groups: &SlotGroups,
-        timing: Timing,
-    ) -> Result<Timing, StoreError> {
-        let paces = |positions: &&SmallVec<[usize; 3]>| {
-            positions.iter().any(|&at| {
-                let item = &items[at];
-                item.is_enforcing()
-                    && item.cost() > 0
-                    && item.quota().algorithm() == tollgate_core::Algorithm::LeakyBucket
-            })
-        };
-        let pacing: SmallVec<[&SmallVec<[usize; 3]>; 2]> = groups.iter().filter(paces).collect();
-        if pacing.len() < 2 {
-            return Ok(timing);
+    fn refund_args(&self, charge: Option<&Charge>) -> KeyArgs<'_> {
+        let [kind, a, b] = charge.map_or([0; 3], script::charge_args);
+        let report_at = if self.enforcing { 0 } else { self.cost };
+        KeyArgs {
+            key: &self.key.name,
+            quota: &self.quota,
+            extra: [kind, a, b, report_at],
         }
-        let starts = futures_util::future::join_all(
-            pacing
-                .iter()
-                .map(|positions| self.pacing_start(items, keys, positions, timing)),
-        )
-        .await;
-        let mut latest = 0;
-        for start in starts {
-            latest = latest.max(start?);
-        }
-        Ok(Timing {
-            not_before: latest,
-            ..timing
-        })
     }
 
-    /// A batch whose items live in several slots: one execution per slot, side by side, then
-    /// all-or-nothing by compensation.
-    async fn check_split(
-        &self,
-        items: &[Item<'_>],
-        keys: &[StoredKey],
-        groups: SlotGroups,
-        timing: Timing,
-    ) -> Result<BatchDecision, StoreError> {
-        let timing = self.align_pacing(items, keys, &groups, timing).await?;
-        let answers = futures_util::future::join_all(
-            groups
-                .iter()
-                .map(|positions| self.check_group(items, keys, positions, timing)),
-        )
-        .await;
-        let go_ahead = answers
-            .iter()
-            .all(|answer| answer.as_ref().is_ok_and(|answer| answer.allowed));
-        let mut merged: SmallVec<[Option<ItemDecision>; 3]> =
-            SmallVec::from_elem(None, items.len());
-        let mut failure = None;
-        for (positions, answer) in groups.iter().zip(answers) {
-            let answer = match answer {
-                Ok(answer) => answer,
-                Err(error) => {
-                    failure.get_or_insert(error);
-                    continue;
-                }
-            };
-            let mut answer = answer;
-            if !go_ahead && answer.allowed {
-                // This group charged but the request will not go ahead: take its charges back.
-                let charged: SmallVec<[_; 3]> = positions
-                    .iter()
-                    .zip(&answer.items)
-                    .filter_map(|(&at, item)| item.charge().map(|charge| (at, *charge)))
-                    .collect();
-                for item in &mut answer.items {
-                    *item = ItemDecision::new(*item.decision(), None);
-                }
-                if !charged.is_empty() {
-                    match self.refund_group(items, keys, &charged, timing).await {
-                        // Report the refunded items as they now stand, like a single slot.
-                        Ok(after) => {
-                            for ((at, _), item) in charged.iter().zip(after.items) {
-                                if let Some(slot) = positions.iter().position(|p| p == at) {
-                                    answer.items[slot] = item;
-                                }
-                            }
-                        }
-                        Err(error) => tracing::warn!(
-                            target: "tollgate::store",
-                            %error,
-                            "could not refund a slot group of a refused cross-slot batch"
-                        ),
-                    }
-                }
-            }
-            for (&at, item) in positions.iter().zip(answer.items) {
-                merged[at] = Some(item);
-            }
-        }
-        if let Some(error) = failure {
-            return Err(error);
-        }
-        let decisions = merged.into_iter().map(|item| {
-            item.ok_or_else(|| {
-                StoreError::new(StoreErrorKind::Protocol, "a slot group answered no item")
-            })
-        });
-        let decisions: Result<SmallVec<[ItemDecision; 3]>, StoreError> = decisions.collect();
-        Ok(BatchDecision::new(go_ahead, decisions?))
+    /// Whether this is an enforcing pacing item that takes a slot.
+    pub(crate) fn paces(&self) -> bool {
+        self.enforcing && self.cost > 0 && self.quota.algorithm() == Algorithm::LeakyBucket
     }
 }
 
@@ -355,24 +258,31 @@ impl Store for RedisStore {
         if items.is_empty() {
             return Ok(BatchDecision::new(true, []));
         }
-        let keys: SmallVec<[StoredKey; 3]> = items
+        let planned: Vec<Planned> = items
             .iter()
-            .map(|item| self.stored(item))
+            .map(|item| self.plan(item))
             .collect::<Result<_, _>>()?;
         let timing = self.timing();
-        let groups = split::by_slot(&keys, self.inner.connection.is_cluster());
+        let slots: SmallVec<[u16; 3]> = planned.iter().map(|item| item.key.slot).collect();
+        let groups = split::by_slot(&slots, self.inner.connection.is_cluster());
         if groups.len() == 1 {
-            let answer = self.check_group(items, &keys, &groups[0], timing).await?;
+            let answer = self.check_group(&planned, &groups[0], timing).await?;
             return Ok(BatchDecision::new(answer.allowed, answer.items));
         }
-        self.check_split(items, &keys, groups, timing).await
+        // Its own task: if the caller stops waiting (a deadline, a client gone), the groups
+        // that charged are still refunded.
+        let task = tokio::spawn(self.clone().check_split(planned, groups, timing));
+        task.await.map_err(|error| {
+            StoreError::new(
+                StoreErrorKind::Protocol,
+                format!("the cross-slot check stopped: {error}"),
+            )
+        })?
     }
 
     async fn check_one(&self, item: &Item<'_>) -> Result<ItemDecision, StoreError> {
-        let keys = [self.stored(item)?];
-        let answer = self
-            .check_group(std::slice::from_ref(item), &keys, &[0], self.timing())
-            .await?;
+        let planned = [self.plan(item)?];
+        let answer = self.check_group(&planned, &[0], self.timing()).await?;
         answer.items.into_iter().next().ok_or_else(|| {
             StoreError::new(
                 StoreErrorKind::Protocol,
@@ -382,17 +292,10 @@ impl Store for RedisStore {
     }
 
     async fn peek(&self, item: &Item<'_>) -> Result<Decision, StoreError> {
-        let stored = self.stored(item)?;
-        let call = script::invocation(
-            Operation::Peek,
-            self.timing(),
-            [KeyArgs {
-                key: &stored.name,
-                quota: item.quota(),
-                extra: [item.cost(), 1, 0],
-            }],
-        )?;
-        let reply = self.execute(&call).await?;
+        let planned = [self.plan(item)?];
+        let reply = self
+            .execute_items(Operation::Peek, &planned, &[0], self.timing())
+            .await?;
         let answer = script::decode(&reply, 1)?;
         answer
             .items
@@ -402,16 +305,11 @@ impl Store for RedisStore {
     }
 
     async fn refund(&self, receipt: &Receipt) -> Result<(), StoreError> {
-        let item = Item::new(receipt.rule(), *receipt.quota(), receipt.key());
-        let keys = [self.stored(&item)?];
-        self.refund_group(
-            std::slice::from_ref(&item),
-            &keys,
-            &[(0, *receipt.charge())],
-            self.timing(),
-        )
-        .await
-        .map(drop)
+        let item = Item::new(receipt.rule(), *receipt.quota(), receipt.key()).with_cost(0);
+        let planned = [self.plan(&item)?];
+        self.refund_group(&planned, &[(0, Some(*receipt.charge()))], self.timing())
+            .await
+            .map(drop)
     }
 
     async fn reset(&self, rule: &RuleId, key: &Key) -> Result<(), StoreError> {

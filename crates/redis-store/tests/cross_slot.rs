@@ -109,3 +109,51 @@ fn a_cluster_never_over_admits_cross_slot_batches_and_reports_its_over_refusal()
         100.0 * over_refused as f64 / expected as f64
     );
 }
+
+/// A caller that stops waiting (a deadline, a client gone) does not leave the charges of a
+/// refused cross-slot request behind: the check finishes, refunds included, on its own.
+#[test]
+fn a_cross_slot_check_dropped_midway_still_refunds_what_it_charged() {
+    use tollgate_core::testing::ManualClock;
+    use tollgate_core::testing::conformance::START;
+
+    let store = common::cluster_store(ManualClock::new(START));
+    let (open, full) = (
+        RuleId::new("open-slot").expect("id"),
+        RuleId::new("full-slot").expect("id"),
+    );
+    let quota = Quota::token_bucket(1000, Rate::per_day(1)).expect("valid");
+    let exhausted = Key::new("exhausted");
+    common::block_on(async {
+        let spend = Item::new(&full, quota, &exhausted).with_cost(1000);
+        assert!(store.check(&[spend]).await.expect("answers").is_allowed());
+        let mut dropped = 0;
+        for i in 0..100u64 {
+            let key = Key::new(format!("caller-{i}"));
+            assert_ne!(store.slot(&open, &key), store.slot(&full, &exhausted));
+            let items = [
+                Item::new(&open, quota, &key),
+                Item::new(&full, quota, &exhausted),
+            ];
+            let deadline = Duration::from_micros(100 + (i % 20) * 100);
+            match tokio::time::timeout(deadline, store.check(&items)).await {
+                Ok(answer) => assert!(!answer.expect("answers").is_allowed()),
+                Err(_) => dropped += 1,
+            }
+            // Give a dropped check's own task time to finish its refund.
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            let left = store
+                .peek(&Item::new(&open, quota, &key).with_cost(0))
+                .await;
+            assert_eq!(
+                left.expect("answers").remaining(),
+                1000,
+                "caller-{i} kept a charge"
+            );
+        }
+        assert!(
+            dropped > 0,
+            "some checks were dropped midway (else this test shows nothing)"
+        );
+    });
+}

@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use tollgate_core::testing::ManualClock;
 use tollgate_core::testing::conformance::START;
-use tollgate_core::{Item, Key, MemoryStore, Quota, Rate, RuleId, Store};
+use tollgate_core::{Item, Key, MemoryStore, Mode, Quota, Rate, RuleId, Store};
+use tollgate_redis::RedisStore;
 
 /// A small deterministic generator (no dependency, the same sequence every run).
 struct Sequence(u64);
@@ -103,5 +104,83 @@ fn random_sequences_decide_exactly_like_the_memory_store() {
         for seed in 0..3 {
             compare(quota, seed * 1_000 + index as u64);
         }
+    }
+}
+
+/// Rules of every algorithm, for batches.
+fn batch_rules() -> Vec<(RuleId, Quota)> {
+    let minute = Duration::from_secs(60);
+    let rules = [
+        (
+            "bucket",
+            Quota::token_bucket(4, Rate::per_second(1)).expect("valid"),
+        ),
+        ("window", Quota::fixed_window(5, minute).expect("valid")),
+        (
+            "counter",
+            Quota::sliding_window_counter(6, minute).expect("valid"),
+        ),
+        (
+            "log",
+            Quota::sliding_window_log(4, Duration::from_secs(5)).expect("valid"),
+        ),
+        (
+            "pace",
+            Quota::leaky_bucket(Rate::per_second(2), Duration::from_secs(2)).expect("valid"),
+        ),
+    ];
+    rules
+        .into_iter()
+        .map(|(id, quota)| (RuleId::new(id).expect("id"), quota))
+        .collect()
+}
+
+/// Random batches of one to four items — several rules, repeated keys, the same rule and key
+/// twice, shadow items, pacing together — answered identically by both stores.
+fn compare_batches(redis: RedisStore, redis_clock: ManualClock, seed: u64) {
+    let memory_clock = ManualClock::new(START);
+    let memory = MemoryStore::builder().clock(memory_clock.clone()).build();
+    let rules = batch_rules();
+    let keys = [Key::new("a"), Key::new("b")];
+    let mut random = Sequence(seed);
+    common::block_on(async {
+        for step in 0..200 {
+            let size = 1 + random.next(4) as usize;
+            let items: Vec<Item<'_>> = (0..size)
+                .map(|_| {
+                    let (rule, quota) = &rules[random.next(rules.len() as u64) as usize];
+                    let mode = if random.next(5) == 0 {
+                        Mode::Shadow
+                    } else {
+                        Mode::Enforce
+                    };
+                    Item::new(rule, *quota, &keys[random.next(2) as usize])
+                        .with_cost(random.next(3))
+                        .with_mode(mode)
+                })
+                .collect();
+            let m = memory.check(&items).await.expect("memory answers");
+            let r = redis.check(&items).await.expect("redis answers");
+            assert_eq!(m, r, "seed {seed} step {step}: {items:#?}");
+            let advance = Duration::from_millis(random.next(1_500));
+            memory_clock.advance(advance);
+            redis_clock.advance(advance);
+        }
+    });
+}
+
+#[test]
+fn random_batches_decide_exactly_like_the_memory_store_on_one_server() {
+    for seed in 0..4 {
+        let clock = ManualClock::new(START);
+        compare_batches(common::standalone_store(clock.clone()), clock, seed);
+    }
+}
+
+#[test]
+fn random_batches_decide_exactly_like_the_memory_store_on_a_cluster() {
+    for seed in 0..4 {
+        let clock = ManualClock::new(START);
+        compare_batches(common::cluster_store(clock.clone()), clock, 100 + seed);
     }
 }

@@ -14,6 +14,16 @@ fn rule(id: &str) -> RuleId {
     RuleId::new(id).expect("valid rule id")
 }
 
+/// How long the standalone server will keep `name`, in ms (-1: forever, -2: gone).
+fn pttl_ms(name: &str) -> i64 {
+    common::server()
+        .cli(&["pttl", name])
+        .expect("redis-cli")
+        .trim()
+        .parse()
+        .expect("a number")
+}
+
 #[test]
 fn a_token_bucket_on_server_time_bursts_then_refuses_with_a_sane_retry_after() {
     let store = common::server_time_store();
@@ -211,16 +221,38 @@ fn keys_expire_once_dropping_them_loses_nothing() {
         let name = store
             .stored_key(&rule, &key, quota.algorithm())
             .expect("known");
-        let ttl: i64 = common::server()
-            .cli(&["pttl", &name])
-            .expect("redis-cli")
-            .trim()
-            .parse()
-            .expect("a number");
+        let ttl = pttl_ms(&name);
         assert!(
             (at_least_ms..=at_most_ms).contains(&ttl),
             "{:?}: {name} expires in {ttl} ms",
             quota.algorithm()
         );
+    }
+}
+
+/// Two charges at one instant share one log entry; refunding one of them keeps the key's
+/// expiry (the entry is rewritten, never re-created without a lifetime).
+#[test]
+fn a_partly_refunded_log_entry_keeps_its_expiry() {
+    let (rule, key) = (rule("log-expiry"), Key::new("user77"));
+    let quota = Quota::sliding_window_log(10, Duration::from_secs(60)).expect("valid");
+    let item = Item::new(&rule, quota, &key);
+    for store in [
+        common::standalone_store(ManualClock::new(START)),
+        common::server_time_store(),
+    ] {
+        let name = store
+            .stored_key(&rule, &key, quota.algorithm())
+            .expect("known");
+        common::block_on(async {
+            let batch = store.check(&[item, item]).await.expect("answers");
+            assert!(batch.is_allowed());
+            let receipt = batch.items()[1].receipt(&item).expect("charged");
+            store.refund(&receipt).await.expect("refunds");
+            let left = store.peek(&item.with_cost(0)).await.expect("answers");
+            assert_eq!(left.remaining(), 9, "one of the two charges was taken back");
+        });
+        let ttl = pttl_ms(&name);
+        assert!(ttl > 0, "{name} has pttl {ttl}");
     }
 }

@@ -367,19 +367,19 @@ impl<C: Clock> Inner<C> {
         }
         let pairs = items.iter().zip(&locations).zip(answers.iter_mut());
         if !allowed {
-            // All or nothing: take back every charge, newest first, and report the current state.
+            // All or nothing: take back every charge, newest first; then report every item
+            // that did not refuse as it stands with none of them charged (items may share keys).
             for ((item, at), answer) in pairs.rev() {
                 if let Some(charge) = answer.charge.take() {
+                    let key = item.key().as_bytes();
                     let shard = &mut guards[slot(at)];
-                    ops::refund(
-                        shard,
-                        *at,
-                        item.key().as_bytes(),
-                        item.quota(),
-                        &charge,
-                        now,
-                    );
-                    answer.decision = ops::peek(shard, *at, item, 0, now);
+                    ops::refund(shard, *at, key, item.quota(), &charge, now);
+                }
+            }
+            let pairs = items.iter().zip(&locations).zip(answers.iter_mut());
+            for ((item, at), answer) in pairs {
+                if item.is_enforcing() && answer.decision.is_allowed() {
+                    answer.decision = ops::peek(&guards[slot(at)], *at, item, 0, now);
                 }
             }
         }

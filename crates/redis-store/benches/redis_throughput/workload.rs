@@ -84,7 +84,7 @@ impl Workload {
     /// `EVALSHA`'s arguments for `key`: those `store.check_one` sends, argument for argument
     /// (see `src/lua/main.lua` and `src/script.rs`): the script's SHA, one key, operation
     /// `check`, `''` for the server's clock, no key-lifetime slack, no pacing constraint, then
-    /// kind `g` (token bucket), limit, interval µs, span µs, cost 1, enforcing 1, 0.
+    /// kind `g` (token bucket), limit, interval µs, span µs, cost 1, enforcing 1, 0, 0.
     pub(crate) fn eval_args(&self, key: &str) -> Vec<String> {
         let quota = &self.quota;
         let (limit, interval, span) = (quota.limit(), quota.interval_micros(), quota.span_micros());
@@ -92,7 +92,7 @@ impl Workload {
         [sha, "1", key, "check", "", "0", "0", "g"]
             .iter()
             .map(|arg| (*arg).to_owned())
-            .chain([limit, interval, span, 1, 1, 0].iter().map(u64::to_string))
+            .chain([limit, interval, span, 1, 1, 0, 0].iter().map(u64::to_string))
             .collect()
     }
 

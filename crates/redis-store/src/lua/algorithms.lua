@@ -124,34 +124,33 @@ local function sliding_counter(s, q, cost)
   return allowed(q.limit, remaining(), until_window_end(q, window, 1)), {2, window, cost}
 end
 
--- Sliding window log: entries {at, cost}, oldest first; one entry per instant.
+-- Sliding window log: one entry per instant, {at, cost, cumulative}, where cumulative is the
+-- running total of every cost logged (so the live total is read off two entries, not summed).
+-- The state holds the newest entry, the live total, the cumulative total before the oldest live
+-- entry (`base`), and `first_reaching(c)`: the time of the oldest entry whose cumulative total
+-- reaches c (entries not yet written included).
 local function sliding_log(s, q, cost)
-  local entries, window = s.entries, q.interval
-  local n = #entries
+  local window, newest = q.interval, s.newest
   -- A clock that went backwards counts as no time passing.
   local at = now
-  if n > 0 and entries[n][1] > at then at = entries[n][1] end
+  if newest and newest.at > at then at = newest.at end
   local reset_after = 0
-  if n > 0 then reset_after = math.max(entries[n][1] + window - at, 0) end
+  if newest then reset_after = math.max(newest.at + window - at, 0) end
   local remaining_now = math.max(q.limit - s.total, 0)
   local early = screen(allowed(q.limit, remaining_now, reset_after), cost)
   if early then return early end
   if cost > remaining_now then
-    -- Walk the oldest entries out until the cost fits.
-    local total, retry_after = s.total, 0
-    for i = 1, n do
-      total = total - entries[i][2]
-      if total + cost <= q.limit then
-        retry_after = math.max(entries[i][1] + window - at, 0)
-        break
-      end
-    end
+    -- The oldest entries must slide out until the cost fits.
+    local oldest_to_go = s.first_reaching(s.base + s.total + cost - q.limit)
+    local retry_after = 0
+    if oldest_to_go then retry_after = math.max(oldest_to_go + window - at, 0) end
     return refused(q.limit, remaining_now, reset_after, retry_after)
   end
-  if n > 0 and entries[n][1] == at then
-    entries[n][2] = entries[n][2] + cost
+  local cumulative = (newest and newest.cumulative or s.base) + cost
+  if newest and newest.at == at then
+    newest.cost, newest.cumulative = newest.cost + cost, cumulative
   else
-    entries[n + 1] = {at, cost}
+    s.newest = {at = at, cost = cost, cumulative = cumulative}
   end
   s.total = s.total + cost
   s.newest_changed = true

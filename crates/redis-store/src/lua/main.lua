@@ -9,10 +9,10 @@
 --   refund: charge kind, charge a, charge b.
 -- Check, peek and refund answer {allowed, now, then 8 integers per key: verdict, limit,
 -- remaining, reset_after µs, wait µs, charge kind, charge a, charge b} (a refund answers each
--- key's state after it, uncharged). 'start' answers {the latest earliest start of its
+-- key's state after it, at the given cost, uncharged). 'start' answers {the latest earliest start of its
 -- enforcing pacing keys, µs}.
 
-local STRIDE = 7
+local STRIDE = 8
 local items = {}
 for i = 1, #KEYS do
   local base = 4 + (i - 1) * STRIDE
@@ -27,6 +27,7 @@ for i = 1, #KEYS do
     a = tonumber(ARGV[base + 5]),
     b = tonumber(ARGV[base + 6]),
     c = tonumber(ARGV[base + 7]),
+    d = tonumber(ARGV[base + 8]),
   }
 end
 
@@ -59,8 +60,10 @@ end
 if operation == 'refund' then
   for _, it in ipairs(items) do
     local charge, a, b = it.a, it.b, it.c
-    if it.kind == 'l' then
-      if charge == 3 then refund_logged(it.key, a, b) end
+    if charge == 0 then
+      -- Nothing was charged: only report the state.
+    elseif it.kind == 'l' then
+      if charge == 3 then refund_logged(it.key, it.q.interval, a, b) end
     else
       local s = load_state(it.key, it.kind, it.q)
       if (it.kind == 'g' or it.kind == 'p') and charge == 1 then
@@ -79,7 +82,7 @@ if operation == 'refund' then
   end
   local decisions = {}
   for i, it in ipairs(items) do
-    decisions[i] = evaluate(load_state(it.key, it.kind, it.q), it, 0, now)
+    decisions[i] = evaluate(load_state(it.key, it.kind, it.q), it, it.d, now)
   end
   return answer(true, decisions, {})
 end

@@ -21,22 +21,60 @@ local function load(key, kind)
   return nil
 end
 
--- A log's live entries; `window` is its length in µs.
+-- A log entry from its sorted-set member "at:cost:cumulative".
+local function log_entry(member)
+  if not member then return nil end
+  local at, cost, cumulative = string.match(member, '^(%d+):(%d+):(%d+)$')
+  if not at then return nil end
+  return {at = tonumber(at), cost = tonumber(cost), cumulative = tonumber(cumulative)}
+end
+
+local function log_member(entry)
+  return fmt(entry.at) .. ':' .. fmt(entry.cost) .. ':' .. fmt(entry.cumulative)
+end
+
+-- A log's state, read in O(log n): its newest entry, its oldest live one, and a binary search
+-- over ranks for the refusal path. `window` is its length in µs.
 local function load_log(key, window)
+  local newest = log_entry(redis.call('ZRANGE', key, -1, -1)[1])
   local at_now = now
-  local newest = redis.call('ZRANGE', key, -1, -1)[1]
-  if newest then
-    local at = tonumber(string.match(newest, '^(%d+):'))
-    if at and at > at_now then at_now = at end
-  end
+  if newest and newest.at > at_now then at_now = newest.at end
   local cutoff = at_now - window
-  local entries, total = {}, 0
-  for i, member in ipairs(redis.call('ZRANGEBYSCORE', key, '(' .. fmt(cutoff), '+inf')) do
-    local at, cost = string.match(member, '^(%d+):(%d+)$')
-    entries[i] = {tonumber(at), tonumber(cost)}
-    total = total + entries[i][2]
+  local oldest = log_entry(
+    redis.call('ZRANGEBYSCORE', key, '(' .. fmt(cutoff), '+inf', 'LIMIT', 0, 1)[1])
+  local s = {kind = 'l', newest = newest, total = 0, base = 0, cutoff = cutoff}
+  if oldest and newest then
+    s.base = oldest.cumulative - oldest.cost
+    s.total = newest.cumulative - s.base
+  elseif newest then
+    s.base = newest.cumulative
   end
-  return {kind = 'l', entries = entries, total = total, cutoff = cutoff}
+  s.first_reaching = function(target)
+    local low = redis.call('ZCOUNT', key, '-inf', fmt(cutoff))
+    local high = redis.call('ZCARD', key) - 1
+    local found = nil
+    while low <= high do
+      local middle = idiv(low + high, 2)
+      local entry = log_entry(redis.call('ZRANGE', key, middle, middle)[1])
+      if entry and entry.cumulative >= target then
+        found, high = entry.at, middle - 1
+      else
+        low = middle + 1
+      end
+    end
+    -- Entries of this request not written yet come after every stored one.
+    if not found and s.newest and s.newest.cumulative >= target then found = s.newest.at end
+    return found
+  end
+  return s
+end
+
+-- Keeps a log alive one window after its newest entry (a log with no entries is gone).
+local function expire_log(key, window)
+  local newest = log_entry(redis.call('ZRANGE', key, -1, -1)[1])
+  if newest then
+    redis.call('PEXPIRE', key, ttl_ms(math.max(newest.at + window - now, 0)))
+  end
 end
 
 local function load_state(key, kind, q)
@@ -68,25 +106,31 @@ local function save(key, s, q)
     end
   else
     redis.call('ZREMRANGEBYSCORE', key, '-inf', fmt(s.cutoff))
-    local n = #s.entries
-    if s.newest_changed and n > 0 then
-      local at, cost = s.entries[n][1], s.entries[n][2]
-      redis.call('ZREMRANGEBYSCORE', key, fmt(at), fmt(at))
-      redis.call('ZADD', key, fmt(at), fmt(at) .. ':' .. fmt(cost))
+    if s.newest_changed then
+      local at = fmt(s.newest.at)
+      redis.call('ZREMRANGEBYSCORE', key, at, at)
+      redis.call('ZADD', key, at, log_member(s.newest))
     end
-    if n > 0 then
-      redis.call('PEXPIRE', key, ttl_ms(math.max(s.entries[n][1] + q.interval - now, 0)))
-    end
+    expire_log(key, q.interval)
   end
 end
 
--- Takes back a log entry's charge (any entry, not only the newest).
-local function refund_logged(key, at, cost)
-  local member = redis.call('ZRANGEBYSCORE', key, fmt(at), fmt(at))[1]
-  if not member then return end
-  local logged = tonumber(string.match(member, ':(%d+)$')) or 0
-  redis.call('ZREM', key, member)
-  if logged > cost then
-    redis.call('ZADD', key, fmt(at), fmt(at) .. ':' .. fmt(logged - cost))
+-- Takes back a log entry's charge (any entry, not only the newest): the entry shrinks, and
+-- every later entry's cumulative total with it.
+local function refund_logged(key, window, at, cost)
+  local entry = log_entry(redis.call('ZRANGEBYSCORE', key, fmt(at), fmt(at))[1])
+  if not entry then return end
+  local taken = math.min(cost, entry.cost)
+  local later = redis.call('ZRANGEBYSCORE', key, '(' .. fmt(at), '+inf')
+  redis.call('ZREMRANGEBYSCORE', key, fmt(at), '+inf')
+  entry.cost, entry.cumulative = entry.cost - taken, entry.cumulative - taken
+  if entry.cost > 0 then redis.call('ZADD', key, fmt(entry.at), log_member(entry)) end
+  for _, member in ipairs(later) do
+    local moved = log_entry(member)
+    if moved then
+      moved.cumulative = moved.cumulative - taken
+      redis.call('ZADD', key, fmt(moved.at), log_member(moved))
+    end
   end
+  expire_log(key, window)
 end

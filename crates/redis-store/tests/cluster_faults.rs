@@ -1,0 +1,197 @@
+//! Faults on a cluster of this binary's own, one at a time: a slot that does not answer while
+//! another refuses, and a connection dropped after a script ran (which must never make the
+//! script run twice).
+
+mod common;
+
+use std::io::Write;
+use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use tollgate_core::{FallbackStore, Item, Key, OnStoreFailure, Quota, Rate, RuleId, Store};
+use tollgate_redis::{ConnectionSettings, RedisStore};
+use tollgate_redis_harness::RedisServer;
+
+/// The faults below touch whole nodes: one test at a time.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+fn settings() -> ConnectionSettings {
+    ConnectionSettings {
+        connect_timeout: Duration::from_millis(300),
+        response_timeout: Duration::from_millis(300),
+    }
+}
+
+/// The master serving `slot`, from `CLUSTER NODES`.
+fn master_of(slot: u16) -> &'static RedisServer {
+    let cluster = common::cluster();
+    let nodes = cluster.nodes()[0]
+        .cli(&["cluster", "nodes"])
+        .expect("cluster nodes");
+    for line in nodes.lines() {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        if fields.len() < 9 || !fields[2].contains("master") {
+            continue;
+        }
+        let address = fields[1].split('@').next().unwrap_or_default();
+        let port: u16 = address
+            .rsplit(':')
+            .next()
+            .and_then(|p| p.parse().ok())
+            .unwrap_or(0);
+        let serves = fields[8..].iter().any(|range| {
+            let (low, high) = range.split_once('-').unwrap_or((range, range));
+            let bound = |text: &str| text.parse::<u16>().unwrap_or(u16::MAX);
+            (bound(low)..=bound(high)).contains(&slot)
+        });
+        if serves {
+            return cluster
+                .nodes()
+                .iter()
+                .find(|node| node.port() == port)
+                .expect("a node of this cluster");
+        }
+    }
+    panic!("no master serves slot {slot}")
+}
+
+/// One slot refuses for certain while another does not answer: the request is refused (an
+/// all-or-nothing request is decided by any refusal), not turned into an error that an `Open`
+/// failure policy would let through.
+#[test]
+fn a_certain_refusal_holds_when_another_slot_does_not_answer() {
+    let _one = ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let (per_user, cap) = (
+        RuleId::new("per-user").expect("id"),
+        RuleId::new("cap").expect("id"),
+    );
+    let (user, everyone) = (Key::new("attacker2"), Key::global());
+    let once = Quota::token_bucket(1, Rate::per_day(1)).expect("valid");
+    let roomy = Quota::token_bucket(1_000_000, Rate::per_second(1)).expect("valid");
+    common::block_on(async {
+        let redis = RedisStore::builder()
+            .prefix(common::unique_prefix())
+            .settings(settings())
+            .connect_cluster(&common::cluster().urls())
+            .await
+            .expect("connect");
+        let cap_node = master_of(redis.slot(&cap, &everyone));
+        assert_ne!(
+            master_of(redis.slot(&per_user, &user)).port(),
+            cap_node.port(),
+            "the two rules live on different masters"
+        );
+        let items = [
+            Item::new(&per_user, once, &user).with_store_failure(OnStoreFailure::Open),
+            Item::new(&cap, roomy, &everyone).with_store_failure(OnStoreFailure::Open),
+        ];
+        assert!(redis.check(&items).await.expect("answers").is_allowed());
+        cap_node.pause().expect("SIGSTOP the cap's master");
+        let direct = redis.check(&items).await;
+        let guarded = FallbackStore::builder(redis.clone())
+            .timeout(Duration::from_millis(1_000))
+            .build();
+        let through_fallback = guarded.check(&items).await;
+        cap_node.resume().expect("SIGCONT");
+        assert!(!direct.expect("a refusal, not an error").is_allowed());
+        assert!(!through_fallback.expect("a refusal").is_allowed());
+    });
+}
+
+/// A script that takes 300 ms on every master, so commands queue behind it.
+const BUSY: &str = "local t0 = redis.call('TIME') local s = t0[1]*1000000+t0[2] \
+    while true do local t = redis.call('TIME') \
+    if t[1]*1000000+t[2]-s > 300000 then break end end return 1";
+
+fn redis_cli(port: u16, args: &[&str], stdin: Stdio) -> Child {
+    Command::new("redis-cli")
+        .arg("-p")
+        .arg(port.to_string())
+        .args(args)
+        .stdin(stdin)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("redis-cli runs")
+}
+
+/// A check queued behind a slow script, whose connection is killed right after the script
+/// ran: the answer is lost, and the client must not send the check again (it would charge
+/// twice). Either the check answered, or it failed — but the key was charged exactly once.
+#[test]
+fn a_check_whose_answer_was_lost_is_never_sent_twice() {
+    let _one = ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let cluster = common::cluster();
+    let (rule, quota) = (
+        RuleId::new("once").expect("id"),
+        Quota::token_bucket(5, Rate::per_day(1)).expect("valid"),
+    );
+    let store = common::block_on(async {
+        RedisStore::builder()
+            .prefix(common::unique_prefix())
+            .settings(settings())
+            .connect_cluster(&cluster.urls())
+            .await
+            .expect("connect")
+    });
+    for round in 0..4 {
+        let key = Key::new(format!("user-{round}"));
+        let ports: Vec<u16> = cluster
+            .masters()
+            .expect("masters")
+            .iter()
+            .map(|m| m.port())
+            .collect();
+        // Connections opened now, to send CLIENT KILL the moment the busy script ends.
+        let mut killers: Vec<Child> = ports
+            .iter()
+            .map(|&port| redis_cli(port, &[], Stdio::piped()))
+            .collect();
+        for killer in &mut killers {
+            let stdin = killer.stdin.as_mut().expect("piped");
+            writeln!(stdin, "ping").expect("write");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+        let busy: Vec<Child> = ports
+            .iter()
+            .map(|&port| redis_cli(port, &["eval", BUSY, "0"], Stdio::null()))
+            .collect();
+        std::thread::sleep(Duration::from_millis(60));
+        let check = {
+            let (store, rule, key) = (store.clone(), rule.clone(), key.clone());
+            std::thread::spawn(move || {
+                common::block_on(async move { store.check(&[Item::new(&rule, quota, &key)]).await })
+            })
+        };
+        std::thread::sleep(Duration::from_millis(60));
+        for killer in &mut killers {
+            let stdin = killer.stdin.as_mut().expect("piped");
+            writeln!(stdin, "client kill type normal skipme yes").expect("write");
+            killer.stdin.take();
+        }
+        for mut child in busy.into_iter().chain(killers) {
+            let _ = child.wait();
+        }
+        let _ = check.join().expect("the check does not panic");
+        let mut left = None;
+        for _ in 0..50 {
+            let peek = common::block_on(store.peek(&Item::new(&rule, quota, &key).with_cost(0)));
+            if let Ok(decision) = peek {
+                left = Some(decision.remaining());
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let left = left.expect("the cluster answers again");
+        assert!(
+            left >= 4,
+            "round {round}: one check charged {} times",
+            5 - left
+        );
+    }
+}
