@@ -146,10 +146,20 @@ impl Breaker {
     pub(super) fn failed(&self, admission: Admission, clock: &impl Clock) -> Transition {
         match admission {
             Admission::Probe => {
-                // The cool-down counts from the probe's failure, not from its start.
-                self.open_until
-                    .store(self.rearmed(clock.now()), Ordering::Release);
-                Transition::ProbeFailed
+                // The cool-down counts from the probe's failure, not from its start. A later
+                // probe may have closed the breaker meanwhile (when the timeout is longer than
+                // the cool-down): the primary answers again, so this stale failure opens nothing.
+                let rearmed = self.rearmed(clock.now());
+                let reopened = self.open_until.fetch_update(
+                    Ordering::AcqRel,
+                    Ordering::Acquire,
+                    |open_until| (open_until != CLOSED).then_some(rearmed),
+                );
+                if reopened.is_ok() {
+                    Transition::ProbeFailed
+                } else {
+                    Transition::None
+                }
             }
             Admission::Call => {
                 let failures = self
@@ -252,6 +262,25 @@ mod tests {
         assert!(!breaker.is_open(), "two in a row again, not four");
         assert_eq!(breaker.succeeded(Admission::Call), Transition::Recovered);
         assert_eq!(breaker.succeeded(Admission::Call), Transition::None);
+    }
+
+    #[test]
+    fn a_stale_probe_failing_after_a_newer_probe_succeeded_leaves_the_breaker_closed() {
+        let (breaker, clock) = (breaker(), Fake::default());
+        for _ in 0..3 {
+            breaker.failed(Admission::Call, &clock);
+        }
+        clock.advance(Duration::from_secs(1));
+        assert_eq!(breaker.admit(&clock), Admission::Probe, "the first probe");
+        clock.advance(Duration::from_secs(1));
+        assert_eq!(
+            breaker.admit(&clock),
+            Admission::Probe,
+            "a second, a cool-down later"
+        );
+        assert_eq!(breaker.succeeded(Admission::Probe), Transition::Closed);
+        assert_eq!(breaker.failed(Admission::Probe, &clock), Transition::None);
+        assert!(!breaker.is_open());
     }
 
     #[test]

@@ -92,7 +92,11 @@ impl Workload {
         [sha, "1", key, "check", "", "0", "0", "g"]
             .iter()
             .map(|arg| (*arg).to_owned())
-            .chain([limit, interval, span, 1, 1, 0, 0].iter().map(u64::to_string))
+            .chain(
+                [limit, interval, span, 1, 1, 0, 0]
+                    .iter()
+                    .map(u64::to_string),
+            )
             .collect()
     }
 
