@@ -16,7 +16,7 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Extension, Json, Router};
-use common::events::Recorder;
+use common::events::{Recorder, RefusalsBy};
 use common::server::{Reply, TestServer};
 use common::{SfMember, sf_members};
 use http::header::{CONTENT_TYPE, RETRY_AFTER};

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 use std::time::Duration;
 
 use futures_executor::block_on;
-use tollgate_core::testing::ManualClock;
+use tollgate_core::testing::{EventRecorder, ManualClock};
 use tollgate_core::{
     BatchDecision, Decision, FallbackStats, FallbackStore, Item, ItemDecision, Key, MemoryStore,
     Mode, OnStoreFailure, Quota, Rate, Receipt, Refusal, RuleId, Store, StoreError, Timestamp,
@@ -32,6 +32,8 @@ struct Switchable {
     mode: Arc<AtomicU8>,
     calls: Arc<AtomicU64>,
     answers_now: bool,
+    /// What a failing call says (tests that read logs make theirs recognisable).
+    failure: &'static str,
 }
 
 impl Switchable {
@@ -41,7 +43,13 @@ impl Switchable {
             mode: Arc::new(AtomicU8::new(HEALTHY)),
             calls: Arc::new(AtomicU64::new(0)),
             answers_now: false,
+            failure: "connection refused",
         }
+    }
+
+    fn failing_with(mut self, failure: &'static str) -> Self {
+        self.failure = failure;
+        self
     }
 
     fn answering_now(mut self) -> Self {
@@ -73,7 +81,7 @@ impl Switchable {
         self.calls.fetch_add(1, Ordering::SeqCst);
         let answer = match self.mode.load(Ordering::SeqCst) {
             HEALTHY => Some(healthy()),
-            FAILING => Some(Err(StoreError::unavailable("connection refused"))),
+            FAILING => Some(Err(StoreError::unavailable(self.failure))),
             _ => None,
         };
         async move {
@@ -470,6 +478,54 @@ async fn the_breaker_opens_stops_calling_probes_and_closes() {
     assert_eq!(stats.breaker_closed, 1);
     assert!(!stats.breaker_open);
     assert_eq!((stats.failed_closed, stats.local_refunds), (0, 0));
+}
+
+#[tokio::test]
+async fn falling_back_opening_and_closing_are_logged_on_the_store_target() {
+    let recorder = EventRecorder::global();
+    let Setup {
+        clock,
+        primary,
+        store,
+    } = setup_with(|primary| primary.failing_with("refused for the logging test"));
+    let (id, key) = (rule("logged"), Key::new("user77"));
+    let item = Item::new(&id, per_hour(100), &key).with_store_failure(OnStoreFailure::Local);
+    primary.fail();
+    for _ in 0..THRESHOLD {
+        assert!(allowed(&store, item).await);
+    }
+    primary.heal();
+    clock.advance(COOL_DOWN);
+    assert!(allowed(&store, item).await);
+    assert!(store.stats().breaker_closed >= 1);
+
+    let events = recorder.on_target("tollgate::store");
+    let ours = |level: tracing::Level, words: &str| {
+        events.iter().any(|event| {
+            event.level == level
+                && event
+                    .field("message")
+                    .is_some_and(|message| message.contains(words))
+                && event
+                    .field("error")
+                    .is_none_or(|error| error.contains("refused for the logging test"))
+        })
+    };
+    assert!(
+        ours(
+            tracing::Level::WARN,
+            "rules follow their store-failure policy"
+        ),
+        "{events:#?}"
+    );
+    assert!(
+        ours(tracing::Level::ERROR, "circuit breaker open"),
+        "{events:#?}"
+    );
+    assert!(
+        ours(tracing::Level::INFO, "circuit breaker closed"),
+        "{events:#?}"
+    );
 }
 
 #[tokio::test]

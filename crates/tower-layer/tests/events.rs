@@ -9,7 +9,7 @@ use std::convert::Infallible;
 use std::time::Duration;
 
 use bytes::Bytes;
-use common::events::Recorder;
+use common::events::{Recorder, RefusalsBy};
 use http::{HeaderName, Request, Response, StatusCode};
 use http_body_util::Empty;
 use tollgate_core::{Key, MemoryStore, Quota};

@@ -1,5 +1,5 @@
-//! Test support (feature `testing`): a manual clock, the conformance suite every store runs, and
-//! a counting allocator for allocation-free paths.
+//! Test support (feature `testing`): a manual clock, the conformance suite every store runs, a
+//! counting allocator for allocation-free paths, and a recorder of `tracing` events.
 //!
 //! ```
 //! use std::time::Duration;
@@ -13,7 +13,9 @@
 
 pub mod conformance;
 mod counting_allocator;
+mod event_recorder;
 mod manual_clock;
 
 pub use counting_allocator::CountingAllocator;
+pub use event_recorder::{EventRecorder, RecordedEvent};
 pub use manual_clock::ManualClock;
