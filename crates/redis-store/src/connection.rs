@@ -6,10 +6,12 @@ use std::time::Duration;
 use redis::aio::ConnectionManager;
 use redis::cluster::ClusterClientBuilder;
 use redis::cluster_async::ClusterConnection;
-use redis::{FromRedisValue, RedisResult, ScriptInvocation};
+use redis::cluster_routing::SingleNodeRoutingInfo;
+use redis::{ErrorKind, FromRedisValue, RedisResult, ServerErrorKind};
 
 use crate::ConnectError;
 use crate::error::is_temporarily_refused;
+use crate::script::ScriptCall;
 
 /// How many times a call refused without running is sent in all.
 const ATTEMPTS: u32 = 3;
@@ -119,28 +121,61 @@ impl RedisConnection {
         matches!(self.backend, Backend::Cluster(_))
     }
 
-    /// Runs a script invocation (`EVALSHA`, loading the script on `NOSCRIPT`). A call the
-    /// server refused without running it (a moved slot, a failover in progress) is sent again,
-    /// at most [`ATTEMPTS`] times in all; a call whose answer was lost is never resent.
-    pub(crate) async fn invoke<T: FromRedisValue>(
-        &self,
-        invocation: &ScriptInvocation<'_>,
-    ) -> RedisResult<T> {
+    /// Runs one script execution: `EVALSHA`, loading the script on `NOSCRIPT`. A call the
+    /// server refused without running it is sent again, at most [`ATTEMPTS`] times in all: after
+    /// `MOVED` or a failover in progress to the slot's owner, after `ASK` (a slot being
+    /// migrated) to the node named, with `ASKING`. A call whose answer was lost is never sent
+    /// again: the script may have run.
+    pub(crate) async fn invoke<T: FromRedisValue>(&self, call: &ScriptCall) -> RedisResult<T> {
         let mut attempt = 1;
         loop {
-            let answer = match &self.backend {
-                Backend::Standalone(manager) => invocation.invoke_async(&mut manager.clone()).await,
-                Backend::Cluster(cluster) => invocation.invoke_async(&mut cluster.clone()).await,
+            let answer = self.query::<T>(&call.evalsha()).await;
+            let Err(error) = answer else {
+                return answer;
             };
-            match answer {
-                Err(error) if attempt < ATTEMPTS && is_temporarily_refused(&error) => {
+            if attempt >= ATTEMPTS {
+                return Err(error);
+            }
+            attempt += 1;
+            match error.kind() {
+                ErrorKind::Server(ServerErrorKind::NoScript) => {
+                    self.query::<redis::Value>(&ScriptCall::load()).await?;
+                }
+                ErrorKind::Server(ServerErrorKind::Ask) => return self.ask(call, &error).await,
+                _ if is_temporarily_refused(&error) => {
                     // Give the client a moment to learn the new slot map.
                     tokio::time::sleep(RETRY_PAUSE * attempt).await;
-                    attempt += 1;
                 }
-                answer => return answer,
+                _ => return Err(error),
             }
         }
+    }
+
+    /// Sends `call` to the node an `ASK` redirection names, after `ASKING`, with the script's
+    /// source (that node may not have loaded it yet).
+    async fn ask<T: FromRedisValue>(
+        &self,
+        call: &ScriptCall,
+        redirection: &redis::RedisError,
+    ) -> RedisResult<T> {
+        let (Backend::Cluster(cluster), Some((address, _slot))) =
+            (&self.backend, redirection.redirect_node())
+        else {
+            return Err(redirection.clone());
+        };
+        let (host, port) = address
+            .rsplit_once(':')
+            .and_then(|(host, port)| Some((host.to_owned(), port.parse().ok()?)))
+            .ok_or_else(|| redirection.clone())?;
+        let mut pipeline = redis::pipe();
+        pipeline.cmd("ASKING").add_command(call.eval());
+        let route = SingleNodeRoutingInfo::ByAddress { host, port };
+        let mut answers = cluster
+            .clone()
+            .route_pipeline(pipeline, 1, 1, route)
+            .await?;
+        let answer = answers.pop().ok_or_else(|| redirection.clone())?;
+        T::from_redis_value(answer).map_err(Into::into)
     }
 
     /// Runs a command.

@@ -25,7 +25,8 @@ pub(crate) fn store_error(error: &RedisError) -> StoreError {
 }
 
 /// Whether the server refused the command **without running it**, for a reason that passes
-/// (a moved slot, a failover, loading, another script running, memory full). Only such calls
+/// (a moved slot, a failover, loading, another script running, memory full; `ASK` and
+/// `NOSCRIPT` are handled where scripts are sent). Only such calls
 /// may be sent again: a script whose answer was lost may have run, and running it twice would
 /// charge (or refund) twice.
 pub(crate) fn is_temporarily_refused(error: &RedisError) -> bool {

@@ -1,7 +1,7 @@
 //! The Lua script every operation runs, its arguments and its answers.
 //!
-//! One script serves check, peek and refund, so one SHA is loaded once per server (redis-rs
-//! sends `EVALSHA` and, on `NOSCRIPT`, loads the script and retries). Its parts live in
+//! One script serves check, peek, refund and start, so one SHA is loaded once per server (the
+//! connection sends `EVALSHA` and, on `NOSCRIPT`, loads the script and sends it again). Its parts live in
 //! `src/lua/`: `prelude.lua` (exact integer arithmetic and the one place "now" comes from),
 //! `algorithms.lua` (the algorithms of `tollgate_core::algorithm`, over the same integers),
 //! `state.lua` (reading and writing one key's state, with expiry) and `main.lua` (the
@@ -10,7 +10,7 @@
 use std::sync::LazyLock;
 use std::time::Duration;
 
-use redis::{Script, ScriptInvocation};
+use redis::{Cmd, Script};
 use smallvec::SmallVec;
 use tollgate_core::{
     Algorithm, Charge, Decision, ItemDecision, Quota, Refusal, StoreError, StoreErrorKind,
@@ -110,28 +110,68 @@ pub(crate) fn charge_args(charge: &Charge) -> [u64; 3] {
     }
 }
 
+/// One execution of the script: its keys and arguments, sent as `EVALSHA`, or as `EVAL` (with
+/// the source) where the script may be missing and cannot be loaded first (after `ASKING`).
+#[derive(Debug, Clone)]
+pub(crate) struct ScriptCall {
+    keys: SmallVec<[String; 3]>,
+    args: Vec<String>,
+}
+
+impl ScriptCall {
+    /// `EVALSHA <sha> <keys> <args>`.
+    pub(crate) fn evalsha(&self) -> Cmd {
+        self.command("EVALSHA", sha())
+    }
+
+    /// `EVAL <source> <keys> <args>`.
+    pub(crate) fn eval(&self) -> Cmd {
+        self.command("EVAL", SOURCE)
+    }
+
+    /// `SCRIPT LOAD <source>` (a cluster client sends it to every master).
+    pub(crate) fn load() -> Cmd {
+        let mut command = redis::cmd("SCRIPT");
+        command.arg("LOAD").arg(SOURCE);
+        command
+    }
+
+    fn command(&self, name: &str, script: &str) -> Cmd {
+        let mut command = redis::cmd(name);
+        command
+            .arg(script)
+            .arg(self.keys.len())
+            .arg(&self.keys[..])
+            .arg(&self.args[..]);
+        command
+    }
+}
+
 /// Builds one execution of the script.
 pub(crate) fn invocation<'a>(
     operation: Operation,
     timing: Timing,
     keys: impl IntoIterator<Item = KeyArgs<'a>>,
-) -> Result<ScriptInvocation<'static>, StoreError> {
-    let mut call = SCRIPT.prepare_invoke();
-    call.arg(operation.name());
-    match timing.now {
-        Some(now) => call.arg(now.as_micros()),
-        None => call.arg(""),
+) -> Result<ScriptCall, StoreError> {
+    let now = timing.now.map(|now| now.as_micros().to_string());
+    let mut call = ScriptCall {
+        keys: SmallVec::new(),
+        args: vec![
+            operation.name().to_owned(),
+            now.unwrap_or_default(),
+            timing.slack_ms.to_string(),
+            timing.not_before.to_string(),
+        ],
     };
-    call.arg(timing.slack_ms).arg(timing.not_before);
     for args in keys {
         let algorithm = args.quota.algorithm();
         let kind = kind(algorithm).ok_or_else(|| unsupported(algorithm))?;
-        call.key(args.key)
-            .arg(kind)
-            .arg(args.quota.limit())
-            .arg(args.quota.interval_micros())
-            .arg(args.quota.span_micros())
-            .arg(&args.extra[..]);
+        call.keys.push(args.key.to_owned());
+        call.args.push(kind.to_owned());
+        let quota = args.quota;
+        let numbers = [quota.limit(), quota.interval_micros(), quota.span_micros()];
+        call.args
+            .extend(numbers.iter().chain(&args.extra).map(u64::to_string));
     }
     Ok(call)
 }

@@ -12,10 +12,9 @@ use tollgate_core::{
 
 use crate::error::store_error;
 use crate::layout::{KeyLayout, StateFormat, StoredKey};
-use crate::script::{self, Answer, KeyArgs, Operation, Timing};
+use crate::script::{self, Answer, KeyArgs, Operation, ScriptCall, Timing};
 use crate::split;
 use crate::{RedisConnection, RedisStoreBuilder};
-use redis::ScriptInvocation;
 
 /// Extra key lifetime when tests pass "now" in: an hour, far longer than any test.
 #[cfg(feature = "testing")]
@@ -160,7 +159,7 @@ impl RedisStore {
     }
 
     /// Runs one script execution and reads its integer answer.
-    async fn execute(&self, call: &ScriptInvocation<'_>) -> Result<Vec<i64>, StoreError> {
+    async fn execute(&self, call: &ScriptCall) -> Result<Vec<i64>, StoreError> {
         self.inner
             .connection
             .invoke(call)

@@ -195,3 +195,106 @@ fn a_check_whose_answer_was_lost_is_never_sent_twice() {
         );
     }
 }
+
+fn node_id(node: &RedisServer) -> String {
+    node.cli(&["cluster", "myid"])
+        .expect("cluster myid")
+        .trim()
+        .to_owned()
+}
+
+/// While a slot migrates from one master to another, checks of its keys — moved already or
+/// new — follow the `ASK` redirection (with `ASKING`) and count on the new master, with the
+/// state the key carried over.
+#[test]
+fn checks_follow_a_slot_being_migrated() {
+    let _one = ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let cluster = common::cluster();
+    let rule = RuleId::new("migrating").expect("id");
+    let quota = Quota::token_bucket(5, Rate::per_day(1)).expect("valid");
+    common::block_on(async {
+        let store = RedisStore::builder()
+            .prefix(common::unique_prefix())
+            .settings(settings())
+            .connect_cluster(&cluster.urls())
+            .await
+            .expect("connect");
+        let moved = Key::new("moved-early");
+        let slot = store.slot(&rule, &moved);
+        for _ in 0..2 {
+            assert!(
+                store
+                    .check(&[Item::new(&rule, quota, &moved)])
+                    .await
+                    .expect("answers")
+                    .is_allowed()
+            );
+        }
+        let source = master_of(slot);
+        let masters = cluster.masters().expect("masters");
+        let target = masters
+            .iter()
+            .find(|master| master.port() != source.port())
+            .expect("another master");
+        let slot_text = slot.to_string();
+        target
+            .cli(&[
+                "cluster",
+                "setslot",
+                &slot_text,
+                "importing",
+                &node_id(source),
+            ])
+            .expect("importing");
+        source
+            .cli(&[
+                "cluster",
+                "setslot",
+                &slot_text,
+                "migrating",
+                &node_id(target),
+            ])
+            .expect("migrating");
+        let name = store
+            .stored_key(&rule, &moved, quota.algorithm())
+            .expect("known");
+        let port = target.port().to_string();
+        source
+            .cli(&[
+                "migrate",
+                "127.0.0.1",
+                &port,
+                "",
+                "0",
+                "5000",
+                "keys",
+                &name,
+            ])
+            .expect("migrate the key");
+
+        let answer = store.check_one(&Item::new(&rule, quota, &moved)).await;
+        let decision = *answer.expect("the check follows ASK").decision();
+        assert!(decision.is_allowed());
+        assert_eq!(
+            decision.remaining(),
+            2,
+            "counted on the target, with the migrated state"
+        );
+
+        for master in cluster.masters().expect("masters") {
+            master
+                .cli(&["cluster", "setslot", &slot_text, "node", &node_id(target)])
+                .expect("finish the migration");
+        }
+        let after = store.check_one(&Item::new(&rule, quota, &moved)).await;
+        assert_eq!(
+            after
+                .expect("answers after the migration")
+                .decision()
+                .remaining(),
+            1
+        );
+    });
+}

@@ -115,22 +115,43 @@ local function save(key, s, q)
   end
 end
 
--- Takes back a log entry's charge (any entry, not only the newest): the entry shrinks, and
--- every later entry's cumulative total with it.
+-- Writes log entries with as few ZADD calls as Lua's argument limit allows.
+local function add_entries(key, entries)
+  local args = {}
+  for _, entry in ipairs(entries) do
+    args[#args + 1] = fmt(entry.at)
+    args[#args + 1] = log_member(entry)
+    if #args >= 1000 then
+      redis.call('ZADD', key, unpack(args))
+      args = {}
+    end
+  end
+  if #args > 0 then redis.call('ZADD', key, unpack(args)) end
+end
+
+-- Takes back a log entry's charge: the entry shrinks, and every later entry's cumulative
+-- total with it (so refunding the newest entry, the usual case, touches one member; an older
+-- one rewrites the entries after it). An entry that has expired counts no more, so taking it
+-- back changes nothing and is skipped.
 local function refund_logged(key, window, at, cost)
   local entry = log_entry(redis.call('ZRANGEBYSCORE', key, fmt(at), fmt(at))[1])
   if not entry then return end
+  local newest = log_entry(redis.call('ZRANGE', key, -1, -1)[1])
+  local at_now = now
+  if newest and newest.at > at_now then at_now = newest.at end
+  if entry.at + window <= at_now then return end
   local taken = math.min(cost, entry.cost)
-  local later = redis.call('ZRANGEBYSCORE', key, '(' .. fmt(at), '+inf')
-  redis.call('ZREMRANGEBYSCORE', key, fmt(at), '+inf')
+  local rewritten = {}
   entry.cost, entry.cumulative = entry.cost - taken, entry.cumulative - taken
-  if entry.cost > 0 then redis.call('ZADD', key, fmt(entry.at), log_member(entry)) end
-  for _, member in ipairs(later) do
-    local moved = log_entry(member)
-    if moved then
-      moved.cumulative = moved.cumulative - taken
-      redis.call('ZADD', key, fmt(moved.at), log_member(moved))
+  if entry.cost > 0 then rewritten[1] = entry end
+  for _, member in ipairs(redis.call('ZRANGEBYSCORE', key, '(' .. fmt(at), '+inf')) do
+    local later = log_entry(member)
+    if later then
+      later.cumulative = later.cumulative - taken
+      rewritten[#rewritten + 1] = later
     end
   end
+  redis.call('ZREMRANGEBYSCORE', key, fmt(at), '+inf')
+  add_entries(key, rewritten)
   expire_log(key, window)
 end
