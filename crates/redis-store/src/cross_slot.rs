@@ -93,6 +93,10 @@ impl RedisStore {
             .zip(&answer.items)
             .map(|(&at, item)| (at, item.charge().copied()))
             .collect();
+        if charged.iter().all(|(_, charge)| charge.is_none()) {
+            // Nothing charged: every item already reports the state as it stands.
+            return;
+        }
         for item in &mut answer.items {
             *item = ItemDecision::new(*item.decision(), None);
         }

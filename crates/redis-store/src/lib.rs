@@ -50,7 +50,7 @@
 //! | token bucket, GCRA, pacing (`t`) | string | theoretical arrival time, µs | when full again |
 //! | fixed window (`w`) | string | `window:count` | at the window's end |
 //! | sliding window counter (`s`) | string | `window:previous:current` | one window after the current one ends |
-//! | sliding window log (`l`) | sorted set | `at:cost:cumulative` scored by `at`: one member per µs, with the running total, so a check reads two entries instead of summing the log | one window after the newest entry |
+//! | sliding window log (`l`) | sorted set | `at:cost:cumulative` scored by `at`: one member per µs, with the running total, so a check reads two entries instead of summing the log (refunding the newest entry touches one member; refunding an older one rewrites the entries after it — about 0.5 s of server time behind 100,000 entries, so keep logs for small, strict limits) | one window after the newest entry |
 //!
 //! ## When Redis fails
 //!
