@@ -22,6 +22,17 @@ const RETRY_PAUSE: Duration = Duration::from_millis(10);
 /// How long to wait for a connection and for an answer. The store-failure wrapper
 /// (`tollgate_core::FallbackStore`) applies its own, tighter per-call deadline on top; these
 /// bound what a store without it waits.
+///
+/// ```
+/// use std::time::Duration;
+/// use tollgate_redis::ConnectionSettings;
+///
+/// let settings = ConnectionSettings {
+///     response_timeout: Duration::from_millis(50),
+///     ..ConnectionSettings::default()
+/// };
+/// assert_eq!(settings.connect_timeout, Duration::from_secs(1));
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ConnectionSettings {
     /// Deadline for opening a connection. Default 1 s.

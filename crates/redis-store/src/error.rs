@@ -44,6 +44,21 @@ pub(crate) fn is_temporarily_refused(error: &RedisError) -> bool {
 }
 
 /// Why a [`RedisStore`](crate::RedisStore) could not be built.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// use tollgate_redis::RedisStore;
+///
+/// // The prefix is checked before any connection is tried.
+/// let error = RedisStore::builder()
+///     .prefix("chirp{limits}")
+///     .connect("redis://127.0.0.1:1/")
+///     .await
+///     .expect_err("braces would inject a hash tag");
+/// assert!(error.is_invalid_prefix());
+/// # }
+/// ```
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ConnectError {
@@ -53,4 +68,16 @@ pub enum ConnectError {
     /// The URL is malformed, or the server could not be reached.
     #[error("cannot connect to redis: {0}")]
     Redis(#[from] redis::RedisError),
+}
+
+impl ConnectError {
+    /// The prefix was refused.
+    pub fn is_invalid_prefix(&self) -> bool {
+        matches!(self, ConnectError::InvalidPrefix(_))
+    }
+
+    /// The URL was malformed or the server could not be reached.
+    pub fn is_redis(&self) -> bool {
+        matches!(self, ConnectError::Redis(_))
+    }
 }
