@@ -77,13 +77,6 @@ pub(crate) struct KeyLayout {
     prefix: String,
 }
 
-/// A stored key and the cluster slot it hashes to.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct StoredKey {
-    pub(crate) name: String,
-    pub(crate) slot: u16,
-}
-
 impl KeyLayout {
     /// A layout under `prefix` (already validated by the builder).
     pub(crate) fn new(prefix: String) -> Self {
@@ -91,9 +84,8 @@ impl KeyLayout {
     }
 
     /// The stored key of `rule`'s state for `key` in `format`.
-    pub(crate) fn key(&self, format: StateFormat, rule: &RuleId, key: &Key) -> StoredKey {
+    pub(crate) fn key(&self, format: StateFormat, rule: &RuleId, key: &Key) -> String {
         let tag = hash_tag(rule, key);
-        let slot = slot_of(tag.as_bytes());
         let mut name = String::with_capacity(self.prefix.len() + tag.len() + 6);
         name.push_str(&self.prefix);
         name.push(':');
@@ -101,7 +93,7 @@ impl KeyLayout {
         name.push_str(":{");
         name.push_str(&tag);
         name.push('}');
-        StoredKey { name, slot }
+        name
     }
 }
 
@@ -140,9 +132,17 @@ fn is_kept(byte: u8) -> bool {
     (0x21..=0x7e).contains(&byte) && !b"%{}#".contains(&byte)
 }
 
-/// The Redis Cluster slot of a hash tag: CRC16 (XMODEM) modulo 16384.
-fn slot_of(tag: &[u8]) -> u16 {
-    crc16::State::<crc16::XMODEM>::calculate(tag) % 16_384
+/// The Redis Cluster slot of a stored key, by Redis's own rule: CRC16 (XMODEM) modulo 16384 of
+/// the hash tag (between the first `{` and the first `}` after it, if not empty), else of the
+/// whole name.
+pub(crate) fn slot_of(name: &str) -> u16 {
+    let tag = name
+        .split_once('{')
+        .and_then(|(_, rest)| rest.split_once('}'))
+        .map(|(tag, _)| tag)
+        .filter(|tag| !tag.is_empty())
+        .unwrap_or(name);
+    crc16::State::<crc16::XMODEM>::calculate(tag.as_bytes()) % 16_384
 }
 
 #[cfg(test)]
@@ -160,27 +160,27 @@ mod tests {
     #[test]
     fn a_plain_key_reads_as_the_layout_says() {
         let stored = layout().key(StateFormat::Timestamp, &rule("login"), &Key::new("user77"));
-        assert_eq!(stored.name, "tg:t1:{login:%06user77}");
+        assert_eq!(stored, "tg:t1:{login:%06user77}");
     }
 
     #[test]
     fn the_slot_is_the_crc16_of_the_hash_tag() {
         // Redis Cluster's specification example: CRC16 of "123456789" is 0x31C3 (< 16384).
-        assert_eq!(slot_of(b"123456789"), 0x31c3);
+        assert_eq!(slot_of("123456789"), 0x31c3);
         let stored = layout().key(StateFormat::Log, &rule("login"), &Key::new("user77"));
-        assert_eq!(stored.slot, slot_of(b"login:%06user77"));
+        assert_eq!(slot_of(&stored), slot_of("login:%06user77"));
     }
 
     #[test]
     fn every_format_of_one_rule_and_key_shares_a_slot_but_not_a_name() {
-        let keys: Vec<StoredKey> = StateFormat::ALL
+        let keys: Vec<String> = StateFormat::ALL
             .iter()
             .map(|format| layout().key(*format, &rule("r"), &Key::new("k")))
             .collect();
-        assert!(keys.iter().all(|key| key.slot == keys[0].slot));
+        assert!(keys.iter().all(|key| slot_of(key) == slot_of(&keys[0])));
         for (i, a) in keys.iter().enumerate() {
             for b in &keys[i + 1..] {
-                assert_ne!(a.name, b.name);
+                assert_ne!(a, b);
             }
         }
     }
@@ -188,20 +188,20 @@ mod tests {
     #[test]
     fn braces_and_percent_signs_in_a_key_are_escaped() {
         let stored = layout().key(StateFormat::Timestamp, &rule("r"), &Key::new("}{x}%"));
-        assert_eq!(stored.name, "tg:t1:{r:%05%7D%7Bx%7D%25}");
-        assert_eq!(stored.name.matches('{').count(), 1);
-        assert_eq!(stored.name.matches('}').count(), 1);
+        assert_eq!(stored, "tg:t1:{r:%05%7D%7Bx%7D%25}");
+        assert_eq!(stored.matches('{').count(), 1);
+        assert_eq!(stored.matches('}').count(), 1);
     }
 
     #[test]
     fn long_keys_are_hashed_and_cannot_equal_short_ones() {
         let long = Key::new(vec![0u8; 100]);
         let stored = layout().key(StateFormat::Timestamp, &rule("r"), &long);
-        assert!(stored.name.len() < 60, "{}", stored.name);
-        assert!(stored.name.contains(":#"));
-        let looks_alike = Key::new(&stored.name[stored.name.find('#').unwrap_or(0)..]);
+        assert!(stored.len() < 60, "{}", stored);
+        assert!(stored.contains(":#"));
+        let looks_alike = Key::new(&stored[stored.find('#').unwrap_or(0)..]);
         let other = layout().key(StateFormat::Timestamp, &rule("r"), &looks_alike);
-        assert_ne!(other.name, stored.name);
+        assert_ne!(other, stored);
     }
 
     #[test]

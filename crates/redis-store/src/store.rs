@@ -2,7 +2,6 @@
 
 use std::sync::Arc;
 
-use smallvec::SmallVec;
 #[cfg(feature = "testing")]
 use tollgate_core::Clock;
 use tollgate_core::{
@@ -11,7 +10,7 @@ use tollgate_core::{
 };
 
 use crate::error::store_error;
-use crate::layout::{KeyLayout, StateFormat, StoredKey};
+use crate::layout::{self, KeyLayout, StateFormat};
 use crate::script::{self, Answer, KeyArgs, Operation, ScriptCall, Timing};
 use crate::split;
 use crate::{RedisConnection, RedisStoreBuilder};
@@ -119,15 +118,12 @@ impl RedisStore {
         algorithm: tollgate_core::Algorithm,
     ) -> Option<String> {
         let format = StateFormat::of(algorithm)?;
-        Some(self.inner.layout.key(format, rule, key).name)
+        Some(self.inner.layout.key(format, rule, key))
     }
 
     /// The cluster slot a rule's state for a key lives in.
     pub fn slot(&self, rule: &RuleId, key: &Key) -> u16 {
-        self.inner
-            .layout
-            .key(StateFormat::Timestamp, rule, key)
-            .slot
+        layout::slot_of(&self.inner.layout.key(StateFormat::Timestamp, rule, key))
     }
 
     fn timing(&self) -> Timing {
@@ -221,7 +217,7 @@ impl RedisStore {
 /// in a task of its own even when its caller stops waiting.
 #[derive(Debug, Clone)]
 pub(crate) struct Planned {
-    pub(crate) key: StoredKey,
+    pub(crate) key: String,
     pub(crate) quota: Quota,
     pub(crate) cost: u64,
     pub(crate) enforcing: bool,
@@ -230,7 +226,7 @@ pub(crate) struct Planned {
 impl Planned {
     fn check_args(&self) -> KeyArgs<'_> {
         KeyArgs {
-            key: &self.key.name,
+            key: &self.key,
             quota: &self.quota,
             extra: [self.cost, u64::from(self.enforcing), 0, 0],
         }
@@ -240,7 +236,7 @@ impl Planned {
         let [kind, a, b] = charge.map_or([0; 3], script::charge_args);
         let report_at = if self.enforcing { 0 } else { self.cost };
         KeyArgs {
-            key: &self.key.name,
+            key: &self.key,
             quota: &self.quota,
             extra: [kind, a, b, report_at],
         }
@@ -262,8 +258,11 @@ impl Store for RedisStore {
             .map(|item| self.plan(item))
             .collect::<Result<_, _>>()?;
         let timing = self.timing();
-        let slots: SmallVec<[u16; 3]> = planned.iter().map(|item| item.key.slot).collect();
-        let groups = split::by_slot(&slots, self.inner.connection.is_cluster());
+        let groups = if self.inner.connection.is_cluster() {
+            split::by_slot(planned.iter().map(|item| layout::slot_of(&item.key)))
+        } else {
+            split::together(planned.len())
+        };
         if groups.len() == 1 {
             let answer = self.check_group(&planned, &groups[0], timing).await?;
             return Ok(BatchDecision::new(answer.allowed, answer.items));
@@ -314,7 +313,7 @@ impl Store for RedisStore {
     async fn reset(&self, rule: &RuleId, key: &Key) -> Result<(), StoreError> {
         let mut command = redis::cmd("DEL");
         for format in StateFormat::ALL {
-            command.arg(self.inner.layout.key(format, rule, key).name);
+            command.arg(self.inner.layout.key(format, rule, key));
         }
         self.inner
             .connection
