@@ -158,6 +158,27 @@ impl RedisCluster {
         self.by_role(false)
     }
 
+    /// The master now serving `slot` (as the first live node sees it), for tests that pause or
+    /// migrate the node behind one key.
+    ///
+    /// # Errors
+    ///
+    /// As [`masters`](Self::masters), and [`is_cluster`](HarnessError::is_cluster) if no
+    /// live master serves the slot.
+    pub fn master_of(&self, slot: u16) -> Result<&RedisServer, HarnessError> {
+        let view = self.any_view()?;
+        let slot = u32::from(slot);
+        view.iter()
+            .filter(|line| line.is_master && !line.failing)
+            .find(|line| {
+                line.slots
+                    .iter()
+                    .any(|(from, to)| (*from..=*to).contains(&slot))
+            })
+            .and_then(|line| self.nodes.iter().find(|node| node.port() == line.port))
+            .ok_or_else(|| HarnessError::cluster(format!("no live master serves slot {slot}")))
+    }
+
     /// Kills the `index`-th master (in [`masters`](Self::masters) order) and returns it.
     ///
     /// The other nodes notice after [`NODE_TIMEOUT`](Self::NODE_TIMEOUT) and promote its

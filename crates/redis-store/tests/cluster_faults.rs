@@ -23,37 +23,11 @@ fn settings() -> ConnectionSettings {
     }
 }
 
-/// The master serving `slot`, from `CLUSTER NODES`.
+/// The master serving `slot`.
 fn master_of(slot: u16) -> &'static RedisServer {
-    let cluster = common::cluster();
-    let nodes = cluster.nodes()[0]
-        .cli(&["cluster", "nodes"])
-        .expect("cluster nodes");
-    for line in nodes.lines() {
-        let fields: Vec<&str> = line.split_whitespace().collect();
-        if fields.len() < 9 || !fields[2].contains("master") {
-            continue;
-        }
-        let address = fields[1].split('@').next().unwrap_or_default();
-        let port: u16 = address
-            .rsplit(':')
-            .next()
-            .and_then(|p| p.parse().ok())
-            .unwrap_or(0);
-        let serves = fields[8..].iter().any(|range| {
-            let (low, high) = range.split_once('-').unwrap_or((range, range));
-            let bound = |text: &str| text.parse::<u16>().unwrap_or(u16::MAX);
-            (bound(low)..=bound(high)).contains(&slot)
-        });
-        if serves {
-            return cluster
-                .nodes()
-                .iter()
-                .find(|node| node.port() == port)
-                .expect("a node of this cluster");
-        }
-    }
-    panic!("no master serves slot {slot}")
+    common::cluster()
+        .master_of(slot)
+        .expect("a master serves the slot")
 }
 
 /// One slot refuses for certain while another does not answer: the request is refused (an

@@ -75,28 +75,28 @@ pub fn unique_prefix() -> String {
     format!("test{}", NEXT.fetch_add(1, Ordering::Relaxed))
 }
 
+/// A store with a prefix of its own on `connection`, taking "now" from `clock` (or, without
+/// one, from the server's `TIME`).
+fn store_on(connection: RedisConnection, clock: Option<ManualClock>) -> RedisStore {
+    let builder = RedisStore::builder().prefix(unique_prefix());
+    let builder = match clock {
+        Some(clock) => builder.test_clock(clock),
+        None => builder,
+    };
+    builder.build(connection).expect("a valid prefix")
+}
+
 /// A store on the standalone server that takes "now" from `clock`.
 pub fn standalone_store(clock: ManualClock) -> RedisStore {
-    RedisStore::builder()
-        .prefix(unique_prefix())
-        .test_clock(clock)
-        .build(standalone_connection())
-        .expect("a valid prefix")
+    store_on(standalone_connection(), Some(clock))
 }
 
 /// A store on the cluster that takes "now" from `clock`.
 pub fn cluster_store(clock: ManualClock) -> RedisStore {
-    RedisStore::builder()
-        .prefix(unique_prefix())
-        .test_clock(clock)
-        .build(cluster_connection())
-        .expect("a valid prefix")
+    store_on(cluster_connection(), Some(clock))
 }
 
 /// A store on the standalone server on the server's own clock.
 pub fn server_time_store() -> RedisStore {
-    RedisStore::builder()
-        .prefix(unique_prefix())
-        .build(standalone_connection())
-        .expect("a valid prefix")
+    store_on(standalone_connection(), None)
 }
