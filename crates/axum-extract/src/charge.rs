@@ -2,7 +2,7 @@
 
 use http::HeaderMap;
 use tollgate_core::{
-    Decision, Item, Key, Mode, OnStoreFailure, Quota, Receipt, RuleId, StoreError,
+    Decision, Item, Key, Mode, OnStoreFailure, Quota, Receipt, RefundNow, RuleId, StoreError,
 };
 use tollgate_tower::Refused;
 use tollgate_tower::events::record_refusal;
@@ -79,12 +79,12 @@ pub(crate) async fn charge(
         let refused = Refused::for_policy(&check.rule, check.quota, *answer.decision(), style);
         return Err(LimitRejection::refused(refused));
     }
-    let receipts = batch.receipts(&items);
     let decisions = checks
         .iter()
         .zip(batch.items())
         .map(|(check, answer)| (check.rule.clone(), check.quota, *answer.decision()))
         .collect();
+    let receipts = batch.into_receipts(&items);
     drop(items);
     Ok(Charged {
         tollgate: tollgate.clone(),
@@ -120,7 +120,8 @@ fn store_failed(
 
 /// What an allowed check charged: each limit's decision, and receipts to take the charge back
 /// ("count only failed logins": take up front, [`refund`](Charged::refund) on success).
-#[derive(Clone)]
+///
+/// Not `Clone`: a charge is refunded at most once.
 pub struct Charged {
     tollgate: Tollgate,
     receipts: Vec<Receipt>,
@@ -149,16 +150,62 @@ impl Charged {
         headers
     }
 
-    /// Takes back exactly what was charged.
-    pub async fn refund(self) -> Result<(), StoreError> {
+    /// Takes back what was charged (as much as the limits' state still holds: see
+    /// `tollgate_core::Store::refund`). When the store fails, the error carries the charges not
+    /// yet refunded: refunding them again is safe, a charge is never given back twice.
+    pub async fn refund(mut self) -> Result<(), RefundFailed> {
         let store = self.tollgate.store();
-        for receipt in &self.receipts {
-            match store.refund_now(receipt) {
-                Some(result) => result?,
-                None => store.refund(receipt).await?,
+        let receipts = std::mem::take(&mut self.receipts);
+        let mut receipts = receipts.into_iter();
+        while let Some(receipt) = receipts.next() {
+            let done = match store.refund_now(receipt) {
+                RefundNow::Done(done) => done,
+                RefundNow::Later(receipt) => store.refund(receipt).await,
+            };
+            if let Err(failed) = done {
+                let (error, receipt) = failed.into_parts();
+                self.receipts = std::iter::once(receipt).chain(receipts).collect();
+                return Err(RefundFailed {
+                    error,
+                    unrefunded: self,
+                });
             }
         }
         Ok(())
+    }
+}
+
+/// A [`Charged::refund`] the store could not complete, with what is left to refund.
+///
+/// ```
+/// use tollgate_axum::{Charged, RefundFailed};
+///
+/// // Try once more, then give up (the caller keeps the charge: stricter, never more generous).
+/// async fn refund_or_retry(charged: Charged) {
+///     if let Err(failed) = charged.refund().await {
+///         tracing::warn!(error = %failed, "refund failed; retrying once");
+///         let _ = failed.into_unrefunded().refund().await;
+///     }
+/// }
+/// # let _ = refund_or_retry;
+/// ```
+#[derive(Debug, thiserror::Error)]
+#[error("could not refund a typed limit's charge: {error}")]
+pub struct RefundFailed {
+    #[source]
+    error: StoreError,
+    unrefunded: Charged,
+}
+
+impl RefundFailed {
+    /// What the store said.
+    pub fn error(&self) -> &StoreError {
+        &self.error
+    }
+
+    /// The charges not yet refunded, to [`refund`](Charged::refund) again.
+    pub fn into_unrefunded(self) -> Charged {
+        self.unrefunded
     }
 }
 

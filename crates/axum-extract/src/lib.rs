@@ -32,7 +32,7 @@ mod limiter;
 mod rejection;
 mod tollgate;
 
-pub use charge::Charged;
+pub use charge::{Charged, RefundFailed};
 pub use limit::Limit;
 pub use limited::Limited;
 pub use limiter::{Checks, Limiter};

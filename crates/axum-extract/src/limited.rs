@@ -52,8 +52,9 @@ impl<L> Limited<L> {
         &self.charged
     }
 
-    /// Takes the charge back (for example when the operation turned out not to count).
-    pub async fn refund(self) -> Result<(), tollgate_core::StoreError> {
+    /// Takes the charge back (for example when the operation turned out not to count); see
+    /// [`Charged::refund`].
+    pub async fn refund(self) -> Result<(), crate::RefundFailed> {
         self.charged.refund().await
     }
 }

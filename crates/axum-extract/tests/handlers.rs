@@ -29,7 +29,7 @@ use tollgate_axum::{Limit, LimitRejection, Limited, Limiter, Tollgate};
 use tollgate_core::testing::ManualClock;
 use tollgate_core::{
     BatchDecision, Decision, Item, Key, MemoryStore, Mode, OnStoreFailure, Quota, QuotaError,
-    Receipt, RuleId, Store, StoreError, Timestamp,
+    Receipt, RefundError, RuleId, Store, StoreError, Timestamp,
 };
 use tollgate_tower::key::HeaderKey;
 use tollgate_tower::{QuotaRegistry, RateLimitLayer, Rule};
@@ -277,8 +277,8 @@ impl Store for DownStore {
     async fn peek(&self, _item: &Item<'_>) -> Result<Decision, StoreError> {
         Err(down())
     }
-    async fn refund(&self, _receipt: &Receipt) -> Result<(), StoreError> {
-        Err(down())
+    async fn refund(&self, receipt: Receipt) -> Result<(), RefundError> {
+        Err(RefundError::new(down(), receipt))
     }
     async fn reset(&self, _rule: &RuleId, _key: &Key) -> Result<(), StoreError> {
         Err(down())

@@ -39,6 +39,8 @@
 //!
 //! * `testing` — the [`testing`] module: a manual clock and the store conformance suite every
 //!   store runs.
+//! * `store-kit` — the `store_kit` module, for crates that implement [`Store`] on another
+//!   backend: the only way outside this crate to report a charge. Applications never need it.
 
 pub mod algorithm;
 mod clock;
@@ -54,6 +56,8 @@ mod rate;
 mod receipt;
 mod rule_id;
 mod store;
+#[cfg(feature = "store-kit")]
+pub mod store_kit;
 #[cfg(feature = "testing")]
 pub mod testing;
 
@@ -70,6 +74,6 @@ pub use memory::{DEFAULT_MAX_KEYS, MemoryStats, MemoryStore, MemoryStoreBuilder}
 pub use policy::{Mode, OnStoreFailure};
 pub use quota::{Algorithm, Quota};
 pub use rate::Rate;
-pub use receipt::{Charge, Receipt};
+pub use receipt::{Charge, Receipt, RefundError, RefundNow};
 pub use rule_id::RuleId;
 pub use store::{BatchDecision, ItemDecision, Store};

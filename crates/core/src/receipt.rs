@@ -1,28 +1,40 @@
-//! Proof of a charge, enough to undo exactly that charge.
+//! Proof of a charge, enough to undo exactly that charge, once.
 
-use crate::{Key, Quota, RuleId, Timestamp};
+use std::hash::{BuildHasher, RandomState};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use crate::{Key, Quota, RuleId, StoreError, Timestamp};
 
 /// What one charge did to one caller's state, in the algorithm's own terms.
 ///
-/// Refunding "by rule, key and cost" is wrong once a window has rolled over: the charge must be
-/// taken back from the window it went into, or the log entry it created. A `Charge` says which.
+/// Refunding "by rule, key and cost" is wrong once a window has rolled over or time has passed:
+/// the charge must be taken back from the window it went into, the log entry it created, or the
+/// part of a schedule it still holds. A `Charge` says which. Charges are read-only data: only a
+/// store builds them (another crate's store through `tollgate_core::store_kit`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Charge {
-    /// Token bucket, GCRA or pacing: the theoretical arrival time moved this many µs later.
+    /// Token bucket, GCRA or pacing: the theoretical arrival time (TAT) moved `micros` later,
+    /// to `until`.
+    #[non_exhaustive]
     Scheduled {
-        /// µs added (cost × emission interval).
+        /// µs added (cost × emission interval, and for pacing any gap before its slot).
         micros: u64,
+        /// The TAT right after the charge: once the clock passes it, the charge holds nothing.
+        until: Timestamp,
     },
-    /// Fixed window or sliding window counter: `cost` went into window number `window`
-    /// (windows are numbered from the Unix epoch).
+    /// Fixed window or sliding window counter: `cost` went into the window starting at `start`
+    /// (its length is the receipt's quota's window).
+    #[non_exhaustive]
     Window {
-        /// The window's number: its start divided by its length.
-        window: u64,
+        /// The window's start.
+        start: Timestamp,
         /// The cost charged.
         cost: u64,
     },
     /// Sliding window log: an entry of `cost` logged at `at`.
+    #[non_exhaustive]
     Logged {
         /// When the entry was logged (store time).
         at: Timestamp,
@@ -31,27 +43,65 @@ pub enum Charge {
     },
 }
 
+impl Charge {
+    pub(crate) const fn scheduled(micros: u64, until: Timestamp) -> Charge {
+        Charge::Scheduled { micros, until }
+    }
+
+    pub(crate) const fn window(start: Timestamp, cost: u64) -> Charge {
+        Charge::Window { start, cost }
+    }
+
+    pub(crate) const fn logged(at: Timestamp, cost: u64) -> Charge {
+        Charge::Logged { at, cost }
+    }
+}
+
 /// A charge and whose it was: give it to [`Store::refund`](crate::Store::refund) to undo it
 /// (for example, "count only failed logins": take up front, refund on success).
 ///
-/// Receipts are built on demand from a [`BatchDecision`](crate::BatchDecision), so a check that
-/// needs no refund allocates none.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+/// * **Single use.** A receipt comes only from consuming a store's answer
+///   ([`BatchDecision::into_receipts`](crate::BatchDecision::into_receipts),
+///   [`ItemDecision::into_receipt`](crate::ItemDecision::into_receipt)); it is neither `Clone`
+///   nor constructible outside the crate, and `refund` takes it by value.
+/// * **Bounded.** A refund gives back only what the charge can still be holding: nothing once
+///   its window has ended, its log entry has left the window, or its part of a bucket's schedule
+///   has passed; nothing when the rule's emission interval or window has changed since.
+/// * **Safe to retry.** A refund that fails hands the receipt back inside the
+///   [`RefundError`]; a remote store makes the refund idempotent (it remembers the receipt's
+///   [`id`](Self::id) for as long as the charge could matter), so retrying after a lost answer
+///   gives back once.
+/// * **In-process.** Receipts are not serialisable: refund from the process that charged.
+///
+/// ```compile_fail
+/// # fn twice(store: &tollgate_core::MemoryStore, receipt: tollgate_core::Receipt) {
+/// use tollgate_core::Store;
+/// let _ = store.refund(receipt);
+/// let _ = store.refund(receipt); // error: use of moved value
+/// # }
+/// ```
+#[derive(Debug)]
 pub struct Receipt {
     rule: RuleId,
     key: Key,
     quota: Quota,
     charge: Charge,
+    id: u64,
+    /// Set by the first refund that reaches an in-process store; shared with the copies that
+    /// stand for retries (`testing::replay`), so a retry that reaches such a store again is a
+    /// no-op.
+    spent: Arc<AtomicBool>,
 }
 
 impl Receipt {
-    /// A receipt for `charge` on `rule` and `key` under `quota`.
-    pub fn new(rule: RuleId, key: Key, quota: Quota, charge: Charge) -> Self {
+    pub(crate) fn new(rule: RuleId, key: Key, quota: Quota, charge: Charge) -> Self {
         Receipt {
             rule,
             key,
             quota,
             charge,
+            id: fresh_id(),
+            spent: Arc::new(AtomicBool::new(false)),
         }
     }
 
@@ -74,4 +124,91 @@ impl Receipt {
     pub fn charge(&self) -> &Charge {
         &self.charge
     }
+
+    /// A random number naming this charge (never 0), which remote stores remember to make a
+    /// retried refund a no-op.
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// Marks the receipt used; whether it already was (in-process stores refund only when not).
+    pub(crate) fn take_spent(&self) -> bool {
+        self.spent.swap(true, Ordering::AcqRel)
+    }
+
+    /// The same receipt again, sharing its id and spent mark: what a retry sends, and what a
+    /// wrapper keeps while the original is away at another store.
+    pub(crate) fn retry_copy(&self) -> Receipt {
+        Receipt {
+            rule: self.rule.clone(),
+            key: self.key.clone(),
+            quota: self.quota,
+            charge: self.charge,
+            id: self.id,
+            spent: Arc::clone(&self.spent),
+        }
+    }
+}
+
+/// A random, non-zero 64-bit id: std's per-process random keys mixed with a counter.
+fn fresh_id() -> u64 {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    static KEYS: std::sync::OnceLock<RandomState> = std::sync::OnceLock::new();
+    let keys = KEYS.get_or_init(RandomState::new);
+    keys.hash_one(COUNTER.fetch_add(1, Ordering::Relaxed))
+        .max(1)
+}
+
+/// A refund that did not happen (or may not have: the answer was lost), with the receipt back
+/// so the caller can retry it safely.
+///
+/// ```
+/// use tollgate_core::{Receipt, RefundError, Store};
+///
+/// // A timed-out refund may or may not have happened; retrying is safe.
+/// async fn refund_with_one_retry<S: Store>(store: &S, receipt: Receipt) -> Result<(), RefundError> {
+///     match store.refund(receipt).await {
+///         Err(failed) if failed.error().is_timeout() => store.refund(failed.into_receipt()).await,
+///         done => done,
+///     }
+/// }
+/// # let _ = refund_with_one_retry::<tollgate_core::MemoryStore>;
+/// ```
+#[derive(Debug, thiserror::Error)]
+#[error("refund of a charge to rule `{rule}` failed: {error}", rule = receipt.rule())]
+pub struct RefundError {
+    #[source]
+    error: StoreError,
+    receipt: Receipt,
+}
+
+impl RefundError {
+    /// The store's error and the receipt it could not refund.
+    pub fn new(error: StoreError, receipt: Receipt) -> Self {
+        RefundError { error, receipt }
+    }
+
+    /// What went wrong.
+    pub fn error(&self) -> &StoreError {
+        &self.error
+    }
+
+    /// The receipt, to retry the refund.
+    pub fn into_receipt(self) -> Receipt {
+        self.receipt
+    }
+
+    /// The error and the receipt.
+    pub fn into_parts(self) -> (StoreError, Receipt) {
+        (self.error, self.receipt)
+    }
+}
+
+/// What [`Store::refund_now`](crate::Store::refund_now) did with a receipt.
+#[derive(Debug)]
+pub enum RefundNow {
+    /// The refund was done (or failed) at once.
+    Done(Result<(), RefundError>),
+    /// This store must be awaited: the receipt back, for [`Store::refund`](crate::Store::refund).
+    Later(Receipt),
 }

@@ -6,7 +6,10 @@ use std::time::Duration;
 
 use smallvec::SmallVec;
 
-use crate::{Charge, Decision, Item, Key, Receipt, RuleId, StoreError, StoreErrorKind};
+use crate::{
+    Charge, Decision, Item, Key, Receipt, RefundError, RefundNow, RuleId, StoreError,
+    StoreErrorKind,
+};
 
 /// Keeps the counts and decides, on its own clock.
 ///
@@ -20,7 +23,8 @@ use crate::{Charge, Decision, Item, Key, Receipt, RuleId, StoreError, StoreError
 ///   would allow it, and their would-be refusals are reported. Several pacing items are all
 ///   scheduled at the latest of their earliest slots.
 /// * [`peek`](Store::peek) answers "would this cost pass now?" without charging.
-/// * [`refund`](Store::refund) undoes exactly the charge a [`Receipt`] describes.
+/// * [`refund`](Store::refund) undoes exactly the charge a [`Receipt`] describes, once, and only
+///   as much of it as the caller's state can still be holding.
 /// * [`reset`](Store::reset) clears a caller's state for a rule (to unblock someone limited by
 ///   mistake).
 ///
@@ -69,7 +73,7 @@ pub trait Store: Send + Sync + 'static {
     ) -> impl Future<Output = Result<ItemDecision, StoreError>> + Send {
         async move {
             let batch = self.check(std::slice::from_ref(item)).await?;
-            batch.items().first().copied().ok_or_else(|| {
+            batch.into_items().next().ok_or_else(|| {
                 StoreError::new(StoreErrorKind::Protocol, "store answered no item for one")
             })
         }
@@ -78,15 +82,17 @@ pub trait Store: Send + Sync + 'static {
     /// Would `item` pass now? Charges nothing.
     fn peek(&self, item: &Item<'_>) -> impl Future<Output = Result<Decision, StoreError>> + Send;
 
-    /// Undoes exactly the charge `receipt` describes (a no-op when the state it went into has
-    /// already expired).
-    fn refund(&self, receipt: &Receipt) -> impl Future<Output = Result<(), StoreError>> + Send;
+    /// Undoes the charge `receipt` describes, consuming it: exactly, as long as the charge is
+    /// still held; only the part still held once time has passed (nothing once its window has
+    /// ended, its log entry has expired, or its share of a bucket's schedule has passed); nothing
+    /// when the rule's emission interval or window length has changed since. A failed refund
+    /// hands the receipt back in the [`RefundError`]; retrying it never gives back twice.
+    fn refund(&self, receipt: Receipt) -> impl Future<Output = Result<(), RefundError>> + Send;
 
-    /// [`refund`](Store::refund), done at once when the store can; `None` means "await `refund`
-    /// instead". The default answers `None`.
-    fn refund_now(&self, receipt: &Receipt) -> Option<Result<(), StoreError>> {
-        let _ = receipt;
-        None
+    /// [`refund`](Store::refund), done at once when the store can; [`RefundNow::Later`] hands
+    /// the receipt back to await `refund` with instead (the default).
+    fn refund_now(&self, receipt: Receipt) -> RefundNow {
+        RefundNow::Later(receipt)
     }
 
     /// Forgets everything `rule` counted for `key`.
@@ -120,11 +126,11 @@ impl<S: Store> Store for Arc<S> {
         (**self).peek(item)
     }
 
-    fn refund(&self, receipt: &Receipt) -> impl Future<Output = Result<(), StoreError>> + Send {
+    fn refund(&self, receipt: Receipt) -> impl Future<Output = Result<(), RefundError>> + Send {
         (**self).refund(receipt)
     }
 
-    fn refund_now(&self, receipt: &Receipt) -> Option<Result<(), StoreError>> {
+    fn refund_now(&self, receipt: Receipt) -> RefundNow {
         (**self).refund_now(receipt)
     }
 
@@ -138,16 +144,28 @@ impl<S: Store> Store for Arc<S> {
 }
 
 /// One item's part of a [`BatchDecision`]: its decision, and its charge if it was charged.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+///
+/// Not `Clone`: the charge inside turns into at most one [`Receipt`], by consuming the answer.
+#[derive(Debug, PartialEq, Eq)]
 pub struct ItemDecision {
     pub(crate) decision: Decision,
     pub(crate) charge: Option<Charge>,
 }
 
 impl ItemDecision {
-    /// An item's decision and charge.
-    pub fn new(decision: Decision, charge: Option<Charge>) -> Self {
-        ItemDecision { decision, charge }
+    /// A decision that charged nothing (any store, or a test double, may build one).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use tollgate_core::{Decision, ItemDecision};
+    /// let answer = ItemDecision::uncharged(Decision::allowed(10, 10, Duration::ZERO));
+    /// assert!(answer.charge().is_none());
+    /// ```
+    pub fn uncharged(decision: Decision) -> Self {
+        ItemDecision {
+            decision,
+            charge: None,
+        }
     }
 
     /// The decision. In a refused batch, items that were not the refusing one report their
@@ -161,9 +179,9 @@ impl ItemDecision {
         self.charge.as_ref()
     }
 
-    /// A receipt for this charge, to refund later. `item` must be the item this decision
-    /// answers (same position in the batch).
-    pub fn receipt(&self, item: &Item<'_>) -> Option<Receipt> {
+    /// A receipt for this charge, to refund later; `None` when nothing was charged. `item` must
+    /// be the item this decision answers (same position in the batch).
+    pub fn into_receipt(self, item: &Item<'_>) -> Option<Receipt> {
         self.charge.map(|charge| {
             Receipt::new(
                 item.rule().clone(),
@@ -176,7 +194,7 @@ impl ItemDecision {
 }
 
 /// A store's answer to one [`Store::check`]: one [`ItemDecision`] per item, in order.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, PartialEq, Eq)]
 pub struct BatchDecision {
     allowed: bool,
     items: SmallVec<[ItemDecision; 3]>,
@@ -206,6 +224,10 @@ impl BatchDecision {
         &self.items
     }
 
+    /// Each item's decision, in order, by value.
+    pub fn into_items(self) -> impl Iterator<Item = ItemDecision> {
+        self.items.into_iter()
+    }
     /// The item whose refusal to report, with its decision, given the items checked (shadow
     /// refusals do not count): [`worst_refusal`](Self::worst_refusal), as the item itself.
     pub fn refusing<'i>(&self, items: &'i [Item<'i>]) -> Option<(&'i Item<'i>, &ItemDecision)> {
@@ -242,13 +264,14 @@ impl BatchDecision {
             .unwrap_or(Duration::ZERO)
     }
 
-    /// Receipts for every charged item (for "count only some outcomes": refund them all when
-    /// the response says the request should not count).
-    pub fn receipts(&self, items: &[Item<'_>]) -> Vec<Receipt> {
+    /// Receipts for every charged item, consuming the answer (for "count only some outcomes":
+    /// refund them all when the response says the request should not count). `items` are the
+    /// items checked, in order.
+    pub fn into_receipts(self, items: &[Item<'_>]) -> Vec<Receipt> {
         items
             .iter()
-            .zip(&self.items)
-            .filter_map(|(item, answer)| answer.receipt(item))
+            .zip(self.items)
+            .filter_map(|(item, answer)| answer.into_receipt(item))
             .collect()
     }
 }

@@ -14,7 +14,8 @@ use futures_executor::block_on;
 use tollgate_core::testing::{EventRecorder, ManualClock};
 use tollgate_core::{
     BatchDecision, Decision, FallbackStats, FallbackStore, Item, ItemDecision, Key, MemoryStore,
-    Mode, OnStoreFailure, Quota, Rate, Receipt, Refusal, RuleId, Store, StoreError, Timestamp,
+    Mode, OnStoreFailure, Quota, Rate, Receipt, RefundError, RefundNow, Refusal, RuleId, Store,
+    StoreError, Timestamp,
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -112,8 +113,14 @@ impl Store for Switchable {
         self.answer(|| block_on(self.inner.peek(item)))
     }
 
-    fn refund(&self, receipt: &Receipt) -> impl Future<Output = Result<(), StoreError>> + Send {
-        self.answer(|| block_on(self.inner.refund(receipt)))
+    fn refund(&self, receipt: Receipt) -> impl Future<Output = Result<(), RefundError>> + Send {
+        let healthy = self.answer(|| Ok(()));
+        async move {
+            match healthy.await {
+                Ok(()) => self.inner.refund(receipt).await,
+                Err(error) => Err(RefundError::new(error, receipt)),
+            }
+        }
     }
 
     fn reset(
@@ -175,7 +182,7 @@ async fn allowed<S: Store>(store: &S, item: Item<'_>) -> bool {
 }
 
 async fn decide<S: Store>(store: &S, item: Item<'_>) -> ItemDecision {
-    check(store, &[item]).await.items()[0]
+    check(store, &[item]).await.into_items().next().unwrap()
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -594,16 +601,9 @@ async fn check_now_is_none_for_a_primary_that_must_be_awaited() {
     let (id, key) = (rule("posts"), Key::new("user77"));
     let item = Item::new(&id, per_hour(2), &key);
     assert!(store.check_now(&[item]).is_none());
-    assert!(
-        store
-            .refund_now(&Receipt::new(
-                id.clone(),
-                key.clone(),
-                per_hour(2),
-                tollgate_core::Charge::Window { window: 0, cost: 1 }
-            ))
-            .is_none()
-    );
+    let charged = block_on(primary.inner.check(&[item])).unwrap();
+    let receipt = charged.into_receipts(&[item]).pop().unwrap();
+    assert!(matches!(store.refund_now(receipt), RefundNow::Later(_)));
     primary.fail();
     for _ in 0..THRESHOLD {
         assert!(allowed(&store, item).await);
@@ -619,10 +619,10 @@ async fn a_local_charge_is_refunded_locally_during_the_outage() {
     primary.fail();
     let items = [item];
     let answer = check(&store, &items).await;
-    let receipts = answer.receipts(&items);
+    let mut receipts = answer.into_receipts(&items);
     assert_eq!(receipts.len(), 1);
     // Before the breaker opens: the primary fails the refund, so it is made locally.
-    store.refund(&receipts[0]).await.unwrap();
+    store.refund(receipts.pop().unwrap()).await.unwrap();
     assert_eq!(
         store.peek(&item.with_cost(0)).await.unwrap().remaining(),
         10
@@ -636,8 +636,11 @@ async fn a_local_charge_is_refunded_locally_during_the_outage() {
     let before = store.peek(&item.with_cost(0)).await.unwrap().remaining();
     let answer = check(&store, &items).await;
     let calls = primary.calls();
-    let refunded = store.refund_now(&answer.receipts(&items)[0]);
-    assert!(refunded.expect("open: refunded at once").is_ok());
+    let refunded = store.refund_now(answer.into_receipts(&items).pop().unwrap());
+    assert!(
+        matches!(refunded, RefundNow::Done(Ok(()))),
+        "open: refunded at once"
+    );
     assert_eq!(primary.calls(), calls);
     assert_eq!(
         store.peek(&item.with_cost(0)).await.unwrap().remaining(),
@@ -659,7 +662,8 @@ async fn refunds_go_to_the_primary_while_it_answers() {
             .remaining(),
         2
     );
-    store.refund(&answer.receipts(&items)[0]).await.unwrap();
+    let receipt = answer.into_receipts(&items).pop().unwrap();
+    store.refund(receipt).await.unwrap();
     assert_eq!(
         block_on(primary.inner.peek(&item.with_cost(0)))
             .unwrap()

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use futures_executor::block_on;
 use tollgate_core::testing::ManualClock;
-use tollgate_core::{Item, Key, MemoryStore, Quota, Rate, RuleId, Store, Timestamp};
+use tollgate_core::{Item, Key, MemoryStore, Quota, Rate, RefundNow, RuleId, Store, Timestamp};
 
 fn store_with(clock: &ManualClock, max_keys: usize) -> MemoryStore<ManualClock> {
     MemoryStore::builder()
@@ -83,6 +83,139 @@ fn flooding_distinct_keys_cannot_reset_a_refused_key() {
     assert!(
         stats.lossy_evictions > 0,
         "lossy evictions are counted: {stats:?}"
+    );
+}
+
+/// A flood at 100 % of its limit — keys that each spend their single unit — ranks level with a
+/// refused caller on share used; the refused mark is what keeps the refused caller. Built as a
+/// user would (default shard count), so small stores must not split into tiny shards.
+#[test]
+fn a_flood_at_its_full_limit_cannot_reset_a_refused_caller() {
+    let clock = start();
+    let store = MemoryStore::builder()
+        .clock(clock.clone())
+        .max_keys(64)
+        .build();
+    let rule = RuleId::new("signup").unwrap();
+    let quota = Quota::token_bucket(1, Rate::per_hour(1)).unwrap();
+    let caller = Key::new("caller");
+    assert!(allowed(&store, Item::new(&rule, quota, &caller)));
+    assert!(
+        !allowed(&store, Item::new(&rule, quota, &caller)),
+        "refused"
+    );
+    for round in 0..5 {
+        for i in 0..120 {
+            let key = Key::new(format!("flood-{round}-{i}"));
+            assert!(
+                allowed(&store, Item::new(&rule, quota, &key)),
+                "each flood key spends its single unit"
+            );
+            assert!(store.stats().keys <= 64, "the bound holds");
+        }
+        assert!(
+            !allowed(&store, Item::new(&rule, quota, &caller)),
+            "the refused caller is still refused after flood round {round}"
+        );
+    }
+    assert!(store.stats().lossy_evictions >= 5 * 120 - 64);
+}
+
+/// The same flood against windows and logs, whose state is kept apart from buckets'.
+#[test]
+fn a_flood_at_its_full_limit_cannot_reset_a_refused_caller_of_any_algorithm() {
+    let day = Duration::from_secs(86_400);
+    for quota in [
+        Quota::fixed_window(1, day).unwrap(),
+        Quota::sliding_window_counter(1, day).unwrap(),
+        Quota::sliding_window_log(1, day).unwrap(),
+        Quota::gcra(Rate::per_day(1), 1).unwrap(),
+    ] {
+        let clock = start();
+        let store = store_with(&clock, 64);
+        let rule = RuleId::new("signup").unwrap();
+        let caller = Key::new("caller");
+        assert!(allowed(&store, Item::new(&rule, quota, &caller)));
+        assert!(!allowed(&store, Item::new(&rule, quota, &caller)));
+        for i in 0..300 {
+            let key = Key::new(format!("flood-{i}"));
+            assert!(allowed(&store, Item::new(&rule, quota, &key)));
+        }
+        assert!(
+            !allowed(&store, Item::new(&rule, quota, &caller)),
+            "{:?}: the refused caller is still refused",
+            quota.algorithm()
+        );
+    }
+}
+
+/// Refused callers are kept only while they fit: a flood of callers who all get refused cannot
+/// grow the store past its bound.
+#[test]
+fn refused_callers_beyond_the_bound_are_evicted_and_counted() {
+    let clock = start();
+    let store = store_with(&clock, 64);
+    let rule = RuleId::new("signup").unwrap();
+    let quota = Quota::token_bucket(1, Rate::per_hour(1)).unwrap();
+    for i in 0..200 {
+        let key = Key::new(format!("refused-{i}"));
+        assert!(allowed(&store, Item::new(&rule, quota, &key)));
+        assert!(!allowed(&store, Item::new(&rule, quota, &key)));
+        assert!(store.stats().keys <= 64, "the bound holds");
+    }
+    assert!(store.stats().lossy_evictions > 0);
+}
+
+/// Each key is judged by its own quota: a day-long window exhausted by one caller is not swept
+/// because another key of the same rule uses one-second windows.
+#[test]
+fn per_key_quotas_under_one_rule_are_swept_by_their_own_quota() {
+    let clock = start();
+    let store = store_with(&clock, 1_000);
+    let rule = RuleId::new("plans").unwrap();
+    let daily = Quota::fixed_window(3, Duration::from_secs(86_400)).unwrap();
+    let per_second = Quota::fixed_window(100, Duration::from_secs(1)).unwrap();
+    let (free, partner) = (Key::new("free-user"), Key::new("partner"));
+    for _ in 0..3 {
+        assert!(allowed(&store, Item::new(&rule, daily, &free)));
+    }
+    assert!(!allowed(&store, Item::new(&rule, daily, &free)));
+    assert!(allowed(&store, Item::new(&rule, per_second, &partner)));
+    clock.advance(Duration::from_secs(61));
+    for i in 0..300 {
+        let key = Key::new(format!("partner-{i}"));
+        assert!(allowed(&store, Item::new(&rule, per_second, &key)));
+    }
+    store.sweep();
+    assert!(
+        !allowed(&store, Item::new(&rule, daily, &free)),
+        "the daily caller is still refused"
+    );
+}
+
+/// More distinct quotas under one rule than a shard numbers (1,024): the store keeps working,
+/// frees numbers no state uses, and counts what it must drop.
+#[test]
+fn thousands_of_distinct_quotas_under_one_rule_stay_bounded_and_correct() {
+    let clock = start();
+    let store = store_with(&clock, 100_000);
+    let rule = RuleId::new("contracts").unwrap();
+    for plan in 1..=3_000u64 {
+        let quota = Quota::token_bucket(plan, Rate::per_hour(plan)).unwrap();
+        let key = Key::new(format!("partner-{plan}"));
+        let item = Item::new(&rule, quota, &key).with_cost(plan);
+        assert!(allowed(&store, item), "plan {plan}: a full bucket");
+        assert!(
+            !allowed(&store, item.with_cost(1)),
+            "plan {plan}: then empty"
+        );
+    }
+    let stats = store.stats();
+    assert!(stats.keys <= 3_000);
+    assert_eq!(
+        stats.keys as u64 + stats.lossy_evictions,
+        3_000,
+        "every partner is either held or counted as evicted: {stats:?}"
     );
 }
 
@@ -235,8 +368,8 @@ fn the_store_answers_at_once_without_a_future() {
     let first = store.check_now(&items).unwrap().unwrap();
     assert!(first.is_allowed());
     assert!(!store.check_now(&items).unwrap().unwrap().is_allowed());
-    let receipt = &first.receipts(&items)[0];
-    store.refund_now(receipt).unwrap().unwrap();
+    let receipt = first.into_receipts(&items).pop().unwrap();
+    assert!(matches!(store.refund_now(receipt), RefundNow::Done(Ok(()))));
     assert!(
         store.check_now(&items).unwrap().unwrap().is_allowed(),
         "refunded at once"

@@ -89,7 +89,7 @@ pub(crate) fn conclude(
         return Conclusion::Proceed {
             disclosure,
             delay: batch.delay(items),
-            charges: conditional_charges(rules, plan, items, &batch),
+            charges: conditional_charges(rules, plan, items, batch),
         };
     };
     let refused = Refused::new(&rule.id, planned.quota, *decision, disclosure.to_headers());
@@ -125,18 +125,19 @@ pub(crate) fn blocked(
     }
 }
 
-/// The charges of rules that count only some responses, as receipts to refund later.
+/// The charges of rules that count only some responses, as receipts to refund later (the
+/// answer is consumed: each charge becomes at most one receipt).
 fn conditional_charges(
     rules: &RuleSet,
     plan: &Plan,
     items: &[Item<'_>],
-    batch: &BatchDecision,
+    batch: BatchDecision,
 ) -> Charges {
     plan.rules(rules)
-        .zip(items.iter().zip(batch.items()))
+        .zip(items.iter().zip(batch.into_items()))
         .filter_map(|((_, rule), (item, answer))| {
             let counts = rule.count_when.as_ref()?;
-            Some((answer.receipt(item)?, Arc::clone(counts)))
+            Some((answer.into_receipt(item)?, Arc::clone(counts)))
         })
         .collect()
 }

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use http::StatusCode;
 use smallvec::SmallVec;
-use tollgate_core::{Receipt, Store};
+use tollgate_core::{Receipt, RefundError, RefundNow, Store};
 
 use crate::layer::Core;
 use crate::rule::CountWhen;
@@ -19,10 +19,10 @@ impl<St: Store> Refunder for Core<St> {
     fn refund(self: Arc<Self>, receipts: Vec<Receipt>) {
         let mut later = Vec::new();
         for receipt in receipts {
-            match self.store.refund_now(&receipt) {
-                Some(Ok(())) => {}
-                Some(Err(error)) => log_failure(&receipt, &error),
-                None => later.push(receipt),
+            match self.store.refund_now(receipt) {
+                RefundNow::Done(Ok(())) => {}
+                RefundNow::Done(Err(error)) => log_failure(&error),
+                RefundNow::Later(receipt) => later.push(receipt),
             }
         }
         if later.is_empty() {
@@ -34,19 +34,20 @@ impl<St: Store> Refunder for Core<St> {
         };
         runtime.spawn(async move {
             for receipt in later {
-                if let Err(error) = self.store.refund(&receipt).await {
-                    log_failure(&receipt, &error);
+                if let Err(error) = self.store.refund(receipt).await {
+                    log_failure(&error);
                 }
             }
         });
     }
 }
 
-fn log_failure(receipt: &Receipt, error: &tollgate_core::StoreError) {
+/// A refund that failed is logged and dropped: the caller keeps the charge (stricter, never
+/// more generous), and retrying from inside a response would hold it up.
+fn log_failure(failed: &RefundError) {
     tracing::warn!(
         target: "tollgate::store",
-        rule = %receipt.rule(),
-        error = %error,
+        error = %failed,
         "could not refund a charge that should not count"
     );
 }

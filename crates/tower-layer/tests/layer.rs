@@ -17,7 +17,7 @@ use serde_json::Value;
 use tollgate_core::testing::ManualClock;
 use tollgate_core::{
     BatchDecision, Decision, FallbackStore, Item, Key, MemoryStore, OnStoreFailure, Quota, Rate,
-    Receipt, RuleId, Store, StoreError, Timestamp,
+    Receipt, RefundError, RuleId, Store, StoreError, Timestamp,
 };
 use tollgate_tower::headers::HeaderStyle;
 use tollgate_tower::key::{Endpoint, ExtensionKey, Global, HeaderKey, PeerIp};
@@ -550,8 +550,11 @@ impl Store for DeadStore {
         down()
     }
 
-    fn refund(&self, _receipt: &Receipt) -> impl Future<Output = Result<(), StoreError>> + Send {
-        down()
+    fn refund(&self, receipt: Receipt) -> impl Future<Output = Result<(), RefundError>> + Send {
+        std::future::ready(Err(RefundError::new(
+            StoreError::unavailable("the test store is down"),
+            receipt,
+        )))
     }
 
     fn reset(

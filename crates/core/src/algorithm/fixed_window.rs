@@ -1,7 +1,15 @@
 //! Fixed window: one counter per epoch-aligned window, reset at the boundary.
 //!
-//! Window number `n` covers `[n × W, (n + 1) × W)` microseconds since the Unix epoch, so every
+//! Windows of length W start at whole multiples of W microseconds since the Unix epoch, so every
 //! store agrees on the boundaries. A request of cost c passes when `count + c <= limit`.
+//!
+//! The state records the window's start **and length** with its count, so it keeps its meaning
+//! when the quota changes: under a new length L the current window is `[s, s + L)` with
+//! `s = ⌊now / L⌋ × L`; the count carries over (capped at the new limit) when the old window
+//! overlaps it, and starts from zero otherwise. A clock that steps back is read as the window's
+//! start: the count stays.
+//!
+//! **Worst case:** up to 2 × limit in one window's span, across a boundary.
 //!
 //! **Trade-off.** The cheapest limiter: two integers per key (Redis: one `INCRBY` + `EXPIRE`).
 //! Its weakness is the boundary: with 60 a minute, a caller can send 60 at 12:00:59 and 60 more
@@ -26,42 +34,70 @@
 use super::{AlgorithmState, allowed, limit_reached, ppm, screen};
 use crate::{Charge, Decision, Quota, Timestamp};
 
-/// The current window's number and count.
+/// The current window's start and length, and its count.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub struct WindowCount {
-    window: u64,
+    start: Timestamp,
+    /// µs; 0 for a state never written.
+    length: u64,
     count: u64,
 }
 
 impl WindowCount {
-    /// The count in window number `window`.
-    pub const fn new(window: u64, count: u64) -> Self {
-        WindowCount { window, count }
+    /// `count` in the window of `length` µs starting at `start`.
+    pub const fn new(start: Timestamp, length: u64, count: u64) -> Self {
+        WindowCount {
+            start,
+            length,
+            count,
+        }
     }
 
-    /// The window's number.
-    pub const fn window(&self) -> u64 {
-        self.window
+    /// The window's start.
+    pub const fn start(&self) -> Timestamp {
+        self.start
+    }
+
+    /// The window's length in µs (0 for a state never written).
+    pub const fn length(&self) -> u64 {
+        self.length
     }
 
     /// The count in that window.
     pub const fn count(&self) -> u64 {
         self.count
     }
+
+    /// Moves the state to the window of `quota` that `now` falls in (see the module docs);
+    /// answers "now", never earlier than the stored window's start.
+    pub(crate) fn normalize(&mut self, quota: &Quota, now: Timestamp) -> Timestamp {
+        let length = quota.interval_micros();
+        let now = if self.length == 0 {
+            now
+        } else {
+            now.max(self.start)
+        };
+        let start = window_start(now, length);
+        let count = if self.length == length {
+            if self.start == start { self.count } else { 0 }
+        } else if self.length == 0 || !overlaps(self.start, self.length, start, length) {
+            0
+        } else {
+            self.count.min(quota.limit())
+        };
+        *self = WindowCount::new(start, length, count);
+        now
+    }
 }
 
-/// The number of the window `now` falls in, never earlier than `latest_seen` (a clock that went
-/// backwards counts as no time passing).
-pub(crate) fn window_number(quota: &Quota, now: Timestamp, latest_seen: u64) -> u64 {
-    (now.as_micros() / quota.interval_micros()).max(latest_seen)
+/// The start of the window of `length` µs that `now` falls in.
+pub(crate) fn window_start(now: Timestamp, length: u64) -> Timestamp {
+    Timestamp::from_micros(now.as_micros() / length * length)
 }
 
-/// Microseconds from `now` to the end of window `window` (plus `extra` whole windows).
-pub(crate) fn until_window_end(quota: &Quota, window: u64, extra: u64, now: Timestamp) -> u64 {
-    let end = window
-        .saturating_add(1 + extra)
-        .saturating_mul(quota.interval_micros());
-    end.saturating_sub(now.as_micros())
+/// Whether `[a, a + a_len)` and `[b, b + b_len)` share an instant.
+pub(crate) fn overlaps(a: Timestamp, a_len: u64, b: Timestamp, b_len: u64) -> bool {
+    a < b.saturating_add_micros(b_len) && a.saturating_add_micros(a_len) > b
 }
 
 impl AlgorithmState for WindowCount {
@@ -73,11 +109,11 @@ impl AlgorithmState for WindowCount {
         _not_before: Timestamp,
     ) -> (Decision, Option<Charge>) {
         let limit = quota.limit();
-        let window = window_number(quota, now, self.window);
-        if window != self.window {
-            *self = WindowCount { window, count: 0 };
-        }
-        let reset_after = until_window_end(quota, window, 0, now);
+        let now = self.normalize(quota, now);
+        let reset_after = self
+            .start
+            .saturating_add_micros(self.length)
+            .micros_since(now);
         let remaining_now = limit.saturating_sub(self.count);
         let current = allowed(limit, remaining_now, reset_after);
         if let Some(early) = screen(current, cost) {
@@ -89,19 +125,25 @@ impl AlgorithmState for WindowCount {
         }
         self.count += cost;
         let allowed = allowed(limit, remaining_now - cost, reset_after);
-        (allowed, Some(Charge::Window { window, cost }))
+        (allowed, Some(Charge::window(self.start, cost)))
     }
 
-    fn refund(&mut self, _quota: &Quota, charge: &Charge) {
-        if let Charge::Window { window, cost } = charge
-            && *window == self.window
+    /// Takes the cost out of the window it went into, if that is still the current window (same
+    /// start, same length); otherwise the charge holds nothing any more.
+    fn refund(&mut self, quota: &Quota, charge: &Charge, _now: Timestamp) {
+        if let Charge::Window { start, cost } = charge
+            && *start == self.start
+            && self.length == quota.interval_micros()
         {
             self.count = self.count.saturating_sub(*cost);
         }
     }
 
-    fn is_idle(&self, quota: &Quota, now: Timestamp) -> bool {
-        self.count == 0 || window_number(quota, now, 0) > self.window
+    fn idle_at(&self, _quota: &Quota) -> Timestamp {
+        if self.count == 0 {
+            return Timestamp::EPOCH;
+        }
+        self.start.saturating_add_micros(self.length)
     }
 
     fn usage_ppm(&self, quota: &Quota, now: Timestamp) -> u64 {

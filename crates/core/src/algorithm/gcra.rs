@@ -36,17 +36,50 @@
 use super::{AlgorithmState, allowed, leaky_bucket, limit_reached, ppm, screen};
 use crate::{Algorithm, Charge, Decision, Quota, Timestamp};
 
-/// One timestamp per key: the theoretical arrival time. Shared by token bucket, GCRA and
-/// leaky-bucket pacing, which differ only in how they read it.
+/// One timestamp per key, the theoretical arrival time, with the emission interval it was
+/// written under. Shared by token bucket, GCRA and leaky-bucket pacing, which differ only in how
+/// they read it.
+///
+/// **When the quota changes** (a reloaded rule, a per-plan quota), the state is first rewritten
+/// in the new quota's terms, so it means the same thing:
+///
+/// * a new emission interval: the caller still owes `ceil(debt / T_old)` units, now worth
+///   `T_new` each — `tat' = now + min(owed × T_new, τ_new)` — so 1,000 a day exhausted then 10 a
+///   second waits one tenth of a second, not a day, and 100 a second exhausted then 1 a second
+///   is still exhausted, not granted 98 at once. Pacing keeps its schedule instead (it is what
+///   callers were promised), capped as below.
+/// * a smaller capacity (or a clock that stepped back): the debt is capped at the quota's reach
+///   (τ; for pacing, the longest backlog it can build: max delay + limit × T), so nobody waits
+///   longer than the new quota could make them wait. That is `now' = max(now, tat − τ)`: an
+///   exhausted caller, never a fuller one.
+/// * a larger capacity alone changes nothing: the debt keeps its meaning.
+///
+/// ```
+/// use std::time::Duration;
+/// use tollgate_core::algorithm::{gcra::GcraState, AlgorithmState};
+/// use tollgate_core::{Quota, Rate, Timestamp};
+///
+/// let now = Timestamp::from_secs(86_400);
+/// let daily = Quota::token_bucket(1_000, Rate::per_day(1_000))?;
+/// let mut state = GcraState::default();
+/// assert!(state.check(&daily, now, 1_000, now).0.is_allowed()); // exhausted for a day
+/// let per_second = Quota::token_bucket(10, Rate::per_second(10))?;
+/// let (refused, _) = state.check(&per_second, now, 1, now);
+/// assert_eq!(refused.retry_after(), Duration::from_millis(100)); // not 86,400 s
+/// # Ok::<(), tollgate_core::QuotaError>(())
+/// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub struct GcraState {
     tat: Timestamp,
+    /// The emission interval (µs) the TAT was written under; 0 for a state never written.
+    interval: u64,
 }
 
 impl GcraState {
-    /// A state with this theoretical arrival time.
-    pub const fn new(tat: Timestamp) -> Self {
-        GcraState { tat }
+    /// A state with this theoretical arrival time, written under emission interval `interval`
+    /// (µs).
+    pub const fn new(tat: Timestamp, interval: u64) -> Self {
+        GcraState { tat, interval }
     }
 
     /// The theoretical arrival time.
@@ -54,8 +87,50 @@ impl GcraState {
         self.tat
     }
 
-    pub(crate) fn set_tat(&mut self, tat: Timestamp) {
-        self.tat = tat;
+    /// The emission interval (µs) the TAT was written under; 0 for a state never written.
+    pub const fn interval(&self) -> u64 {
+        self.interval
+    }
+
+    /// How far ahead of schedule (µs) the caller is under `quota` at `now`: the stored debt,
+    /// rescaled to `quota`'s emission interval and capped at its reach.
+    pub fn debt(&self, quota: &Quota, now: Timestamp) -> u64 {
+        let raw = self.tat.micros_since(now);
+        let interval = quota.interval_micros();
+        let keeps_schedule = quota.algorithm() == Algorithm::LeakyBucket;
+        let rescaled =
+            if raw == 0 || self.interval == 0 || self.interval == interval || keeps_schedule {
+                raw
+            } else {
+                raw.div_ceil(self.interval).saturating_mul(interval)
+            };
+        rescaled.min(reach(quota))
+    }
+
+    /// Whether the state must be rewritten before `quota` can read it at `now` (another
+    /// emission interval, or a debt beyond the quota's reach).
+    pub(crate) fn needs_rewrite(&self, quota: &Quota, now: Timestamp) -> bool {
+        (self.interval != quota.interval_micros() && self.tat > now)
+            || self.tat.micros_since(now) > reach(quota)
+    }
+
+    /// Rewrites the state in `quota`'s terms at `now` (see the type's docs).
+    pub(crate) fn normalize(&mut self, quota: &Quota, now: Timestamp) {
+        if self.tat > now {
+            self.tat = now.saturating_add_micros(self.debt(quota, now));
+        }
+        self.interval = quota.interval_micros();
+    }
+}
+
+/// The largest debt `quota` can build: τ for token bucket and GCRA; for pacing the longest
+/// backlog (a request may start after the maximum delay and take up to `limit` slots).
+pub(crate) fn reach(quota: &Quota) -> u64 {
+    match quota.algorithm() {
+        Algorithm::LeakyBucket => quota
+            .span_micros()
+            .saturating_add(quota.limit().saturating_mul(quota.interval_micros())),
+        _ => quota.span_micros(),
     }
 }
 
@@ -68,6 +143,7 @@ impl AlgorithmState for GcraState {
         cost: u64,
         not_before: Timestamp,
     ) -> (Decision, Option<Charge>) {
+        self.normalize(quota, now);
         if quota.algorithm() == Algorithm::LeakyBucket {
             return leaky_bucket::check(self, quota, now, cost, not_before);
         }
@@ -76,31 +152,33 @@ impl AlgorithmState for GcraState {
 
     fn earliest_start(&self, quota: &Quota, now: Timestamp) -> Timestamp {
         if quota.algorithm() == Algorithm::LeakyBucket {
-            return self.tat.max(now);
+            return now.saturating_add_micros(self.debt(quota, now));
         }
         now
     }
 
-    fn refund(&mut self, _quota: &Quota, charge: &Charge) {
-        if let Charge::Scheduled { micros } = charge {
-            self.tat = Timestamp::from_micros(self.tat.as_micros().saturating_sub(*micros));
+    /// Gives back the part of the charge the schedule still holds: `min(micros, until − now)`,
+    /// nothing once `until` has passed or when the emission interval has changed since.
+    fn refund(&mut self, quota: &Quota, charge: &Charge, now: Timestamp) {
+        if let Charge::Scheduled { micros, until } = charge {
+            if self.interval != 0 && self.interval != quota.interval_micros() {
+                return;
+            }
+            let held = until.micros_since(now).min(*micros);
+            self.tat = Timestamp::from_micros(self.tat.as_micros().saturating_sub(held));
         }
     }
 
-    fn is_idle(&self, _quota: &Quota, now: Timestamp) -> bool {
-        self.tat <= now
+    fn idle_at(&self, _quota: &Quota) -> Timestamp {
+        self.tat
     }
 
     fn usage_ppm(&self, quota: &Quota, now: Timestamp) -> u64 {
-        let span = match quota.algorithm() {
-            Algorithm::LeakyBucket => quota.span_micros().saturating_add(quota.interval_micros()),
-            _ => quota.span_micros(),
-        };
-        ppm(self.tat.micros_since(now), span)
+        ppm(self.debt(quota, now), reach(quota))
     }
 }
 
-/// The GCRA check (token bucket and GCRA quotas).
+/// The GCRA check (token bucket and GCRA quotas) on a state already in `quota`'s terms.
 #[inline(always)]
 fn check(
     state: &mut GcraState,
@@ -111,8 +189,7 @@ fn check(
     let interval = quota.interval_micros();
     let tolerance = quota.span_micros();
     let limit = quota.limit();
-    // Debt: how far ahead of schedule this key already is. A clock that went backwards makes it
-    // larger, never smaller, so it grants nothing.
+    // Debt: how far ahead of schedule this key already is (never beyond τ: see `normalize`).
     let debt = state.tat.micros_since(now);
     let remaining_now = tolerance.saturating_sub(debt) / interval;
     let current = allowed(limit, remaining_now, debt);
@@ -128,5 +205,5 @@ fn check(
     state.tat = now.saturating_add_micros(new_debt);
     let remaining = (tolerance - new_debt) / interval;
     let allowed = allowed(limit, remaining, new_debt);
-    (allowed, Some(Charge::Scheduled { micros: added }))
+    (allowed, Some(Charge::scheduled(added, state.tat)))
 }

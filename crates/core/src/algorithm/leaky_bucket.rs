@@ -7,6 +7,12 @@
 //! retry-after of how much too long it would wait. There are no queues and no timers, so a
 //! shared store decides pacing exactly like the in-memory one.
 //!
+//! **When the quota changes** the schedule is kept — it is what earlier callers were told to
+//! wait for — but a backlog longer than the new quota could build (its maximum delay plus
+//! `limit` slots) is cut to that, so the worst wait after a change is the new quota's own worst:
+//! a refusal says to retry after at most `limit × T` beyond the maximum delay. A clock that
+//! steps back is cut the same way.
+//!
 //! **Trade-off.** Smooths bursts instead of refusing them, which suits work that must go out at a
 //! steady pace (SMS to a provider that cannot take spikes). Waiting callers hold a connection
 //! open; a long maximum delay can hide overload, so keep it short.
@@ -58,7 +64,7 @@ pub(super) fn check(
         return (refused, None);
     }
     let next_free = start.saturating_add_micros(cost * interval);
-    state.set_tat(next_free);
+    *state = GcraState::new(next_free, interval);
     // The charge includes any gap left by `not_before`, so a refund restores the schedule.
     let added = next_free.micros_since(scheduled_until);
     let new_backlog = next_free.micros_since(now);
@@ -70,5 +76,5 @@ pub(super) fn check(
         0,
         delay,
     );
-    (allowed, Some(Charge::Scheduled { micros: added }))
+    (allowed, Some(Charge::scheduled(added, next_free)))
 }

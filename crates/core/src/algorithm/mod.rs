@@ -1,19 +1,29 @@
 //! The limiting algorithms, one file each, as pure functions over small integer states.
 //!
-//! | algorithm | state per key | bursts | accuracy | use it for |
+//! | algorithm | state per key | worst case admitted | accuracy | use it for |
 //! |---|---|---|---|---|
-//! | [token bucket](token_bucket) | one timestamp (computed as GCRA) | up to the capacity | exact | most API limits |
-//! | [GCRA](gcra) | one timestamp | up to the burst | exact | the same, in rate + burst terms |
-//! | [fixed window](fixed_window) | window number + count | up to 2× at a boundary | coarse | cheap counters |
-//! | [sliding window counter](sliding_window_counter) | window number + two counts | none beyond the limit | estimate | "N in any rolling day" |
-//! | [sliding window log](sliding_window_log) | one entry per charge | none | exact | small, strict limits |
-//! | [leaky bucket](leaky_bucket) | one timestamp | none: delays instead | exact | pacing calls to a provider |
+//! | [token bucket](token_bucket) | one timestamp + its interval (computed as GCRA) | B + R × t in any span t (capacity B, rate R) | exact | most API limits |
+//! | [GCRA](gcra) | one timestamp + its interval | the same, with B the burst | exact | the same, in rate + burst terms |
+//! | [fixed window](fixed_window) | window start, length, count | 2 × limit within one window's span, across a boundary | coarse | cheap counters |
+//! | [sliding window counter](sliding_window_counter) | window start, length, two counts | 2 × limit − 1 in one rolling window (the estimate's blind spot); about the limit for spread-out traffic | estimate | "N in any rolling day" |
+//! | [sliding window log](sliding_window_log) | one entry per charge | the limit, in any rolling window | exact | small, strict limits |
+//! | [leaky bucket](leaky_bucket) | one timestamp + its interval | 1 + t / T starts in any span t (one per emission interval T) | exact | pacing calls to a provider |
 //!
 //! Every store evaluates the same functions (the Redis store in Lua, over the same integers), so
 //! a rule decides the same wherever its state lives. Time is whole microseconds since the Unix
-//! epoch; windows are numbered from the epoch. A clock that steps backwards never grants anything:
-//! stores also never let their "now" go backwards for a key, which makes it count as no time
-//! passing.
+//! epoch; windows start at whole multiples of their length since the epoch.
+//!
+//! **State outlives its quota.** A rule's quota can change while callers have state (a reloaded
+//! rule file, a per-plan quota). Every state records what it was written under (a bucket's
+//! emission interval, a window's start and length; a log's entries are absolute times) and is
+//! read in the new quota's terms: the caller keeps what it owed, capped at the new quota's full
+//! allowance; it never waits longer than the new quota could make it wait, and is never granted
+//! more than it would have had. Each module says how.
+//!
+//! **Clocks that step back** grant nothing and freeze nobody, by one rule with no extra state:
+//! windows and logs read "now" as no earlier than the stored window's start or newest entry;
+//! buckets read it as no earlier than `tat − τ` (an exhausted caller), so a clock an hour behind
+//! costs a caller at most one full refill, not an hour.
 
 pub mod fixed_window;
 pub mod gcra;
@@ -48,11 +58,19 @@ pub trait AlgorithmState: Default + Clone + Send + Sync + 'static {
         now
     }
 
-    /// Undoes `charge`. Charges of another algorithm, or into a window that is gone, are ignored.
-    fn refund(&mut self, quota: &Quota, charge: &Charge);
+    /// Undoes what is left of `charge` at `now`; `quota` is the quota it was charged under.
+    /// Charges of another algorithm, into a window that is gone, under another interval or
+    /// window length, or whose time has passed, give back nothing.
+    fn refund(&mut self, quota: &Quota, charge: &Charge, now: Timestamp);
 
-    /// Whether dropping this state would lose nothing (expired, or full again).
-    fn is_idle(&self, quota: &Quota, now: Timestamp) -> bool;
+    /// When dropping this state will lose nothing (expired, or full again); `quota` is the quota
+    /// it was last checked under.
+    fn idle_at(&self, quota: &Quota) -> Timestamp;
+
+    /// Whether dropping this state would lose nothing now.
+    fn is_idle(&self, quota: &Quota, now: Timestamp) -> bool {
+        self.idle_at(quota) <= now
+    }
 
     /// How much of the limit this state holds, in millionths (0 when idle, 1,000,000 or more when
     /// exhausted). Stores that must evict live state evict the lowest first, so a caller who is

@@ -9,9 +9,20 @@
 //! allowed  ⇔  previous × (W − elapsed) + (current + cost) × W  ≤  limit × W
 //! ```
 //!
-//! **Trade-off.** Two counters per key, no boundary double-burst, and a clean "no more than N in
-//! any rolling window" — but it assumes last window's requests were spread evenly, so it is an
-//! estimate. Chirp uses it for daily limits ("400 follows a day").
+//! **Trade-off.** Two counters per key and a smooth estimate of "N in any rolling window", far
+//! closer than a fixed window for traffic that is spread out. It is an estimate: it assumes the
+//! previous window's requests were spread evenly. **Worst case: 2 × limit − 1 in one rolling
+//! window** — with a limit of 100, 100 requests at the very end of one window and 99 more
+//! towards the end of the next all fall within one window's span, because by then the estimate
+//! weighs the first hundred at almost nothing. Use a [sliding window log](super::sliding_window_log)
+//! when the limit must hold exactly. Chirp uses the counter for daily limits ("400 follows a
+//! day"), where that slack is acceptable.
+//!
+//! The state records the current window's start **and length**: when the window length changes,
+//! the old estimate at that moment (previous count weighted, rounded up, plus the current count,
+//! capped at the new limit) becomes the new window's current count, so the caller keeps what it
+//! used and the state never mixes two lengths. A clock that steps back is read as the window's
+//! start.
 //!
 //! ```
 //! use std::time::Duration;
@@ -19,8 +30,9 @@
 //! use tollgate_core::{Quota, Timestamp};
 //!
 //! let quota = Quota::sliding_window_counter(100, Duration::from_secs(60))?;
-//! // Window 1 (60 s to 120 s) held 80; 30 so far in window 2; now is 15 s into window 2.
-//! let mut state = SlidingCounts::new(2, 80, 30);
+//! // The window from 60 s to 120 s held 80; 30 so far in the one from 120 s; now is 15 s in.
+//! let minute = 60_000_000;
+//! let mut state = SlidingCounts::new(Timestamp::from_secs(120), minute, 80, 30);
 //! let now = Timestamp::from_secs(135);
 //! let (decision, _) = state.check(&quota, now, 1, now);
 //! assert!(decision.is_allowed());
@@ -28,31 +40,40 @@
 //! # Ok::<(), tollgate_core::QuotaError>(())
 //! ```
 
-use super::fixed_window::{until_window_end, window_number};
+use super::fixed_window::window_start;
 use super::{AlgorithmState, allowed, limit_reached, ppm, screen};
 use crate::{Charge, Decision, Quota, Timestamp};
 
-/// The current window's number, the previous window's count and the current count.
+/// The current window's start and length, the previous window's count and the current count.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub struct SlidingCounts {
-    window: u64,
+    start: Timestamp,
+    /// µs; 0 for a state never written.
+    length: u64,
     previous: u64,
     current: u64,
 }
 
 impl SlidingCounts {
-    /// Counts for window number `window` (current) and the one before it (previous).
-    pub const fn new(window: u64, previous: u64, current: u64) -> Self {
+    /// Counts for the window of `length` µs starting at `start` (current) and the one before it
+    /// (previous).
+    pub const fn new(start: Timestamp, length: u64, previous: u64, current: u64) -> Self {
         SlidingCounts {
-            window,
+            start,
+            length,
             previous,
             current,
         }
     }
 
-    /// The current window's number.
-    pub const fn window(&self) -> u64 {
-        self.window
+    /// The current window's start.
+    pub const fn start(&self) -> Timestamp {
+        self.start
+    }
+
+    /// The window length in µs (0 for a state never written).
+    pub const fn length(&self) -> u64 {
+        self.length
     }
 
     /// The previous window's count.
@@ -65,18 +86,46 @@ impl SlidingCounts {
         self.current
     }
 
-    /// Rolls the state forward to `window` (never backwards).
-    fn roll_to(&mut self, window: u64) {
-        if window == self.window {
+    /// Rolls the state forward, in its own length, to the window `now` falls in.
+    fn roll_to(&mut self, now: Timestamp) {
+        let start = window_start(now, self.length);
+        if start == self.start {
             return;
         }
-        let previous = if window == self.window.saturating_add(1) {
+        self.previous = if start == self.start.saturating_add_micros(self.length) {
             self.current
         } else {
             0
         };
-        *self = SlidingCounts::new(window, previous, 0);
+        self.current = 0;
+        self.start = start;
     }
+
+    /// Moves the state to `quota`'s window that `now` falls in, folding an estimate made under
+    /// another length into the current count (see the module docs); answers "now", never earlier
+    /// than the stored window's start.
+    pub(crate) fn normalize(&mut self, quota: &Quota, now: Timestamp) -> Timestamp {
+        let length = quota.interval_micros();
+        if self.length == 0 {
+            *self = SlidingCounts::new(window_start(now, length), length, 0, 0);
+            return now;
+        }
+        let now = now.max(self.start);
+        self.roll_to(now);
+        if self.length != length {
+            let elapsed = now.micros_since(self.start).min(self.length);
+            let weighted = weighted_up(self.previous, self.length - elapsed, self.length);
+            let used = self.current.saturating_add(weighted).min(quota.limit());
+            *self = SlidingCounts::new(window_start(now, length), length, 0, used);
+        }
+        now
+    }
+}
+
+/// `ceil(count × overlap / length)`, exactly.
+fn weighted_up(count: u64, overlap: u64, length: u64) -> u64 {
+    let scaled = u128::from(count) * u128::from(overlap);
+    u64::try_from(scaled.div_ceil(u128::from(length.max(1)))).unwrap_or(u64::MAX)
 }
 
 impl AlgorithmState for SlidingCounts {
@@ -88,11 +137,9 @@ impl AlgorithmState for SlidingCounts {
         _not_before: Timestamp,
     ) -> (Decision, Option<Charge>) {
         let limit = quota.limit();
-        let length = quota.interval_micros();
-        let window = window_number(quota, now, self.window);
-        self.roll_to(window);
-        let window_start = window.saturating_mul(length);
-        let elapsed = now.as_micros().saturating_sub(window_start).min(length);
+        let now = self.normalize(quota, now);
+        let length = self.length;
+        let elapsed = now.micros_since(self.start).min(length);
         let overlap = length - elapsed;
         let wide = u128::from;
         // Everything below is scaled by the window length, so the estimate is never rounded.
@@ -101,10 +148,15 @@ impl AlgorithmState for SlidingCounts {
         let remaining_for = |used: u128| {
             u64::try_from(capacity.saturating_sub(used) / wide(length)).unwrap_or(u64::MAX)
         };
+        let window_end = |extra: u64| {
+            self.start
+                .saturating_add_micros(length.saturating_mul(1 + extra))
+                .micros_since(now)
+        };
         let reset_after = if self.current > 0 {
-            until_window_end(quota, window, 1, now)
+            window_end(1)
         } else if self.previous > 0 {
-            until_window_end(quota, window, 0, now)
+            window_end(0)
         } else {
             0
         };
@@ -119,26 +171,36 @@ impl AlgorithmState for SlidingCounts {
             return (refused, None);
         }
         self.current += cost;
-        let reset_after = until_window_end(quota, window, 1, now);
-        let allowed = allowed(limit, remaining_for(after), reset_after);
-        (allowed, Some(Charge::Window { window, cost }))
+        let allowed = allowed(limit, remaining_for(after), window_end(1));
+        (allowed, Some(Charge::window(self.start, cost)))
     }
 
-    fn refund(&mut self, _quota: &Quota, charge: &Charge) {
-        if let Charge::Window { window, cost } = charge {
-            if *window == self.window {
-                self.current = self.current.saturating_sub(*cost);
-            } else if window.saturating_add(1) == self.window {
-                self.previous = self.previous.saturating_sub(*cost);
-            }
+    /// Takes the cost out of the window it went into while that window still counts (as the
+    /// current or the previous one, under the same length); otherwise it holds nothing any more.
+    fn refund(&mut self, quota: &Quota, charge: &Charge, _now: Timestamp) {
+        let Charge::Window { start, cost } = charge else {
+            return;
+        };
+        if self.length != quota.interval_micros() {
+            return;
+        }
+        if *start == self.start {
+            self.current = self.current.saturating_sub(*cost);
+        } else if start.saturating_add_micros(self.length) == self.start {
+            self.previous = self.previous.saturating_sub(*cost);
         }
     }
 
-    fn is_idle(&self, quota: &Quota, now: Timestamp) -> bool {
-        let window = window_number(quota, now, 0);
-        (self.previous == 0 && self.current == 0)
-            || window > self.window.saturating_add(1)
-            || (window == self.window.saturating_add(1) && self.current == 0)
+    fn idle_at(&self, _quota: &Quota) -> Timestamp {
+        let windows = if self.current > 0 {
+            2
+        } else if self.previous > 0 {
+            1
+        } else {
+            return Timestamp::EPOCH;
+        };
+        self.start
+            .saturating_add_micros(self.length.saturating_mul(windows))
     }
 
     fn usage_ppm(&self, quota: &Quota, now: Timestamp) -> u64 {

@@ -4,8 +4,12 @@
 //! charges in the window `(now − W, now]` plus c stay within the limit. When refused, the
 //! retry-after is the moment enough old entries slide out.
 //!
-//! **Trade-off.** Exact: never more than the limit in *any* rolling window, no boundary burst, no
-//! estimate. But it stores an entry per charge (16 bytes each here, about 800 bytes for a limit of
+//! Entries are absolute times, so a changed window length simply reads the same log with the new
+//! window (entries already dropped under a shorter window stay gone: lengthening the window again
+//! does not bring them back). A clock that steps back is read as the newest entry's time.
+//!
+//! **Trade-off.** Exact — **worst case: the limit, in any rolling window** — with no boundary
+//! burst and no estimate. But it stores an entry per charge (16 bytes each here, about 800 bytes for a limit of
 //! 50 in Redis), which is gigabytes more at scale; tollgate caps its limit at
 //! [`MAX_LOG_LIMIT`](crate::quota::MAX_LOG_LIMIT). Use it for small, strict limits (login attempts)
 //! and a [sliding window counter](super::sliding_window_counter) for large ones.
@@ -111,13 +115,19 @@ impl AlgorithmState for ChargeLog {
         }
         self.total += cost;
         let allowed = allowed(limit, remaining_now - cost, window);
-        (allowed, Some(Charge::Logged { at: now, cost }))
+        (allowed, Some(Charge::logged(now, cost)))
     }
 
-    fn refund(&mut self, _quota: &Quota, charge: &Charge) {
+    /// Shrinks the entry the charge logged, unless it has left the window (then it counts for
+    /// nothing any more).
+    fn refund(&mut self, quota: &Quota, charge: &Charge, now: Timestamp) {
         let Charge::Logged { at, cost } = charge else {
             return;
         };
+        let now = self.newest().map_or(now, |newest| newest.max(now));
+        if at.saturating_add_micros(quota.interval_micros()) <= now {
+            return;
+        }
         let Some(position) = self
             .entries
             .iter()
@@ -134,9 +144,10 @@ impl AlgorithmState for ChargeLog {
         }
     }
 
-    fn is_idle(&self, quota: &Quota, now: Timestamp) -> bool {
-        self.newest()
-            .is_none_or(|newest| newest.saturating_add_micros(quota.interval_micros()) <= now)
+    fn idle_at(&self, quota: &Quota) -> Timestamp {
+        self.newest().map_or(Timestamp::EPOCH, |newest| {
+            newest.saturating_add_micros(quota.interval_micros())
+        })
     }
 
     fn usage_ppm(&self, quota: &Quota, now: Timestamp) -> u64 {

@@ -33,6 +33,5 @@ use crate::{Quota, Timestamp};
 
 /// Whole tokens in the bucket at `now`.
 pub fn tokens(state: &GcraState, quota: &Quota, now: Timestamp) -> u64 {
-    let debt = state.tat().micros_since(now);
-    quota.span_micros().saturating_sub(debt) / quota.interval_micros()
+    quota.span_micros().saturating_sub(state.debt(quota, now)) / quota.interval_micros()
 }

@@ -32,21 +32,21 @@ pub(super) fn check<C: Clock>(
     let counted: SmallVec<[Item<'_>; 3]> = items.iter().filter_map(counted_locally).collect();
     let local_answer = (!counted.is_empty()).then(|| local.check_sync(&counted));
     let allowed = local_answer.as_ref().is_none_or(BatchDecision::is_allowed);
-    let mut local_answers = local_answer.iter().flat_map(BatchDecision::items);
+    let mut local_answers = local_answer.into_iter().flat_map(BatchDecision::into_items);
     let answers = items
         .iter()
         .map(|item| {
             let counted = match item.on_store_failure() {
-                OnStoreFailure::Local => local_answers.next().copied(),
+                OnStoreFailure::Local => local_answers.next(),
                 // The charge was made under the local quota, but a receipt names the item's
                 // own: refunding it would take from the wrong state, so it reports no charge.
                 OnStoreFailure::OpenWithin(_) => local_answers
                     .next()
-                    .map(|answer| ItemDecision::new(*answer.decision(), None)),
+                    .map(|answer| ItemDecision::uncharged(answer.decision)),
                 OnStoreFailure::Open | OnStoreFailure::Closed => None,
             };
             // The local store answers every item it is given; anything else goes open.
-            counted.unwrap_or_else(|| ItemDecision::new(open(item), None))
+            counted.unwrap_or_else(|| ItemDecision::uncharged(open(item)))
         })
         .collect();
     Ok(BatchDecision::from_decisions(allowed, answers))
@@ -108,7 +108,7 @@ mod tests {
         let quota = Quota::token_bucket(7, Rate::per_second(1)).unwrap();
         let answer = check(&local, &[Item::new(&rule, quota, &key)], outage()).unwrap();
         assert!(answer.is_allowed());
-        let item = answer.items()[0];
+        let item = &answer.items()[0];
         assert_eq!(item.charge(), None);
         assert_eq!(
             (item.decision().limit(), item.decision().remaining()),

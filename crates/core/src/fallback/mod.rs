@@ -29,8 +29,8 @@ use self::outage::Outage;
 use self::report::Announcer;
 use self::stats::Counters;
 use crate::{
-    BatchDecision, Clock, Decision, Item, ItemDecision, Key, MemoryStore, Receipt, RuleId, Store,
-    StoreError, StoreErrorKind, SystemClock,
+    BatchDecision, Clock, Decision, Item, ItemDecision, Key, MemoryStore, Receipt, RefundError,
+    RefundNow, RuleId, Store, StoreError, StoreErrorKind, SystemClock,
 };
 
 /// A [`Store`] that survives its primary: every call to the primary has a timeout, a circuit
@@ -106,7 +106,7 @@ use crate::{
 /// # use std::future::{Future, ready};
 /// use std::time::Duration;
 /// use tollgate_core::{FallbackStore, Item, Key, OnStoreFailure, Quota, RuleId, Store, StoreError};
-/// # use tollgate_core::{BatchDecision, Decision, Receipt};
+/// # use tollgate_core::{BatchDecision, Decision, Receipt, RefundError};
 ///
 /// /// A primary that is down (in production, the Redis store).
 /// struct Down;
@@ -117,8 +117,8 @@ use crate::{
 /// #     fn peek(&self, _: &Item<'_>) -> impl Future<Output = Result<Decision, StoreError>> + Send {
 /// #         ready(Err(StoreError::unavailable("connection refused")))
 /// #     }
-/// #     fn refund(&self, _: &Receipt) -> impl Future<Output = Result<(), StoreError>> + Send {
-/// #         ready(Err(StoreError::unavailable("connection refused")))
+/// #     fn refund(&self, r: Receipt) -> impl Future<Output = Result<(), RefundError>> + Send {
+/// #         ready(Err(RefundError::new(StoreError::unavailable("connection refused"), r)))
 /// #     }
 /// #     fn reset(&self, _: &RuleId, _: &Key) -> impl Future<Output = Result<(), StoreError>> + Send {
 /// #         ready(Err(StoreError::unavailable("connection refused")))
@@ -234,9 +234,8 @@ impl<P: Store, C: Clock> Store for FallbackStore<P, C> {
             Ok(answer) => Ok(answer),
             Err(outage) => self
                 .fall_back(std::slice::from_ref(item), outage)?
-                .items()
-                .first()
-                .copied()
+                .into_items()
+                .next()
                 .ok_or_else(|| {
                     StoreError::new(StoreErrorKind::Protocol, "fallback answered no item")
                 }),
@@ -257,31 +256,39 @@ impl<P: Store, C: Clock> Store for FallbackStore<P, C> {
         }
     }
 
-    async fn refund(&self, receipt: &Receipt) -> Result<(), StoreError> {
+    async fn refund(&self, receipt: Receipt) -> Result<(), RefundError> {
+        // The primary may drop the receipt with its call (a timeout): keep a copy for memory.
+        let kept = receipt.retry_copy();
         let refunded = self
-            .call_primary("refund", || self.primary.refund(receipt))
+            .call_primary("refund", || async move {
+                self.primary.refund(receipt).await.map_err(without_receipt)
+            })
             .await;
         if refunded.is_err() {
-            self.refund_locally(receipt);
+            self.refund_locally(&kept);
         }
         Ok(())
     }
 
-    fn refund_now(&self, receipt: &Receipt) -> Option<Result<(), StoreError>> {
+    fn refund_now(&self, receipt: Receipt) -> RefundNow {
         match self.breaker.gate(self.local.clock()) {
             Gate::Closed => {
-                let answer = self.primary.refund_now(receipt)?;
+                let kept = receipt.retry_copy();
+                let answer = match self.primary.refund_now(receipt) {
+                    RefundNow::Done(answer) => answer.map_err(without_receipt),
+                    later @ RefundNow::Later(_) => return later,
+                };
                 if self.settle("refund", Admission::Call, answer).is_err() {
-                    self.refund_locally(receipt);
+                    self.refund_locally(&kept);
                 }
             }
             Gate::Open => {
                 self.counters.short_circuited.add_one();
-                self.refund_locally(receipt);
+                self.refund_locally(&receipt);
             }
-            Gate::ProbeDue => return None,
+            Gate::ProbeDue => return RefundNow::Later(receipt),
         }
-        Some(Ok(()))
+        RefundNow::Done(Ok(()))
     }
 
     async fn reset(&self, rule: &RuleId, key: &Key) -> Result<(), StoreError> {
@@ -290,6 +297,11 @@ impl<P: Store, C: Clock> Store for FallbackStore<P, C> {
             .await
             .map_err(Outage::into_error)
     }
+}
+
+/// A refund's error without its receipt (the caller of the primary kept a copy).
+fn without_receipt(error: RefundError) -> StoreError {
+    error.into_parts().0
 }
 
 impl<P, C: Clock> std::fmt::Debug for FallbackStore<P, C> {

@@ -1,92 +1,148 @@
-//! The one-timestamp state (token bucket, GCRA, pacing) in an atomic, so a check on a key the
-//! store already holds needs only a shared lock and one compare-and-swap.
+//! The one-timestamp state (token bucket, GCRA, pacing) in one atomic word, so a check on a key
+//! the store already holds needs only a shared lock and one compare-and-swap.
+//!
+//! The word packs, from the top: the refused mark (1 bit), the quota's slot (10 bits) and the
+//! theoretical arrival time in µs (53 bits: until the year 2255). Keeping the slot in the same
+//! word keeps an entry at 24 bytes (a 16-byte key and this word) while every state still knows
+//! the emission interval it was written under.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use super::quota_slots::MAX_SLOTS;
+use super::stored::{Meta, StoredState};
 use crate::algorithm::AlgorithmState;
 use crate::algorithm::gcra::GcraState;
-use crate::{Charge, Decision, Quota, Timestamp};
+use crate::{Charge, Decision, Quota, Refusal, Timestamp};
 
-/// A [`GcraState`] that can also be checked through a shared reference.
+const TAT_BITS: u32 = 53;
+const TAT_MASK: u64 = (1 << TAT_BITS) - 1;
+const SLOT_MASK: u64 = (MAX_SLOTS as u64 - 1) << TAT_BITS;
+const REFUSED: u64 = 1 << 63;
+
+/// A packed [`GcraState`] and its [`Meta`].
 #[derive(Debug, Default)]
 pub(crate) struct AtomicTat(AtomicU64);
 
-impl Clone for AtomicTat {
-    fn clone(&self) -> Self {
-        AtomicTat(AtomicU64::new(self.0.load(Ordering::Acquire)))
-    }
+fn pack(tat: Timestamp, meta: Meta) -> u64 {
+    let refused = if meta.refused { REFUSED } else { 0 };
+    let slot = (u64::from(meta.slot) << TAT_BITS) & SLOT_MASK;
+    refused | slot | tat.as_micros().min(TAT_MASK)
+}
+
+fn unpack(word: u64) -> (Timestamp, Meta) {
+    let slot = u16::try_from((word & SLOT_MASK) >> TAT_BITS).unwrap_or_default();
+    let meta = Meta {
+        slot,
+        refused: word & REFUSED != 0,
+    };
+    (Timestamp::from_micros(word & TAT_MASK), meta)
 }
 
 impl AtomicTat {
-    fn snapshot(&self) -> GcraState {
-        GcraState::new(Timestamp::from_micros(self.0.load(Ordering::Acquire)))
-    }
-
-    /// Runs `change` on the state with exclusive access (no atomic operation needed).
-    fn with_state<R>(&mut self, change: impl FnOnce(&mut GcraState) -> R) -> R {
-        let mut state = GcraState::new(Timestamp::from_micros(*self.0.get_mut()));
-        let result = change(&mut state);
-        *self.0.get_mut() = state.tat().as_micros();
-        result
-    }
-
-    /// The check through a shared reference: evaluate a snapshot, and publish the charge only if
-    /// nobody changed the state meanwhile (otherwise evaluate again). A refusal writes nothing.
+    /// The check through a shared reference, for an item whose quota is in `slot`: evaluate a
+    /// snapshot and publish a charge only if nobody changed the word meanwhile (otherwise
+    /// evaluate again). A refusal writes at most the refused mark, once.
+    ///
+    /// `None` when the state was written under another quota, or must be rewritten first (a
+    /// clock that stepped back, a smaller capacity): the exclusive path does that.
     #[inline]
     pub(crate) fn check_shared(
         &self,
         quota: &Quota,
+        slot: u16,
         now: Timestamp,
         cost: u64,
-    ) -> (Decision, Option<Charge>) {
+        enforcing: bool,
+    ) -> Option<(Decision, Option<Charge>)> {
         let mut seen = self.0.load(Ordering::Acquire);
         loop {
-            let mut state = GcraState::new(Timestamp::from_micros(seen));
+            let (tat, meta) = unpack(seen);
+            let mut state = GcraState::new(tat, quota.interval_micros());
+            if meta.slot != slot || state.needs_rewrite(quota, now) {
+                return None;
+            }
             let outcome = state.check(quota, now, cost, now);
             if outcome.1.is_none() {
-                return outcome;
+                let limited = outcome.0.refusal() == Some(Refusal::LimitReached);
+                if limited && enforcing && !meta.refused {
+                    self.0.fetch_or(REFUSED, Ordering::AcqRel);
+                }
+                return Some(outcome);
             }
-            let charged = state.tat().as_micros();
+            let charged = pack(
+                state.tat(),
+                Meta {
+                    slot,
+                    refused: false,
+                },
+            );
             match self
                 .0
                 .compare_exchange_weak(seen, charged, Ordering::AcqRel, Ordering::Acquire)
             {
-                Ok(_) => return outcome,
+                Ok(_) => return Some(outcome),
                 Err(current) => seen = current,
             }
         }
     }
+
+    fn state(&self, quota: &Quota) -> GcraState {
+        let (tat, _) = unpack(self.0.load(Ordering::Acquire));
+        GcraState::new(tat, quota.interval_micros())
+    }
 }
 
-impl AlgorithmState for AtomicTat {
-    #[inline]
-    fn check(
-        &mut self,
-        quota: &Quota,
-        now: Timestamp,
-        cost: u64,
-        not_before: Timestamp,
-    ) -> (Decision, Option<Charge>) {
-        self.with_state(|state| state.check(quota, now, cost, not_before))
+impl StoredState for AtomicTat {
+    type State = GcraState;
+
+    fn new(state: GcraState, meta: Meta) -> Self {
+        AtomicTat(AtomicU64::new(pack(state.tat(), meta)))
     }
 
-    fn earliest_start(&self, quota: &Quota, now: Timestamp) -> Timestamp {
-        self.snapshot().earliest_start(quota, now)
+    fn view<R>(&self, quota: &Quota, read: impl FnOnce(&GcraState) -> R) -> R {
+        read(&self.state(quota))
     }
 
-    fn refund(&mut self, quota: &Quota, charge: &Charge) {
-        self.with_state(|state| state.refund(quota, charge));
+    fn update<R>(&mut self, quota: &Quota, change: impl FnOnce(&mut GcraState) -> R) -> R {
+        let (tat, meta) = unpack(*self.0.get_mut());
+        let mut state = GcraState::new(tat, quota.interval_micros());
+        let result = change(&mut state);
+        *self.0.get_mut() = pack(state.tat(), meta);
+        result
     }
 
-    fn is_idle(&self, quota: &Quota, now: Timestamp) -> bool {
-        self.snapshot().is_idle(quota, now)
+    fn meta(&self) -> Meta {
+        unpack(self.0.load(Ordering::Acquire)).1
     }
 
-    fn usage_ppm(&self, quota: &Quota, now: Timestamp) -> u64 {
-        self.snapshot().usage_ppm(quota, now)
+    fn set_meta(&mut self, meta: Meta) {
+        let (tat, _) = unpack(*self.0.get_mut());
+        *self.0.get_mut() = pack(tat, meta);
     }
+}
 
-    fn peek(&self, quota: &Quota, now: Timestamp, cost: u64) -> Decision {
-        self.snapshot().peek(quota, now, cost)
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_word_keeps_the_time_the_slot_and_the_mark_apart() {
+        let tat = Timestamp::from_secs(4_102_444_800); // 2100-01-01
+        for meta in [
+            Meta {
+                slot: 0,
+                refused: false,
+            },
+            Meta {
+                slot: 1023,
+                refused: true,
+            },
+            Meta {
+                slot: 517,
+                refused: false,
+            },
+        ] {
+            assert_eq!(unpack(pack(tat, meta)), (tat, meta));
+        }
     }
 }

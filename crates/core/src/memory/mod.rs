@@ -12,11 +12,21 @@
 //!   locks of the shards involved, in a fixed order so batches never deadlock; holding them is
 //!   what makes a batch all-or-nothing against every other check.
 //!
-//! **Time** never goes backwards inside a shard: a clock that steps back counts as no time passing.
+//! **Time** is the clock's, read once per check. A clock that steps back grants nothing and
+//! freezes nobody: each algorithm reads such a "now" by the same rule as the Redis store (see
+//! [`crate::algorithm`]), so both stores decide alike.
+//!
+//! **Quotas per key.** Each state remembers the quota it was last checked under (a numbered slot
+//! per rule, up to 1,024 distinct quotas per rule and shard), so per-plan quotas under one rule,
+//! and quotas changed while callers have state, are each read, swept and evicted by their own
+//! numbers. Should one rule see more distinct quotas than that within one shard, quotas no state
+//! uses are freed first, and then the states of the least used quota are dropped (counted as
+//! lossy evictions).
 //!
 //! **Memory.** Token bucket, GCRA and pacing keep 24 bytes per key (a 16-byte inline key and one
-//! timestamp; keys over 15 encoded bytes take one extra allocation), windows 32–40, a sliding log
-//! 16 bytes per entry. BENCHMARKS.md has measured bytes per key.
+//! word packing the timestamp, the quota's slot and the refused mark; keys over 15 encoded bytes
+//! take one extra allocation), windows 40–48, a sliding log 16 bytes per entry. BENCHMARKS.md has
+//! measured bytes per key.
 //!
 //! **Bounds and eviction.** The store holds at most [`max_keys`](MemoryStoreBuilder::max_keys)
 //! keys (default [`DEFAULT_MAX_KEYS`]), split evenly across shards. Eviction order:
@@ -24,13 +34,16 @@
 //! 1. state that loses nothing when dropped — expired windows, logs with nothing in the window,
 //!    buckets that are full again — is removed by sweeps, which run when a shard has doubled
 //!    since its last sweep, when it is full, and at least once a minute of store time;
-//! 2. only when a shard is full of live state, the keys holding the **smallest share of their
-//!    limit** are evicted (a sixteenth of the shard at a time), and each such lossy eviction is
-//!    counted in [`MemoryStats::lossy_evictions`].
+//! 2. only when a shard is full of live state, a sixteenth of the shard at a time is evicted,
+//!    ordered so that the least is lost: callers **refused since they were last allowed** go
+//!    last; among the rest, those holding the **smallest share of their own limit** first, then
+//!    those whose state would be **idle soonest**. Each such lossy eviction is counted in
+//!    [`MemoryStats::lossy_evictions`].
 //!
-//! So flooding the store with fresh keys evicts other fresh keys first: a caller who is being
-//! refused holds all of its limit and is the last to be forgotten, and cannot reset itself for
-//! free.
+//! So a flood of fresh keys — even keys that each spend their whole limit — evicts other flood
+//! keys first: a caller who is being refused is forgotten only when the refused callers alone
+//! fill its shard, and cannot reset itself by flooding. Shards hold at least 64 keys each (small
+//! stores get fewer shards) so that guarantee is not spoiled by tiny shards.
 //!
 //! ```
 //! use futures_executor::block_on;
@@ -49,7 +62,9 @@
 mod atomic_tat;
 mod compact_key;
 mod ops;
+mod quota_slots;
 mod shard;
+mod stored;
 mod table;
 
 use std::future::{Future, ready};
@@ -64,8 +79,8 @@ use self::atomic_tat::AtomicTat;
 use self::ops::{InsertContext, Location};
 use self::shard::Shard;
 use crate::{
-    Algorithm, BatchDecision, Clock, Decision, Item, ItemDecision, Key, Receipt, RuleId, Store,
-    StoreError, SystemClock, Timestamp,
+    Algorithm, BatchDecision, Clock, Decision, Item, ItemDecision, Key, Receipt, RefundError,
+    RefundNow, RuleId, Store, StoreError, SystemClock, Timestamp,
 };
 
 /// Per-item answers, inline for up to three rules per request (more spill to the heap).
@@ -73,6 +88,9 @@ type Answers = SmallVec<[ItemDecision; 3]>;
 
 /// The default bound on keys: 2^20 (about a million; some 50 MB of token buckets).
 pub const DEFAULT_MAX_KEYS: usize = 1 << 20;
+
+/// Small stores get fewer shards, so that each holds at least this many keys.
+const MIN_KEYS_PER_SHARD: usize = 64;
 
 /// A lock on its own cache lines, so neighbouring shards do not slow each other down.
 #[repr(align(128))]
@@ -163,7 +181,8 @@ impl<C> MemoryStoreBuilder<C> {
     }
 
     /// How many independently locked shards (rounded up to a power of two; default 16 per
-    /// core, at least 64).
+    /// core, at least 64). A store whose [`max_keys`](Self::max_keys) is small gets fewer, so
+    /// that every shard holds at least 64 keys.
     pub fn shards(mut self, shards: usize) -> Self {
         self.shards = shards.clamp(1, 1 << 16);
         self
@@ -183,7 +202,12 @@ impl<C> MemoryStoreBuilder<C> {
     where
         C: Clock,
     {
-        let shards = self.shards.next_power_of_two();
+        let by_keys = (self.max_keys / MIN_KEYS_PER_SHARD).max(1);
+        let largest_power_of_two_within = 1 << by_keys.ilog2();
+        let shards = self
+            .shards
+            .next_power_of_two()
+            .min(largest_power_of_two_within);
         MemoryStore {
             inner: Arc::new(Inner {
                 clock: self.clock,
@@ -241,34 +265,6 @@ impl<C: Clock> Inner<C> {
         self.shards[shard].0.write()
     }
 
-    /// "Now" for these locked shards: the clock, but never earlier than any of them has seen.
-    fn now_for(&self, shards: &mut [RwLockWriteGuard<'_, Shard>]) -> Timestamp {
-        self.now_after(self.clock.now(), shards)
-    }
-
-    /// `clock_now`, read before locking, but never earlier than any of these shards has seen.
-    fn now_after(
-        &self,
-        clock_now: Timestamp,
-        shards: &mut [RwLockWriteGuard<'_, Shard>],
-    ) -> Timestamp {
-        let now = shards
-            .iter()
-            .map(|shard| shard.latest_now)
-            .fold(clock_now, Timestamp::max);
-        for shard in shards.iter_mut() {
-            shard.latest_now = now;
-        }
-        now
-    }
-
-    /// Locks the shard at `at` and reads "now" for it.
-    fn lock_one(&self, at: Location) -> (RwLockWriteGuard<'_, Shard>, Timestamp) {
-        let mut shard = self.lock(at.shard);
-        let now = self.now_for(std::slice::from_mut(&mut shard));
-        (shard, now)
-    }
-
     fn check(&self, items: &[Item<'_>]) -> BatchDecision {
         match items {
             [item] => {
@@ -288,23 +284,20 @@ impl<C: Clock> Inner<C> {
     #[inline]
     fn check_one(&self, item: &Item<'_>) -> ItemDecision {
         let at = self.locate(item.rule(), item.key());
-        let clock_now = self.clock.now();
-        if let Some(answer) = self.check_known_timestamp(item, at, clock_now) {
+        let now = self.clock.now();
+        if let Some(answer) = self.check_known_timestamp(item, at, now) {
             return answer;
         }
         let mut shard = self.lock(at.shard);
-        let now = self.now_after(clock_now, std::slice::from_mut(&mut shard));
         let (decision, charge) = ops::evaluate(&mut shard, at, item, now, now, self);
         ItemDecision { decision, charge }
     }
 
     /// The fastest path: a one-timestamp algorithm (token bucket, GCRA, pacing) on a key the
     /// store already holds takes only a shared lock and one compare-and-swap, so checks on one
-    /// shard run side by side and a refusal writes nothing. `None` when the key is new (or the
-    /// algorithm keeps more state), for the exclusive path to handle.
-    ///
-    /// Its "now" is the clock's, without the shard's never-backwards guard; for these algorithms
-    /// a clock that steps back only makes a caller's debt look larger, so it still grants nothing.
+    /// shard run side by side and a refusal writes nothing (but the refused mark, once). `None`
+    /// when the key is new, was last checked under another quota or must be rewritten first,
+    /// or the algorithm keeps more state, for the exclusive path to handle.
     #[inline]
     fn check_known_timestamp(
         &self,
@@ -320,10 +313,11 @@ impl<C: Clock> Inner<C> {
             return None;
         }
         let shard = self.shards[at.shard].0.read();
-        let cell = shard
-            .table::<AtomicTat>(at.rule)?
-            .find(at.hash, item.key().as_bytes())?;
-        let (decision, charge) = cell.check_shared(item.quota(), now, item.cost());
+        let table = shard.table::<AtomicTat>(at.rule)?;
+        let slot = table.slots.find(item.quota())?;
+        let cell = table.find(at.hash, item.key().as_bytes())?;
+        let (decision, charge) =
+            cell.check_shared(item.quota(), slot, now, item.cost(), item.is_enforcing())?;
         Some(ItemDecision { decision, charge })
     }
 
@@ -339,7 +333,7 @@ impl<C: Clock> Inner<C> {
         let mut guards: SmallVec<[RwLockWriteGuard<'_, Shard>; 4]> =
             order.iter().map(|&shard| self.lock(shard)).collect();
         let slot = |at: &Location| order.binary_search(&at.shard).unwrap_or_default();
-        let now = self.now_for(&mut guards);
+        let now = self.clock.now();
 
         // Several pacing rules are all scheduled at the latest of their earliest slots.
         let not_before = items
@@ -399,13 +393,19 @@ impl<C: Clock> Inner<C> {
 
     fn peek(&self, item: &Item<'_>) -> Decision {
         let at = self.locate(item.rule(), item.key());
-        let (shard, now) = self.lock_one(at);
+        let now = self.clock.now();
+        let shard = self.shards[at.shard].0.read();
         ops::peek(&shard, at, item, item.cost(), now)
     }
 
+    /// Refunds once: a receipt already spent (a replayed copy) gives back nothing.
     fn refund(&self, receipt: &Receipt) {
+        if receipt.take_spent() {
+            return;
+        }
         let at = self.locate(receipt.rule(), receipt.key());
-        let (mut shard, now) = self.lock_one(at);
+        let now = self.clock.now();
+        let mut shard = self.lock(at.shard);
         let key = receipt.key().as_bytes();
         ops::refund(&mut shard, at, key, receipt.quota(), receipt.charge(), now);
     }
@@ -435,9 +435,8 @@ impl<C: Clock> MemoryStore<C> {
     /// (see the module docs); call this from a timer to return memory sooner after a burst.
     pub fn sweep(&self) {
         for shard in self.inner.shards.iter() {
-            let mut shard = shard.0.write();
-            let now = self.inner.now_for(std::slice::from_mut(&mut shard));
-            let removed = shard.sweep(now);
+            let now = self.inner.clock.now();
+            let removed = shard.0.write().sweep(now);
             self.inner.record_removed(removed, 0);
         }
     }
@@ -491,14 +490,14 @@ impl<C: Clock> Store for MemoryStore<C> {
         ready(Ok(self.inner.peek(item)))
     }
 
-    fn refund(&self, receipt: &Receipt) -> impl Future<Output = Result<(), StoreError>> + Send {
-        self.inner.refund(receipt);
+    fn refund(&self, receipt: Receipt) -> impl Future<Output = Result<(), RefundError>> + Send {
+        self.inner.refund(&receipt);
         ready(Ok(()))
     }
 
-    fn refund_now(&self, receipt: &Receipt) -> Option<Result<(), StoreError>> {
-        self.inner.refund(receipt);
-        Some(Ok(()))
+    fn refund_now(&self, receipt: Receipt) -> RefundNow {
+        self.inner.refund(&receipt);
+        RefundNow::Done(Ok(()))
     }
 
     fn reset(

@@ -1,7 +1,9 @@
 //! The per-item operations of the in-memory store, written once for every state type.
 
-use super::shard::{Shard, StateVisitor, StoredState, visit_state};
-use crate::{Charge, Decision, Item, Quota, Timestamp};
+use super::shard::{Shard, StateVisitor, Tabled, visit_state};
+use super::stored::Meta;
+use crate::algorithm::AlgorithmState;
+use crate::{Charge, Decision, Item, Quota, Refusal, Timestamp};
 
 /// Where an item's state lives.
 #[derive(Debug, Clone, Copy)]
@@ -18,7 +20,8 @@ pub(crate) trait InsertContext {
     fn record_removed(&self, lossless: usize, lossy: usize);
 }
 
-/// Evaluates `item` and, when `charge` is true and it is allowed, charges it.
+/// Evaluates `item` and charges it if allowed, in its own quota's terms (a state written under
+/// another quota is rewritten first).
 #[inline(always)]
 pub(crate) fn evaluate(
     shard: &mut Shard,
@@ -39,7 +42,7 @@ pub(crate) fn evaluate(
     impl<C: InsertContext> StateVisitor for Evaluate<'_, '_, C> {
         type Output = (Decision, Option<Charge>);
         #[inline(always)]
-        fn visit<S: StoredState>(self) -> Self::Output {
+        fn visit<S: Tabled>(self) -> Self::Output {
             let Evaluate {
                 shard,
                 at,
@@ -51,19 +54,35 @@ pub(crate) fn evaluate(
             let key = item.key().as_bytes();
             let quota = *item.quota();
             let table = shard.table_mut::<S>(at.rule);
-            table.quota = Some(quota);
-            if let Some(state) = table.find_mut(at.hash, key) {
-                return state.check(&quota, now, item.cost(), not_before);
+            let (slot, dropped) = table.slot_for(quota);
+            if dropped > 0 {
+                shard.note_removed_many(dropped);
+                context.record_removed(0, dropped);
             }
-            let mut state = S::default();
-            let outcome = state.check(&quota, now, item.cost(), not_before);
+            let table = shard.table_mut::<S>(at.rule);
+            let check = |state: &mut S::State| state.check(&quota, now, item.cost(), not_before);
+            if let Some((stored, written_under)) = table.find_written(at.hash, key) {
+                let outcome = stored.update(&written_under, check);
+                let refused = marks_refusal(item, &outcome, stored.meta().refused);
+                stored.set_meta(Meta { slot, refused });
+                return outcome;
+            }
+            let mut state = S::State::default();
+            let outcome = check(&mut state);
             if outcome.1.is_some() {
                 let removed = shard.before_insert(context.capacity_per_shard(), now);
                 context.record_removed(removed.lossless, removed.lossy);
                 let rule = at.rule;
+                let stored = S::new(
+                    state,
+                    Meta {
+                        slot,
+                        refused: false,
+                    },
+                );
                 shard
                     .table_mut::<S>(rule)
-                    .insert(at.hash, key, state, |key| context.rehash(rule, key));
+                    .insert(at.hash, key, stored, |key| context.rehash(rule, key));
                 shard.note_added();
             }
             outcome
@@ -80,6 +99,19 @@ pub(crate) fn evaluate(
             context,
         },
     )
+}
+
+/// The refused mark after `outcome`: set by an enforcing refusal for the limit, cleared by a
+/// charge, otherwise unchanged.
+pub(crate) fn marks_refusal(
+    item: &Item<'_>,
+    outcome: &(Decision, Option<Charge>),
+    was: bool,
+) -> bool {
+    if outcome.1.is_some() {
+        return false;
+    }
+    was || (item.is_enforcing() && outcome.0.refusal() == Some(Refusal::LimitReached))
 }
 
 /// Would `cost` of `item` pass? Charges nothing.
@@ -99,16 +131,16 @@ pub(crate) fn peek(
     }
     impl StateVisitor for Peek<'_, '_> {
         type Output = Decision;
-        fn visit<S: StoredState>(self) -> Decision {
+        fn visit<S: Tabled>(self) -> Decision {
             let quota = self.item.quota();
-            let found = self
-                .shard
-                .table::<S>(self.at.rule)
-                .and_then(|table| table.find(self.at.hash, self.item.key().as_bytes()));
-            match found {
-                Some(state) => state.peek(quota, self.now, self.cost),
-                None => S::default().peek(quota, self.now, self.cost),
-            }
+            let found = self.shard.table::<S>(self.at.rule).and_then(|table| {
+                let stored = table.find(self.at.hash, self.item.key().as_bytes())?;
+                let written_under = table.quota_of(stored)?;
+                Some(stored.view(&written_under, |state| {
+                    state.peek(quota, self.now, self.cost)
+                }))
+            });
+            found.unwrap_or_else(|| S::State::default().peek(quota, self.now, self.cost))
         }
     }
     visit_state(
@@ -138,13 +170,18 @@ pub(crate) fn earliest_start(
     }
     impl StateVisitor for Earliest<'_, '_> {
         type Output = Timestamp;
-        fn visit<S: StoredState>(self) -> Timestamp {
+        fn visit<S: Tabled>(self) -> Timestamp {
+            let quota = self.item.quota();
             self.shard
                 .table::<S>(self.at.rule)
-                .and_then(|table| table.find(self.at.hash, self.item.key().as_bytes()))
-                .map_or(self.now, |state| {
-                    state.earliest_start(self.item.quota(), self.now)
+                .and_then(|table| {
+                    let stored = table.find(self.at.hash, self.item.key().as_bytes())?;
+                    let written_under = table.quota_of(stored)?;
+                    Some(stored.view(&written_under, |state| {
+                        state.earliest_start(quota, self.now)
+                    }))
                 })
+                .unwrap_or(self.now)
         }
     }
     visit_state(
@@ -158,7 +195,8 @@ pub(crate) fn earliest_start(
     )
 }
 
-/// Undoes `charge` on the state at `at` under `quota`; drops the state if that leaves it idle.
+/// Undoes what is left of `charge` (made under `quota`) on the state at `at`; drops the state if
+/// that leaves it idle.
 pub(crate) fn refund(
     shard: &mut Shard,
     at: Location,
@@ -177,13 +215,16 @@ pub(crate) fn refund(
     }
     impl StateVisitor for Refund<'_> {
         type Output = ();
-        fn visit<S: StoredState>(self) {
+        fn visit<S: Tabled>(self) {
             let table = self.shard.table_mut::<S>(self.at.rule);
-            let Some(state) = table.find_mut(self.at.hash, self.key) else {
+            let Some((stored, written_under)) = table.find_written(self.at.hash, self.key) else {
                 return;
             };
-            state.refund(self.quota, self.charge);
-            if state.is_idle(self.quota, self.now) && table.remove(self.at.hash, self.key) {
+            let idle = stored.update(&written_under, |state| {
+                state.refund(self.quota, self.charge, self.now);
+                state.is_idle(&written_under, self.now)
+            });
+            if idle && table.remove(self.at.hash, self.key) {
                 self.shard.note_removed();
             }
         }
@@ -211,7 +252,7 @@ pub(crate) fn reset(shard: &mut Shard, at: Location, key: &[u8]) {
     }
     impl StateVisitor for Reset<'_> {
         type Output = ();
-        fn visit<S: StoredState>(self) {
+        fn visit<S: Tabled>(self) {
             if self
                 .shard
                 .table_mut::<S>(self.at.rule)

@@ -2,11 +2,9 @@
 //! within a bound.
 
 use super::atomic_tat::AtomicTat;
+use super::stored::{StoredLog, StoredSliding, StoredState, StoredWindow};
 use super::table::Table;
 use crate::algorithm::AlgorithmState;
-use crate::algorithm::fixed_window::WindowCount;
-use crate::algorithm::sliding_window_counter::SlidingCounts;
-use crate::algorithm::sliding_window_log::ChargeLog;
 use crate::{Algorithm, Timestamp};
 
 /// Sweep idle state at least this often (store time), whatever the traffic.
@@ -19,20 +17,20 @@ const MIN_SWEEP_LEN: usize = 256;
 #[derive(Default)]
 pub(crate) struct RuleTables {
     gcra: Table<AtomicTat>,
-    fixed: Table<WindowCount>,
-    sliding: Table<SlidingCounts>,
-    log: Table<ChargeLog>,
+    fixed: Table<StoredWindow>,
+    sliding: Table<StoredSliding>,
+    log: Table<StoredLog>,
 }
 
-/// A state type the in-memory store keeps, and where.
-pub(crate) trait StoredState: AlgorithmState {
+/// A state type the in-memory store keeps, and which of a rule's tables holds it.
+pub(crate) trait Tabled: StoredState + Sized {
     fn table(tables: &mut RuleTables) -> &mut Table<Self>;
     fn table_ref(tables: &RuleTables) -> &Table<Self>;
 }
 
 macro_rules! stored_state {
     ($state:ty, $field:ident) => {
-        impl StoredState for $state {
+        impl Tabled for $state {
             fn table(tables: &mut RuleTables) -> &mut Table<Self> {
                 &mut tables.$field
             }
@@ -44,22 +42,22 @@ macro_rules! stored_state {
 }
 
 stored_state!(AtomicTat, gcra);
-stored_state!(WindowCount, fixed);
-stored_state!(SlidingCounts, sliding);
-stored_state!(ChargeLog, log);
+stored_state!(StoredWindow, fixed);
+stored_state!(StoredSliding, sliding);
+stored_state!(StoredLog, log);
 
 /// Something to do with the state type an algorithm uses.
 pub(crate) trait StateVisitor {
     type Output;
-    fn visit<S: StoredState>(self) -> Self::Output;
+    fn visit<S: Tabled>(self) -> Self::Output;
 }
 
 /// Runs `visitor` with the state type `algorithm` keeps.
 pub(crate) fn visit_state<V: StateVisitor>(algorithm: Algorithm, visitor: V) -> V::Output {
     match algorithm {
-        Algorithm::FixedWindow => visitor.visit::<WindowCount>(),
-        Algorithm::SlidingWindowCounter => visitor.visit::<SlidingCounts>(),
-        Algorithm::SlidingWindowLog => visitor.visit::<ChargeLog>(),
+        Algorithm::FixedWindow => visitor.visit::<StoredWindow>(),
+        Algorithm::SlidingWindowCounter => visitor.visit::<StoredSliding>(),
+        Algorithm::SlidingWindowLog => visitor.visit::<StoredLog>(),
         // Token bucket, GCRA and pacing all keep one timestamp.
         _ => visitor.visit::<AtomicTat>(),
     }
@@ -74,8 +72,6 @@ pub(crate) struct Removed {
 
 /// The states of every rule for the keys that hash to this shard.
 pub(crate) struct Shard {
-    /// The latest time this shard has seen: "now" never goes backwards here.
-    pub(crate) latest_now: Timestamp,
     /// Indexed by rule number; boxed so rules this store never sees cost one pointer.
     tables: Vec<Option<Box<RuleTables>>>,
     len: usize,
@@ -86,7 +82,6 @@ pub(crate) struct Shard {
 impl Shard {
     pub(crate) fn new() -> Self {
         Shard {
-            latest_now: Timestamp::EPOCH,
             tables: Vec::new(),
             len: 0,
             next_sweep_len: MIN_SWEEP_LEN,
@@ -100,7 +95,7 @@ impl Shard {
     }
 
     /// The table of `S` for rule number `rule`, if the rule has any state here.
-    pub(crate) fn table<S: StoredState>(&self, rule: u32) -> Option<&Table<S>> {
+    pub(crate) fn table<S: Tabled>(&self, rule: u32) -> Option<&Table<S>> {
         self.tables
             .get(rule as usize)
             .and_then(Option::as_deref)
@@ -108,7 +103,7 @@ impl Shard {
     }
 
     /// The table of `S` for rule number `rule`, created if missing.
-    pub(crate) fn table_mut<S: StoredState>(&mut self, rule: u32) -> &mut Table<S> {
+    pub(crate) fn table_mut<S: Tabled>(&mut self, rule: u32) -> &mut Table<S> {
         let index = rule as usize;
         if self.tables.len() <= index {
             self.tables.resize_with(index + 1, || None);
@@ -122,7 +117,11 @@ impl Shard {
     }
 
     pub(crate) fn note_removed(&mut self) {
-        self.len = self.len.saturating_sub(1);
+        self.note_removed_many(1);
+    }
+
+    pub(crate) fn note_removed_many(&mut self, count: usize) {
+        self.len = self.len.saturating_sub(count);
     }
 
     /// Makes room for one more key if the shard is at `capacity`, and sweeps idle state when the
@@ -134,15 +133,16 @@ impl Shard {
             removed.lossless = self.sweep(now);
         }
         if self.len >= capacity {
-            // Every key holds live state: forget those that hold the least of their limit, a
-            // sixteenth of the shard at a time so the scan is paid rarely.
+            // Every key holds live state: forget those whose loss matters least, a sixteenth of
+            // the shard at a time so the scan is paid rarely.
             let target = (capacity / 16).max(1).min(self.len);
             removed.lossy = self.evict_least_used(target, now);
         }
         removed
     }
 
-    /// Removes every state that loses nothing when dropped (expired, or full again).
+    /// Removes every state that loses nothing when dropped (expired, or full again), each
+    /// judged by its own quota.
     pub(crate) fn sweep(&mut self, now: Timestamp) -> usize {
         let mut removed = 0;
         for tables in self.tables.iter_mut().flatten() {
@@ -157,31 +157,34 @@ impl Shard {
         removed
     }
 
-    /// Removes the `count` states that hold the smallest share of their limit.
+    /// Removes the `count` states whose loss matters least: callers not refused since they were
+    /// last allowed before those who were (a flood cannot reset a refused caller while the
+    /// refused fit in the shard), then the smallest share of their own limit, then the states
+    /// that would be idle soonest.
     fn evict_least_used(&mut self, count: usize, now: Timestamp) -> usize {
-        let mut usages = Vec::with_capacity(self.len);
+        let mut ranks = Vec::with_capacity(self.len);
         for tables in self.tables.iter().flatten() {
-            tables.gcra.usages(now, &mut usages);
-            tables.fixed.usages(now, &mut usages);
-            tables.sliding.usages(now, &mut usages);
-            tables.log.usages(now, &mut usages);
+            tables.gcra.ranks(now, &mut ranks);
+            tables.fixed.ranks(now, &mut ranks);
+            tables.sliding.ranks(now, &mut ranks);
+            tables.log.ranks(now, &mut ranks);
         }
-        if usages.is_empty() || count == 0 {
+        if ranks.is_empty() || count == 0 {
             return 0;
         }
-        let nth = count.min(usages.len()) - 1;
-        let (_, threshold, _) = usages.select_nth_unstable(nth);
+        let nth = count.min(ranks.len()) - 1;
+        let (_, threshold, _) = ranks.select_nth_unstable(nth);
         let threshold = *threshold;
-        // Remove everything strictly below the threshold, then ties until `count` are gone.
+        // Remove everything ranked strictly below the threshold, then ties until `count` are gone.
         let mut budget = count;
         let mut removed = 0;
         for pass_ties in [false, true] {
             for tables in self.tables.iter_mut().flatten() {
-                let mut evict = |usage: u64| {
+                let mut evict = |rank: (bool, u64, Timestamp)| {
                     let take = if pass_ties {
-                        usage == threshold
+                        rank == threshold
                     } else {
-                        usage < threshold
+                        rank < threshold
                     };
                     if take && budget > 0 {
                         budget -= 1;
@@ -200,14 +203,14 @@ impl Shard {
     }
 }
 
-fn sweep_table<S: AlgorithmState>(table: &mut Table<S>, now: Timestamp) -> usize {
-    table.retain(|state, quota| !state.is_idle(quota, now))
+fn sweep_table<S: StoredState>(table: &mut Table<S>, now: Timestamp) -> usize {
+    table.retain(|state, quota| !state.view(quota, |state| state.is_idle(quota, now)))
 }
 
-fn evict_table<S: AlgorithmState>(
+fn evict_table<S: StoredState>(
     table: &mut Table<S>,
     now: Timestamp,
-    evict: &mut impl FnMut(u64) -> bool,
+    evict: &mut impl FnMut((bool, u64, Timestamp)) -> bool,
 ) -> usize {
-    table.retain(|state, quota| !evict(state.usage_ppm(quota, now)))
+    table.retain(|state, quota| !evict(state.eviction_rank(quota, now)))
 }

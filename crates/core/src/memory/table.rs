@@ -1,10 +1,12 @@
-//! One rule's states of one algorithm family within one shard.
+//! One rule's states of one algorithm family within one shard, with the quotas they were last
+//! checked under.
 
 use hashbrown::HashTable;
 
 use super::compact_key::{CompactKey, KeyProbe};
-use crate::Quota;
-use crate::algorithm::AlgorithmState;
+use super::quota_slots::QuotaSlots;
+use super::stored::StoredState;
+use crate::{Quota, Timestamp};
 
 /// A key and its state.
 pub(crate) struct Entry<S> {
@@ -12,36 +14,78 @@ pub(crate) struct Entry<S> {
     pub(crate) state: S,
 }
 
-/// The states of one rule for one state type, with the quota last used for them (the quota
-/// decides when a state is idle, and how much of it eviction would lose).
+/// The states of one rule for one state type, and the quotas their slots name.
 pub(crate) struct Table<S> {
-    pub(crate) quota: Option<Quota>,
+    pub(crate) slots: QuotaSlots,
     pub(crate) entries: HashTable<Entry<S>>,
 }
 
 impl<S> Default for Table<S> {
     fn default() -> Self {
         Table {
-            quota: None,
+            slots: QuotaSlots::default(),
             entries: HashTable::new(),
         }
     }
 }
 
-impl<S: AlgorithmState> Table<S> {
+impl<S: StoredState> Table<S> {
+    /// The key's state and the quota it was written under.
     #[inline]
-    pub(crate) fn find_mut(&mut self, hash: u64, key: &[u8]) -> Option<&mut S> {
+    pub(crate) fn find_written(&mut self, hash: u64, key: &[u8]) -> Option<(&mut S, Quota)> {
         let probe = KeyProbe::new(key);
-        self.entries
-            .find_mut(hash, |entry| entry.key.matches(&probe))
-            .map(|entry| &mut entry.state)
+        let slots = &self.slots;
+        let entry = self
+            .entries
+            .find_mut(hash, |entry| entry.key.matches(&probe))?;
+        let quota = *slots.get(entry.state.meta().slot)?;
+        Some((&mut entry.state, quota))
     }
 
+    #[inline]
     pub(crate) fn find(&self, hash: u64, key: &[u8]) -> Option<&S> {
         let probe = KeyProbe::new(key);
         self.entries
             .find(hash, |entry| entry.key.matches(&probe))
             .map(|entry| &entry.state)
+    }
+
+    /// The quota a stored state was written under.
+    pub(crate) fn quota_of(&self, state: &S) -> Option<Quota> {
+        self.slots.get(state.meta().slot).copied()
+    }
+
+    /// The slot for `quota`, taking a free one if needed. When all are taken, slots no state
+    /// names are freed first; if every slot is still in use, the states of the least used slot
+    /// are dropped to make room (how many is the second value: lossy evictions).
+    pub(crate) fn slot_for(&mut self, quota: Quota) -> (u16, usize) {
+        if let Some(slot) = self.slots.find(&quota) {
+            return (slot, 0);
+        }
+        if let Some(slot) = self.slots.insert(quota) {
+            return (slot, 0);
+        }
+        let mut users = vec![0usize; self.slots.len()];
+        for entry in &self.entries {
+            if let Some(count) = users.get_mut(usize::from(entry.state.meta().slot)) {
+                *count += 1;
+            }
+        }
+        let in_use: Vec<bool> = users.iter().map(|&count| count > 0).collect();
+        self.slots.release_unused(&in_use);
+        let mut dropped = 0;
+        if self.slots.find(&quota).is_none() && !in_use.contains(&false) {
+            let fewest = (0..users.len())
+                .min_by_key(|&slot| users[slot])
+                .and_then(|slot| u16::try_from(slot).ok())
+                .unwrap_or_default();
+            dropped = self.retain(|state, _| state.meta().slot != fewest);
+            let mut in_use = in_use;
+            in_use[usize::from(fewest)] = false;
+            self.slots.release_unused(&in_use);
+        }
+        let slot = self.slots.insert(quota).unwrap_or_default();
+        (slot, dropped)
     }
 
     /// Inserts a key known to be absent.
@@ -75,24 +119,25 @@ impl<S: AlgorithmState> Table<S> {
         }
     }
 
-    /// Keeps the entries `keep` says to keep; how many were removed.
+    /// Keeps the entries `keep` says to keep, each judged with its own quota; how many were
+    /// removed. A state whose quota is unknown (never: every slot named is held) is kept.
     pub(crate) fn retain(&mut self, mut keep: impl FnMut(&S, &Quota) -> bool) -> usize {
-        let Some(quota) = self.quota else {
-            return 0;
-        };
         let before = self.entries.len();
-        self.entries.retain(|entry| keep(&entry.state, &quota));
+        let slots = &self.slots;
+        self.entries.retain(|entry| {
+            slots
+                .get(entry.state.meta().slot)
+                .is_none_or(|quota| keep(&entry.state, quota))
+        });
         before - self.entries.len()
     }
 
-    /// Each entry's usage in millionths of the limit.
-    pub(crate) fn usages(&self, now: crate::Timestamp, out: &mut Vec<u64>) {
-        if let Some(quota) = self.quota {
-            out.extend(
-                self.entries
-                    .iter()
-                    .map(|entry| entry.state.usage_ppm(&quota, now)),
-            );
+    /// Each entry's eviction rank (see [`StoredState::eviction_rank`]).
+    pub(crate) fn ranks(&self, now: Timestamp, out: &mut Vec<(bool, u64, Timestamp)>) {
+        for entry in &self.entries {
+            if let Some(quota) = self.slots.get(entry.state.meta().slot) {
+                out.push(entry.state.eviction_rank(quota, now));
+            }
         }
     }
 }

@@ -1,0 +1,41 @@
+//! For crates that implement [`Store`](crate::Store) on another backend (feature `store-kit`).
+//!
+//! A store reports what it charged as a [`Charge`] inside an [`ItemDecision`]; receipts, and so
+//! refunds, are made only from those. Applications never build charges: this module is the one
+//! door for stores outside `tollgate-core` (the Redis store uses it), kept behind a feature so
+//! that no application reaches it by accident.
+//!
+//! ```
+//! use std::time::Duration;
+//! use tollgate_core::store_kit;
+//! use tollgate_core::{Decision, Timestamp};
+//!
+//! let charge = store_kit::window(Timestamp::from_secs(60), 1);
+//! let answer = store_kit::charged(Decision::allowed(10, 9, Duration::from_secs(60)), charge);
+//! assert_eq!(answer.charge(), Some(&charge));
+//! ```
+
+use crate::{Charge, Decision, ItemDecision, Timestamp};
+
+/// An item's decision and what it charged.
+pub fn charged(decision: Decision, charge: Charge) -> ItemDecision {
+    ItemDecision {
+        decision,
+        charge: Some(charge),
+    }
+}
+
+/// A bucket, GCRA or pacing charge: the schedule moved `micros` later, to `until`.
+pub fn scheduled(micros: u64, until: Timestamp) -> Charge {
+    Charge::scheduled(micros, until)
+}
+
+/// A window charge: `cost` into the window starting at `start`.
+pub fn window(start: Timestamp, cost: u64) -> Charge {
+    Charge::window(start, cost)
+}
+
+/// A log charge: an entry of `cost` at `at`.
+pub fn logged(at: Timestamp, cost: u64) -> Charge {
+    Charge::logged(at, cost)
+}
