@@ -180,6 +180,35 @@ proptest! {
         }
     }
 
+    /// A bucket whose quota changes (capacity, rate, or both; token bucket or GCRA) keeps
+    /// exactly the units its caller owed, capped at the new capacity, and a refusal under the
+    /// new quota never asks for a longer wait than one of its own emission intervals.
+    #[test]
+    fn a_changed_bucket_quota_keeps_exactly_what_the_caller_owed(
+        (capacity_a, interval_a) in (1u64..50, 1u64..5_000_000),
+        (capacity_b, interval_b) in (1u64..50, 1u64..5_000_000),
+        events in steps(3_000_000, 10),
+        pause in 0u64..10_000_000,
+    ) {
+        let old = Quota::token_bucket(capacity_a, Rate::every(Duration::from_micros(interval_a))).unwrap();
+        let new = Quota::gcra(Rate::every(Duration::from_micros(interval_b)), capacity_b).unwrap();
+        let mut state = GcraState::default();
+        let mut now = START;
+        for (gap, cost) in events {
+            now += gap;
+            step(&mut state, &old, now, cost);
+        }
+        now += pause;
+        let at = Timestamp::from_micros(now);
+        let owed = capacity_a - state.peek(&old, at, 0).remaining();
+        let under_new = state.peek(&new, at, 0);
+        prop_assert_eq!(under_new.remaining(), capacity_b.saturating_sub(owed));
+        let one_more = step(&mut state, &new, now, 1);
+        if !one_more.is_allowed() {
+            prop_assert!(one_more.retry_after() <= Duration::from_micros(interval_b));
+        }
+    }
+
     #[test]
     fn no_input_panics_or_wraps_into_an_allow(
         limit in prop_oneof![1u64..100, any::<u64>()],

@@ -20,10 +20,12 @@
 //! allowance; it never waits longer than the new quota could make it wait, and is never granted
 //! more than it would have had. Each module says how.
 //!
-//! **Clocks that step back** grant nothing and freeze nobody, by one rule with no extra state:
-//! windows and logs read "now" as no earlier than the stored window's start or newest entry;
-//! buckets read it as no earlier than `tat − τ` (an exhausted caller), so a clock an hour behind
-//! costs a caller at most one full refill, not an hour.
+//! **Clocks that step back** (a Redis failover onto a replica whose `TIME` is behind) grant
+//! nothing, by one rule in every store and with no extra state: windows and logs read "now" as
+//! no earlier than the stored window's start or newest entry, so their count stands until the
+//! clock catches up (a caller waits at most the step back plus its own wait); buckets and pacing
+//! read it as no earlier than `tat − τ` (an exhausted bucket) and keep that, so a clock an hour
+//! behind costs a bucket's caller at most one full refill, not an hour.
 
 pub mod fixed_window;
 pub mod gcra;
