@@ -182,7 +182,11 @@ async fn allowed<S: Store>(store: &S, item: Item<'_>) -> bool {
 }
 
 async fn decide<S: Store>(store: &S, item: Item<'_>) -> ItemDecision {
-    check(store, &[item]).await.into_items().next().unwrap()
+    check(store, &[item])
+        .await
+        .into_items()
+        .next()
+        .expect("one answer")
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -7,7 +7,8 @@
 //! when the quota changes: under a new length L the current window is `[s, s + L)` with
 //! `s = ⌊now / L⌋ × L`; the count carries over (capped at the new limit) when the old window
 //! overlaps it, and starts from zero otherwise. A clock that steps back is read as the window's
-//! start: the count stays.
+//! start: the count stays until the clock is past the window's end again, and the waits a
+//! refusal announces are measured from the real clock, so they hold.
 //!
 //! **Worst case:** up to 2 × limit in one window's span, across a boundary.
 //!
@@ -109,7 +110,8 @@ impl AlgorithmState for WindowCount {
         _not_before: Timestamp,
     ) -> (Decision, Option<Charge>) {
         let limit = quota.limit();
-        let now = self.normalize(quota, now);
+        self.normalize(quota, now);
+        // Measured from the real "now": after a clock stepped back, the wait is honest.
         let reset_after = self
             .start
             .saturating_add_micros(self.length)

@@ -22,7 +22,8 @@
 //! the old estimate at that moment (previous count weighted, rounded up, plus the current count,
 //! capped at the new limit) becomes the new window's current count, so the caller keeps what it
 //! used and the state never mixes two lengths. A clock that steps back is read as the window's
-//! start.
+//! start (the counts stand until the clock catches up), and announced waits are measured from the
+//! real clock, so they hold.
 //!
 //! ```
 //! use std::time::Duration;
@@ -137,9 +138,12 @@ impl AlgorithmState for SlidingCounts {
         _not_before: Timestamp,
     ) -> (Decision, Option<Charge>) {
         let limit = quota.limit();
-        let now = self.normalize(quota, now);
+        let clamped = self.normalize(quota, now);
+        // After a clock stepped back the estimate is made at the window's start, and the waits
+        // are measured from the real "now", so they hold.
+        let lag = clamped.micros_since(now);
         let length = self.length;
-        let elapsed = now.micros_since(self.start).min(length);
+        let elapsed = clamped.micros_since(self.start).min(length);
         let overlap = length - elapsed;
         let wide = u128::from;
         // Everything below is scaled by the window length, so the estimate is never rounded.
@@ -166,7 +170,9 @@ impl AlgorithmState for SlidingCounts {
         }
         let after = used + wide(cost) * wide(length);
         if after > capacity {
-            let retry_after = self.retry_after(limit, length, elapsed, cost);
+            let retry_after = self
+                .retry_after(limit, length, elapsed, cost)
+                .saturating_add(lag);
             let refused = limit_reached(limit, remaining_for(used), reset_after, retry_after);
             return (refused, None);
         }

@@ -6,7 +6,9 @@
 //!
 //! Entries are absolute times, so a changed window length simply reads the same log with the new
 //! window (entries already dropped under a shorter window stay gone: lengthening the window again
-//! does not bring them back). A clock that steps back is read as the newest entry's time.
+//! does not bring them back). A clock that steps back is read as the newest entry's time (the
+//! log stands until the clock catches up), and announced waits are measured from the real clock,
+//! so they hold.
 //!
 //! **Trade-off.** Exact — **worst case: the limit, in any rolling window** — with no boundary
 //! burst and no estimate. But it stores an entry per charge (16 bytes each here, about 800 bytes for a limit of
@@ -78,11 +80,13 @@ impl AlgorithmState for ChargeLog {
     ) -> (Decision, Option<Charge>) {
         let limit = quota.limit();
         let window = quota.interval_micros();
-        // A clock that went backwards counts as no time passing.
+        // A clock that went backwards counts as no time passing; waits are measured from the
+        // real "now", so they hold.
+        let real_now = now;
         let now = self.newest().map_or(now, |newest| newest.max(now));
         self.expire(window, now);
         let reset_after = self.newest().map_or(0, |newest| {
-            newest.saturating_add_micros(window).micros_since(now)
+            newest.saturating_add_micros(window).micros_since(real_now)
         });
         let remaining_now = limit.saturating_sub(self.total);
         let current = allowed(limit, remaining_now, reset_after);
@@ -96,7 +100,7 @@ impl AlgorithmState for ChargeLog {
             for &(at, entry_cost) in &self.entries {
                 total -= entry_cost;
                 if total + cost <= limit {
-                    retry_after = at.saturating_add_micros(window).micros_since(now);
+                    retry_after = at.saturating_add_micros(window).micros_since(real_now);
                     break;
                 }
             }
@@ -114,7 +118,11 @@ impl AlgorithmState for ChargeLog {
             }
         }
         self.total += cost;
-        let allowed = allowed(limit, remaining_now - cost, window);
+        let allowed = allowed(
+            limit,
+            remaining_now - cost,
+            now.saturating_add_micros(window).micros_since(real_now),
+        );
         (allowed, Some(Charge::logged(now, cost)))
     }
 

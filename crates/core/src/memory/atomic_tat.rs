@@ -8,34 +8,22 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::quota_slots::MAX_SLOTS;
 use super::stored::{Meta, StoredState};
 use crate::algorithm::AlgorithmState;
 use crate::algorithm::gcra::GcraState;
 use crate::{Charge, Decision, Quota, Refusal, Timestamp};
-
-const TAT_BITS: u32 = 53;
-const TAT_MASK: u64 = (1 << TAT_BITS) - 1;
-const SLOT_MASK: u64 = (MAX_SLOTS as u64 - 1) << TAT_BITS;
-const REFUSED: u64 = 1 << 63;
 
 /// A packed [`GcraState`] and its [`Meta`].
 #[derive(Debug, Default)]
 pub(crate) struct AtomicTat(AtomicU64);
 
 fn pack(tat: Timestamp, meta: Meta) -> u64 {
-    let refused = if meta.refused { REFUSED } else { 0 };
-    let slot = (u64::from(meta.slot) << TAT_BITS) & SLOT_MASK;
-    refused | slot | tat.as_micros().min(TAT_MASK)
+    meta.pack(tat.as_micros())
 }
 
 fn unpack(word: u64) -> (Timestamp, Meta) {
-    let slot = u16::try_from((word & SLOT_MASK) >> TAT_BITS).unwrap_or_default();
-    let meta = Meta {
-        slot,
-        refused: word & REFUSED != 0,
-    };
-    (Timestamp::from_micros(word & TAT_MASK), meta)
+    let (tat, meta) = Meta::unpack(word);
+    (Timestamp::from_micros(tat), meta)
 }
 
 impl AtomicTat {
@@ -65,7 +53,7 @@ impl AtomicTat {
             if outcome.1.is_none() {
                 let limited = outcome.0.refusal() == Some(Refusal::LimitReached);
                 if limited && enforcing && !meta.refused {
-                    self.0.fetch_or(REFUSED, Ordering::AcqRel);
+                    self.0.fetch_or(Meta::REFUSED_BIT, Ordering::AcqRel);
                 }
                 return Some(outcome);
             }

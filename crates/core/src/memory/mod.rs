@@ -25,7 +25,7 @@
 //!
 //! **Memory.** Token bucket, GCRA and pacing keep 24 bytes per key (a 16-byte inline key and one
 //! word packing the timestamp, the quota's slot and the refused mark; keys over 15 encoded bytes
-//! take one extra allocation), windows 40–48, a sliding log 16 bytes per entry. BENCHMARKS.md has
+//! take one extra allocation), windows 32–40 (the count packs the slot and mark too), a sliding log 16 bytes per entry. BENCHMARKS.md has
 //! measured bytes per key.
 //!
 //! **Bounds and eviction.** The store holds at most [`max_keys`](MemoryStoreBuilder::max_keys)

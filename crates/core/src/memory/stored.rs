@@ -1,6 +1,7 @@
 //! How the in-memory store keeps each algorithm's state: compactly, naming the quota it was last
 //! checked under by slot (see `quota_slots`) and whether its caller was refused since last allowed.
 
+use super::quota_slots::MAX_SLOTS;
 use crate::algorithm::AlgorithmState;
 use crate::algorithm::fixed_window::WindowCount;
 use crate::algorithm::sliding_window_counter::SlidingCounts;
@@ -13,6 +14,35 @@ use crate::{Quota, Timestamp};
 pub(crate) struct Meta {
     pub(crate) slot: u16,
     pub(crate) refused: bool,
+}
+
+const VALUE_BITS: u32 = 53;
+const VALUE_MASK: u64 = (1 << VALUE_BITS) - 1;
+const SLOT_MASK: u64 = (MAX_SLOTS as u64 - 1) << VALUE_BITS;
+const REFUSED: u64 = 1 << 63;
+
+impl Meta {
+    /// One word: the refused mark (top bit), the slot (10 bits) and a value below 2^53 (a
+    /// timestamp in µs until the year 2255, or a count: limits are at most 2^40). Packing keeps
+    /// entries as small as they were before states named their quotas.
+    pub(crate) fn pack(self, value: u64) -> u64 {
+        let refused = if self.refused { REFUSED } else { 0 };
+        let slot = (u64::from(self.slot) << VALUE_BITS) & SLOT_MASK;
+        refused | slot | value.min(VALUE_MASK)
+    }
+
+    /// The value and meta of a packed word.
+    pub(crate) fn unpack(word: u64) -> (u64, Meta) {
+        let slot = u16::try_from((word & SLOT_MASK) >> VALUE_BITS).unwrap_or_default();
+        let meta = Meta {
+            slot,
+            refused: word & REFUSED != 0,
+        };
+        (word & VALUE_MASK, meta)
+    }
+
+    /// The refused mark alone, as a word to OR in.
+    pub(crate) const REFUSED_BIT: u64 = REFUSED;
 }
 
 /// A state as the store keeps it. `quota` is always the quota of the state's own slot: what it
@@ -46,11 +76,22 @@ pub(crate) trait StoredState: Send + Sync + 'static {
     }
 }
 
-/// Fixed window: start and count (the length is the slot's quota's window).
+/// Fixed window: start, and the count packed with the meta (the length is the slot's quota's
+/// window).
 pub(crate) struct StoredWindow {
     start: u64,
-    count: u64,
-    meta: Meta,
+    count_and_meta: u64,
+}
+
+impl StoredWindow {
+    fn state(&self, quota: &Quota) -> WindowCount {
+        let (count, _) = Meta::unpack(self.count_and_meta);
+        WindowCount::new(
+            Timestamp::from_micros(self.start),
+            quota.interval_micros(),
+            count,
+        )
+    }
 }
 
 impl StoredState for StoredWindow {
@@ -59,49 +100,44 @@ impl StoredState for StoredWindow {
     fn new(state: WindowCount, meta: Meta) -> Self {
         StoredWindow {
             start: state.start().as_micros(),
-            count: state.count(),
-            meta,
+            count_and_meta: meta.pack(state.count()),
         }
     }
 
     fn view<R>(&self, quota: &Quota, read: impl FnOnce(&WindowCount) -> R) -> R {
-        let start = Timestamp::from_micros(self.start);
-        read(&WindowCount::new(
-            start,
-            quota.interval_micros(),
-            self.count,
-        ))
+        read(&self.state(quota))
     }
 
     fn update<R>(&mut self, quota: &Quota, change: impl FnOnce(&mut WindowCount) -> R) -> R {
-        let start = Timestamp::from_micros(self.start);
-        let mut state = WindowCount::new(start, quota.interval_micros(), self.count);
+        let mut state = self.state(quota);
         let result = change(&mut state);
-        *self = StoredWindow::new(state, self.meta);
+        *self = StoredWindow::new(state, self.meta());
         result
     }
 
     fn meta(&self) -> Meta {
-        self.meta
+        Meta::unpack(self.count_and_meta).1
     }
 
     fn set_meta(&mut self, meta: Meta) {
-        self.meta = meta;
+        let (count, _) = Meta::unpack(self.count_and_meta);
+        self.count_and_meta = meta.pack(count);
     }
 }
 
-/// Sliding window counter: start and two counts (the length is the slot's quota's window).
+/// Sliding window counter: start and two counts, the current one packed with the meta (the
+/// length is the slot's quota's window).
 pub(crate) struct StoredSliding {
     start: u64,
     previous: u64,
-    current: u64,
-    meta: Meta,
+    current_and_meta: u64,
 }
 
 impl StoredSliding {
     fn state(&self, quota: &Quota) -> SlidingCounts {
         let start = Timestamp::from_micros(self.start);
-        SlidingCounts::new(start, quota.interval_micros(), self.previous, self.current)
+        let (current, _) = Meta::unpack(self.current_and_meta);
+        SlidingCounts::new(start, quota.interval_micros(), self.previous, current)
     }
 }
 
@@ -112,8 +148,7 @@ impl StoredState for StoredSliding {
         StoredSliding {
             start: state.start().as_micros(),
             previous: state.previous(),
-            current: state.current(),
-            meta,
+            current_and_meta: meta.pack(state.current()),
         }
     }
 
@@ -124,16 +159,17 @@ impl StoredState for StoredSliding {
     fn update<R>(&mut self, quota: &Quota, change: impl FnOnce(&mut SlidingCounts) -> R) -> R {
         let mut state = self.state(quota);
         let result = change(&mut state);
-        *self = StoredSliding::new(state, self.meta);
+        *self = StoredSliding::new(state, self.meta());
         result
     }
 
     fn meta(&self) -> Meta {
-        self.meta
+        Meta::unpack(self.current_and_meta).1
     }
 
     fn set_meta(&mut self, meta: Meta) {
-        self.meta = meta;
+        let (current, _) = Meta::unpack(self.current_and_meta);
+        self.current_and_meta = meta.pack(current);
     }
 }
 

@@ -33,6 +33,9 @@ use crate::{
     Timestamp,
 };
 
+pub mod state_changes;
+pub use state_changes::*;
+
 /// The suite's start time: midnight UTC, 2023-11-14 (aligned to days, hours and minutes).
 pub const START: Timestamp = Timestamp::from_secs(19_675 * 86_400);
 
@@ -63,7 +66,26 @@ macro_rules! conformance_suite {
             leaky_bucket_paces_instead_of_refusing,
             several_pacing_items_start_at_the_latest_slot,
             equal_keys_under_different_rules_do_not_share_state,
-            quota_travels_with_the_item
+            quota_travels_with_the_item,
+            a_much_longer_period_keeps_the_usage_and_still_ends,
+            fixed_window_lengthened_from_a_second_to_an_hour_lets_the_caller_back,
+            token_bucket_of_1000_a_day_spent_then_10_a_second_waits_at_most_100_ms,
+            a_much_shorter_period_waits_no_longer_than_the_new_quota,
+            token_bucket_refilled_more_slowly_at_the_same_capacity_grants_nothing_at_once,
+            token_bucket_and_gcra_with_the_same_numbers_share_one_state,
+            token_bucket_to_pacing_and_back_grants_nothing_extra,
+            a_raised_limit_gives_the_extra_room_at_once,
+            a_lowered_limit_refuses_no_longer_than_the_new_quota_would,
+            after_a_quota_change_the_long_run_total_stays_within_bounds,
+            keys_of_one_rule_are_each_judged_by_their_own_quota,
+            a_refund_sent_twice_gives_back_once,
+            a_bucket_refund_after_its_share_of_the_schedule_passed_gives_nothing,
+            a_window_refund_after_its_window_ended_gives_nothing_to_the_new_one,
+            a_log_refund_after_its_entry_left_the_window_gives_nothing,
+            a_bucket_refund_after_the_emission_interval_changed_gives_nothing,
+            a_clock_stepping_back_an_hour_grants_nothing,
+            a_clock_stepping_back_an_hour_does_not_freeze_a_bucket,
+            a_clock_stepping_back_an_hour_keeps_a_window_and_its_announced_wait
         );
     };
     (@cases $block_on:path, $store:expr, $($case:ident),+) => {
