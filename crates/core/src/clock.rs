@@ -9,6 +9,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// Microseconds since the Unix epoch.
 ///
+/// Stores support times below 2^53 µs (the year 2255): Redis computes in doubles, exact up to
+/// 2^53, and the in-memory store packs a timestamp into 53 bits. Later times are not supported.
+///
 /// ```
 /// use tollgate_core::Timestamp;
 /// let t = Timestamp::from_micros(1_500_000);

@@ -62,11 +62,16 @@ impl Charge {
 ///
 /// * **Single use.** A receipt comes only from consuming a store's answer
 ///   ([`BatchDecision::into_receipts`](crate::BatchDecision::into_receipts),
-///   [`ItemDecision::into_receipt`](crate::ItemDecision::into_receipt)); it is neither `Clone`
-///   nor constructible outside the crate, and `refund` takes it by value.
+///   [`ItemDecision::into_receipt`](crate::ItemDecision::into_receipt)); it is not `Clone`, and
+///   `refund` takes it by value. Charges are built only by stores: this crate's, and those of
+///   other crates through the `store_kit` module (feature `store-kit`), which could as well
+///   reset a caller — an application has no reason to enable it.
 /// * **Bounded.** A refund gives back only what the charge can still be holding: nothing once
 ///   its window has ended, its log entry has left the window, or its part of a bucket's schedule
-///   has passed; nothing when the rule's emission interval or window has changed since.
+///   has passed, or been cut off by a smaller capacity; nothing when the rule's emission interval
+///   or window has changed since. (After an operator's `reset`, or an eviction, a refund cannot
+///   tell the new state from the old: it may give back up to its own cost of what was charged
+///   since.)
 /// * **Safe to retry.** A refund that fails hands the receipt back inside the
 ///   [`RefundError`]; a remote store makes the refund idempotent (it remembers the receipt's
 ///   [`id`](Self::id) for as long as the charge could matter), so retrying after a lost answer

@@ -267,7 +267,19 @@ impl BatchDecision {
     /// Receipts for every charged item, consuming the answer (for "count only some outcomes":
     /// refund them all when the response says the request should not count). `items` are the
     /// items checked, in order.
+    ///
+    /// `items` must be the very slice that was checked: a slice of another length gets no
+    /// receipts at all (a receipt naming the wrong rule or key would refund the wrong caller).
     pub fn into_receipts(self, items: &[Item<'_>]) -> Vec<Receipt> {
+        if items.len() != self.items.len() {
+            tracing::error!(
+                target: "tollgate::store",
+                items = items.len(),
+                answers = self.items.len(),
+                "into_receipts was given other items than were checked; no receipts made"
+            );
+            return Vec::new();
+        }
         items
             .iter()
             .zip(self.items)

@@ -166,6 +166,100 @@ fn refused_callers_beyond_the_bound_are_evicted_and_counted() {
     assert!(store.stats().lossy_evictions > 0);
 }
 
+/// Refused callers that fit in a shard all survive a flood: eviction takes them only when nobody
+/// else is left, and then one at a time.
+#[test]
+fn refused_callers_that_fit_all_survive_a_flood() {
+    let clock = start();
+    let store = store_with(&clock, 64);
+    let rule = RuleId::new("otp").unwrap();
+    let quota = Quota::token_bucket(1, Rate::per_day(1)).unwrap();
+    let refused: Vec<Key> = (0..63).map(|i| Key::new(format!("refused-{i}"))).collect();
+    for key in &refused {
+        assert!(allowed(&store, Item::new(&rule, quota, key)));
+        assert!(!allowed(&store, Item::new(&rule, quota, key)));
+    }
+    for i in 0..500 {
+        let key = Key::new(format!("flood-{i}"));
+        assert!(allowed(&store, Item::new(&rule, quota, &key)));
+        assert!(store.stats().keys <= 64);
+    }
+    let reset = refused
+        .iter()
+        .filter(|key| allowed(&store, Item::new(&rule, quota, key)))
+        .count();
+    assert_eq!(
+        reset, 0,
+        "63 refused callers fit in 64 keys; the flood reset {reset}"
+    );
+}
+
+/// More distinct quotas under one rule than a shard numbers: the states dropped to make room are
+/// those of a quota without refused callers.
+#[test]
+fn running_out_of_quota_slots_keeps_refused_callers() {
+    let clock = start();
+    let store = store_with(&clock, 1 << 16);
+    let rule = RuleId::new("plans").unwrap();
+    let plan = |n: u64| Quota::token_bucket(1 + n, Rate::per_day(1 + n)).unwrap();
+    let refused = Key::new("refused");
+    assert!(allowed(&store, Item::new(&rule, plan(0), &refused)));
+    assert!(!allowed(&store, Item::new(&rule, plan(0), &refused)));
+    for n in 1..=1_500 {
+        let key = Key::new(format!("tenant-{n}"));
+        assert!(allowed(&store, Item::new(&rule, plan(n), &key)));
+    }
+    assert!(
+        !allowed(&store, Item::new(&rule, plan(0), &refused)),
+        "the refused caller is kept (lossy evictions: {})",
+        store.stats().lossy_evictions
+    );
+}
+
+/// `max_keys` is a hard bound, however it divides among shards.
+#[test]
+fn max_keys_is_a_hard_bound() {
+    for (max_keys, shards) in [(129, 2), (1_000, 7), (65, 64), (3, 1)] {
+        let clock = start();
+        let store = MemoryStore::builder()
+            .clock(clock.clone())
+            .shards(shards)
+            .max_keys(max_keys)
+            .build();
+        let rule = RuleId::new("r").unwrap();
+        let quota = Quota::token_bucket(2, Rate::per_day(1)).unwrap();
+        for i in 0..5_000 {
+            let key = Key::new(format!("k{i}"));
+            allowed(&store, Item::new(&rule, quota, &key));
+            assert!(
+                store.stats().keys <= max_keys,
+                "max_keys({max_keys}) over {shards} shards: {} held",
+                store.stats().keys
+            );
+        }
+    }
+}
+
+/// Receipts name the items they are made with, so a slice other than the one checked gets none
+/// rather than receipts naming the wrong rule.
+#[test]
+fn receipts_need_the_items_that_were_checked() {
+    let store = MemoryStore::new();
+    let (first, second) = (RuleId::new("r1").unwrap(), RuleId::new("r2").unwrap());
+    let quota = Quota::token_bucket(3, Rate::per_hour(3)).unwrap();
+    let key = Key::new("k");
+    let items = [
+        Item::new(&first, quota, &key),
+        Item::new(&second, quota, &key).with_cost(3),
+    ];
+    let batch = block_on(store.check(&items)).unwrap();
+    assert!(batch.into_receipts(&items[1..]).is_empty());
+    let batch = block_on(store.check(&[items[0]])).unwrap();
+    let receipts = batch.into_receipts(&items[..1]);
+    assert_eq!(receipts.len(), 1);
+    assert_eq!(receipts[0].rule(), &first);
+}
+
 /// Each key is judged by its own quota: a day-long window exhausted by one caller is not swept
 /// because another key of the same rule uses one-second windows.
 #[test]

@@ -5,8 +5,8 @@
 //!
 //! The state records the window's start **and length** with its count, so it keeps its meaning
 //! when the quota changes: under a new length L the current window is `[s, s + L)` with
-//! `s = ⌊now / L⌋ × L`; the count carries over (capped at the new limit) when the old window
-//! overlaps it, and starts from zero otherwise. A clock that steps back is read as the window's
+//! `s = ⌊now / L⌋ × L`; the count carries over when the old window overlaps it, and starts from
+//! zero otherwise. A count above a lowered limit is cut to the limit. A clock that steps back is read as the window's
 //! start: the count stays until the clock is past the window's end again, and the waits a
 //! refusal announces are measured from the real clock, so they hold.
 //!
@@ -80,7 +80,11 @@ impl WindowCount {
         };
         let start = window_start(now, length);
         let count = if self.length == length {
-            if self.start == start { self.count } else { 0 }
+            if self.start == start {
+                self.count.min(quota.limit())
+            } else {
+                0
+            }
         } else if self.length == 0 || !overlaps(self.start, self.length, start, length) {
             0
         } else {

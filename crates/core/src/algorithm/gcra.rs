@@ -157,16 +157,25 @@ impl AlgorithmState for GcraState {
         now
     }
 
-    /// Gives back the part of the charge the schedule still holds: `min(micros, until − now)`,
-    /// nothing once `until` has passed or when the emission interval has changed since.
+    /// Gives back the part of the charge the schedule still holds: the charge took the span
+    /// `[until − micros, until)` of the schedule, and what is left of it is its overlap with
+    /// `[now, tat)` — nothing once `until` has passed, and nothing of a part a smaller capacity
+    /// or a clock that stepped back has already cut off. Nothing when the emission interval has
+    /// changed since. Pacing gives back only the latest booking: an earlier one's slot is
+    /// already promised to the bookings after it.
     fn refund(&mut self, quota: &Quota, charge: &Charge, now: Timestamp) {
-        if let Charge::Scheduled { micros, until } = charge {
-            if self.interval != 0 && self.interval != quota.interval_micros() {
-                return;
-            }
-            let held = until.micros_since(now).min(*micros);
-            self.tat = Timestamp::from_micros(self.tat.as_micros().saturating_sub(held));
+        let Charge::Scheduled { micros, until } = *charge else {
+            return;
+        };
+        if self.interval != 0 && self.interval != quota.interval_micros() {
+            return;
         }
+        if quota.algorithm() == Algorithm::LeakyBucket && until < self.tat {
+            return;
+        }
+        let from = Timestamp::from_micros(until.as_micros().saturating_sub(micros)).max(now);
+        let held = until.min(self.tat).micros_since(from);
+        self.tat = Timestamp::from_micros(self.tat.as_micros().saturating_sub(held));
     }
 
     fn idle_at(&self, _quota: &Quota) -> Timestamp {

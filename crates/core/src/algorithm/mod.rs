@@ -18,7 +18,16 @@
 //! emission interval, a window's start and length; a log's entries are absolute times) and is
 //! read in the new quota's terms: the caller keeps what it owed, capped at the new quota's full
 //! allowance; it never waits longer than the new quota could make it wait, and is never granted
-//! more than it would have had. Each module says how.
+//! more than it would have had. Each module says how. Two limits of that rule, by design:
+//!
+//! * the cap applies at every change, so a key switched back and forth between a generous and a
+//!   small quota is forgiven, at each switch, whatever it owed beyond the small quota's
+//!   allowance. Quotas per key are for plans and reloads, which change rarely: never let a
+//!   caller pick its own quota request by request.
+//! * state is kept per algorithm family (buckets and pacing; fixed windows; sliding counters;
+//!   logs), so a change of family starts the caller afresh in the new family — at most one fresh
+//!   allowance per change — and the old state is read again if the rule changes back before it
+//!   expires.
 //!
 //! **Clocks that step back** (a Redis failover onto a replica whose `TIME` is behind) grant
 //! nothing, by one rule in every store and with no extra state: windows and logs read "now" as

@@ -113,6 +113,10 @@ impl SlidingCounts {
         }
         let now = now.max(self.start);
         self.roll_to(now);
+        // A lowered limit: counts above it would make a caller wait longer than the new quota
+        // ever could.
+        self.previous = self.previous.min(quota.limit());
+        self.current = self.current.min(quota.limit());
         if self.length != length {
             let elapsed = now.micros_since(self.start).min(self.length);
             let weighted = weighted_up(self.previous, self.length - elapsed, self.length);

@@ -215,7 +215,7 @@ impl<C> MemoryStoreBuilder<C> {
                     .map(|_| Padded(RwLock::new(Shard::new())))
                     .collect(),
                 shard_mask: shards - 1,
-                capacity_per_shard: self.max_keys.div_ceil(shards).max(1),
+                capacity_per_shard: (self.max_keys / shards).max(1),
                 seed: foldhash::fast::RandomState::default(),
                 lossless_evictions: AtomicU64::new(0),
                 lossy_evictions: AtomicU64::new(0),

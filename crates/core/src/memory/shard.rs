@@ -172,6 +172,14 @@ impl Shard {
         if ranks.is_empty() || count == 0 {
             return 0;
         }
+        // Refused callers go only when nobody else is left, and then one at a time: a flood
+        // never takes more of them than the room it needs.
+        let not_refused = ranks.iter().filter(|(refused, _, _)| !refused).count();
+        let count = if not_refused > 0 {
+            count.min(not_refused)
+        } else {
+            1
+        };
         let nth = count.min(ranks.len()) - 1;
         let (_, threshold, _) = ranks.select_nth_unstable(nth);
         let threshold = *threshold;

@@ -65,23 +65,28 @@ impl<S: StoredState> Table<S> {
         if let Some(slot) = self.slots.insert(quota) {
             return (slot, 0);
         }
-        let mut users = vec![0usize; self.slots.len()];
+        // Per slot: whether any of its callers is refused, and how many states name it.
+        let mut users = vec![(false, 0usize); self.slots.len()];
         for entry in &self.entries {
-            if let Some(count) = users.get_mut(usize::from(entry.state.meta().slot)) {
+            let meta = entry.state.meta();
+            if let Some((refused, count)) = users.get_mut(usize::from(meta.slot)) {
+                *refused |= meta.refused;
                 *count += 1;
             }
         }
-        let in_use: Vec<bool> = users.iter().map(|&count| count > 0).collect();
+        let in_use: Vec<bool> = users.iter().map(|&(_, count)| count > 0).collect();
         self.slots.release_unused(&in_use);
         let mut dropped = 0;
-        if self.slots.find(&quota).is_none() && !in_use.contains(&false) {
-            let fewest = (0..users.len())
+        if !in_use.contains(&false) {
+            // Every slot is in use: drop the states of the one whose loss matters least (no
+            // refused callers if possible, then the fewest states).
+            let least = (0..users.len())
                 .min_by_key(|&slot| users[slot])
                 .and_then(|slot| u16::try_from(slot).ok())
                 .unwrap_or_default();
-            dropped = self.retain(|state, _| state.meta().slot != fewest);
+            dropped = self.retain(|state, _| state.meta().slot != least);
             let mut in_use = in_use;
-            in_use[usize::from(fewest)] = false;
+            in_use[usize::from(least)] = false;
             self.slots.release_unused(&in_use);
         }
         let slot = self.slots.insert(quota).unwrap_or_default();

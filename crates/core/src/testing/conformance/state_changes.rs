@@ -981,3 +981,123 @@ pub async fn a_clock_stepping_back_an_hour_keeps_a_window_and_its_announced_wait
         );
     }
 }
+
+/// A capacity cut forgives what the caller owed beyond the new capacity; a receipt refunded
+/// afterwards gives back only what the cut left of its charge — here nothing: the caller had
+/// spent 10 before it, which alone exhausts the new capacity of 10.
+pub async fn a_refund_after_a_capacity_cut_gives_back_only_what_the_cut_left<S: Store>(
+    make: &impl Fn(ManualClock) -> S,
+) {
+    let clock = ManualClock::new(START);
+    let store = make(clock.clone());
+    let (id, key) = (rule("cut-then-refund"), Key::new("user77"));
+    let big = Quota::token_bucket(20, Rate::per_second(1)).expect("valid");
+    let small = Quota::token_bucket(10, Rate::per_second(1)).expect("valid");
+    assert!(
+        decide(&store, Item::new(&id, big, &key).with_cost(10))
+            .await
+            .is_allowed()
+    );
+    let receipt = charge(&store, Item::new(&id, big, &key).with_cost(10)).await;
+    assert!(
+        !decide(&store, Item::new(&id, small, &key))
+            .await
+            .is_allowed()
+    );
+    refund(&store, receipt).await;
+    assert_eq!(
+        remaining(&store, Item::new(&id, small, &key)).await,
+        0,
+        "the refunded charge was already cut off by the smaller capacity"
+    );
+}
+
+/// A clock that steps back clamps a bucket to exhausted; a receipt refunded then grants nothing
+/// the clamp took away.
+pub async fn a_refund_after_a_clock_step_back_grants_nothing<S: Store>(
+    make: &impl Fn(ManualClock) -> S,
+) {
+    let clock = ManualClock::new(START.saturating_add_micros(micros(DAY)));
+    let store = make(clock.clone());
+    let (id, key) = (rule("rewind-then-refund"), Key::new("user77"));
+    let item = Item::new(
+        &id,
+        Quota::token_bucket(10, Rate::per_second(1)).expect("valid"),
+        &key,
+    );
+    assert!(decide(&store, item.with_cost(5)).await.is_allowed());
+    let receipt = charge(&store, item.with_cost(5)).await;
+    clock.rewind(HOUR);
+    assert!(
+        !decide(&store, item).await.is_allowed(),
+        "clamped to exhausted"
+    );
+    refund(&store, receipt).await;
+    assert_eq!(
+        remaining(&store, item).await,
+        0,
+        "the step back already took what the receipt charged"
+    );
+}
+
+/// Pacing gives back only its latest booking: an earlier booking's slot is promised to the
+/// bookings after it, and giving it back would tell two callers to start at the same instant.
+pub async fn pacing_gives_back_only_its_latest_booking<S: Store>(make: &impl Fn(ManualClock) -> S) {
+    let store = make(ManualClock::new(START));
+    let (id, key) = (rule("sms-provider"), Key::new("provider-a"));
+    let pacing = Quota::leaky_bucket(Rate::per_second(10), secs(1)).expect("valid");
+    let item = Item::new(&id, pacing, &key);
+    let first = charge(&store, item).await;
+    assert_eq!(
+        decide(&store, item).await.delay(),
+        ms(100),
+        "the second booking"
+    );
+    refund(&store, first).await;
+    assert_eq!(
+        decide(&store, item).await.delay(),
+        ms(200),
+        "the third booking still comes after the second"
+    );
+    let latest = charge(&store, item).await;
+    refund(&store, latest).await;
+    assert_eq!(
+        decide(&store, item).await.delay(),
+        ms(300),
+        "the latest booking's slot is given back"
+    );
+}
+
+/// A sliding window counter whose limit is lowered (same window) waits no longer than the new
+/// quota could ever make a caller wait.
+pub async fn a_lowered_sliding_limit_waits_no_longer_than_the_new_quota_alone<S: Store>(
+    make: &impl Fn(ManualClock) -> S,
+) {
+    let clock = ManualClock::new(START);
+    let store = make(clock.clone());
+    let minute = secs(60);
+    let old = Quota::sliding_window_counter(100, minute).expect("valid");
+    let new = Quota::sliding_window_counter(10, minute).expect("valid");
+    let (id, key) = (rule("lowered"), Key::new("user77"));
+    let (alone_id, alone_key) = (rule("lowered-alone"), Key::new("user78"));
+    assert!(
+        decide(&store, Item::new(&id, old, &key).with_cost(100))
+            .await
+            .is_allowed()
+    );
+    assert!(
+        decide(&store, Item::new(&alone_id, new, &alone_key).with_cost(10))
+            .await
+            .is_allowed()
+    );
+    clock.advance(secs(1));
+    let lowered = decide(&store, Item::new(&id, new, &key)).await;
+    let alone = decide(&store, Item::new(&alone_id, new, &alone_key)).await;
+    assert!(!lowered.is_allowed() && !alone.is_allowed());
+    assert!(
+        lowered.retry_after() <= alone.retry_after(),
+        "after 100 -> 10: told {:?}; the new quota alone at its worst: {:?}",
+        lowered.retry_after(),
+        alone.retry_after()
+    );
+}
