@@ -114,6 +114,22 @@ impl GcraState {
             || self.tat.micros_since(now) > reach(quota)
     }
 
+    /// The check on a state already in `quota`'s terms at `now` (see
+    /// [`needs_rewrite`](Self::needs_rewrite)): the in-memory fast path skips the rewrite.
+    #[inline(always)]
+    pub(crate) fn check_normalized(
+        &mut self,
+        quota: &Quota,
+        now: Timestamp,
+        cost: u64,
+        not_before: Timestamp,
+    ) -> (Decision, Option<Charge>) {
+        if quota.algorithm() == Algorithm::LeakyBucket {
+            return leaky_bucket::check(self, quota, now, cost, not_before);
+        }
+        check(self, quota, now, cost)
+    }
+
     /// Rewrites the state in `quota`'s terms at `now` (see the type's docs).
     pub(crate) fn normalize(&mut self, quota: &Quota, now: Timestamp) {
         if self.tat > now {
@@ -144,10 +160,7 @@ impl AlgorithmState for GcraState {
         not_before: Timestamp,
     ) -> (Decision, Option<Charge>) {
         self.normalize(quota, now);
-        if quota.algorithm() == Algorithm::LeakyBucket {
-            return leaky_bucket::check(self, quota, now, cost, not_before);
-        }
-        check(self, quota, now, cost)
+        self.check_normalized(quota, now, cost, not_before)
     }
 
     fn earliest_start(&self, quota: &Quota, now: Timestamp) -> Timestamp {

@@ -9,7 +9,6 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::stored::{Meta, StoredState};
-use crate::algorithm::AlgorithmState;
 use crate::algorithm::gcra::GcraState;
 use crate::{Charge, Decision, Quota, Refusal, Timestamp};
 
@@ -49,7 +48,7 @@ impl AtomicTat {
             if meta.slot != slot || state.needs_rewrite(quota, now) {
                 return None;
             }
-            let outcome = state.check(quota, now, cost, now);
+            let outcome = state.check_normalized(quota, now, cost, now);
             if outcome.1.is_none() {
                 let limited = outcome.0.refusal() == Some(Refusal::LimitReached);
                 if limited && enforcing && !meta.refused {
