@@ -5,8 +5,9 @@
 //!
 //! The state records the window's start **and length** with its count, so it keeps its meaning
 //! when the quota changes: under a new length L the current window is `[s, s + L)` with
-//! `s = ⌊now / L⌋ × L`; the count carries over when the old window overlaps it, and starts from
-//! zero otherwise. A count above a lowered limit is cut to the limit. A clock that steps back is read as the window's
+//! `s = ⌊now / L⌋ × L`; the count carries over when the old window is still running and overlaps
+//! it, and starts from zero otherwise (a window that has ended holds nothing, under any quota —
+//! as Redis, which has expired it by then). A count above a lowered limit is cut to the limit. A clock that steps back is read as the window's
 //! start: the count stays until the clock is past the window's end again, and the waits a
 //! refusal announces are measured from the real clock, so they hold.
 //!
@@ -85,7 +86,10 @@ impl WindowCount {
             } else {
                 0
             }
-        } else if self.length == 0 || !overlaps(self.start, self.length, start, length) {
+        } else if self.length == 0
+            || self.start.saturating_add_micros(self.length) <= now
+            || !overlaps(self.start, self.length, start, length)
+        {
             0
         } else {
             self.count.min(quota.limit())
@@ -134,12 +138,13 @@ impl AlgorithmState for WindowCount {
         (allowed, Some(Charge::window(self.start, cost)))
     }
 
-    /// Takes the cost out of the window it went into, if that is still the current window (same
-    /// start, same length); otherwise the charge holds nothing any more.
-    fn refund(&mut self, quota: &Quota, charge: &Charge, _now: Timestamp) {
+    /// Takes the cost out of the window it went into, if that window is still running (same
+    /// start, same length, not ended); otherwise the charge holds nothing any more.
+    fn refund(&mut self, quota: &Quota, charge: &Charge, now: Timestamp) {
         if let Charge::Window { start, cost } = charge
             && *start == self.start
             && self.length == quota.interval_micros()
+            && self.start.saturating_add_micros(self.length) > now
         {
             self.count = self.count.saturating_sub(*cost);
         }

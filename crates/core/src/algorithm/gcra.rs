@@ -170,12 +170,17 @@ impl AlgorithmState for GcraState {
         now
     }
 
-    /// Gives back the part of the charge the schedule still holds: the charge took the span
-    /// `[until − micros, until)` of the schedule, and what is left of it is its overlap with
-    /// `[now, tat)` — nothing once `until` has passed, and nothing of a part a smaller capacity
-    /// or a clock that stepped back has already cut off. Nothing when the emission interval has
-    /// changed since. Pacing gives back only the latest booking: an earlier one's slot is
-    /// already promised to the bookings after it.
+    /// Gives back what is left of the charge: `min(micros, until − now, tat − now)` — nothing
+    /// once `until` has passed (the charge has been paid back by time), and never more than the
+    /// caller owes. Tokens are alike, so receipts may be refunded in any order. Nothing when the
+    /// emission interval has changed since.
+    ///
+    /// Pacing gives back only the latest booking, the part of `[until − micros, until)` not yet
+    /// past: an earlier booking's slot is already promised to the bookings after it.
+    ///
+    /// A receipt in flight across a smaller capacity (or a clock that stepped back) can still
+    /// give back its whole cost, up to what the caller owes, though the cut already forgave part
+    /// of what was owed; at most its own cost, once.
     fn refund(&mut self, quota: &Quota, charge: &Charge, now: Timestamp) {
         let Charge::Scheduled { micros, until } = *charge else {
             return;
@@ -183,11 +188,17 @@ impl AlgorithmState for GcraState {
         if self.interval != 0 && self.interval != quota.interval_micros() {
             return;
         }
-        if quota.algorithm() == Algorithm::LeakyBucket && until < self.tat {
-            return;
-        }
-        let from = Timestamp::from_micros(until.as_micros().saturating_sub(micros)).max(now);
-        let held = until.min(self.tat).micros_since(from);
+        let held = if quota.algorithm() == Algorithm::LeakyBucket {
+            if until < self.tat {
+                return;
+            }
+            let booked = Timestamp::from_micros(until.as_micros().saturating_sub(micros));
+            self.tat.micros_since(booked.max(now))
+        } else {
+            micros
+                .min(until.micros_since(now))
+                .min(self.tat.micros_since(now))
+        };
         self.tat = Timestamp::from_micros(self.tat.as_micros().saturating_sub(held));
     }
 

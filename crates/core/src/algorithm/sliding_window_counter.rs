@@ -185,15 +185,18 @@ impl AlgorithmState for SlidingCounts {
         (allowed, Some(Charge::window(self.start, cost)))
     }
 
-    /// Takes the cost out of the window it went into while that window still counts (as the
-    /// current or the previous one, under the same length); otherwise it holds nothing any more.
-    fn refund(&mut self, quota: &Quota, charge: &Charge, _now: Timestamp) {
+    /// Takes the cost out of the window it went into while that window still counts at `now`
+    /// (as the current or the previous one, under the same length); otherwise it holds nothing
+    /// any more.
+    fn refund(&mut self, quota: &Quota, charge: &Charge, now: Timestamp) {
         let Charge::Window { start, cost } = charge else {
             return;
         };
         if self.length != quota.interval_micros() {
             return;
         }
+        // Where the windows stand now: a charge whose window has slid out holds nothing.
+        self.roll_to(now.max(self.start));
         if *start == self.start {
             self.current = self.current.saturating_sub(*cost);
         } else if start.saturating_add_micros(self.length) == self.start {

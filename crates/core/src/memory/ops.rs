@@ -62,6 +62,11 @@ pub(crate) fn evaluate(
             let table = shard.table_mut::<S>(at.rule);
             let check = |state: &mut S::State| state.check(&quota, now, item.cost(), not_before);
             if let Some((stored, written_under)) = table.find_written(at.hash, key) {
+                if stored.view(&written_under, |state| state.is_idle(&written_under, now)) {
+                    // Idle under the quota it was written under: as good as gone (a Redis key
+                    // would have expired), whatever quota reads it now.
+                    *stored = S::new(S::State::default(), stored.meta());
+                }
                 let outcome = stored.update(&written_under, check);
                 let refused = marks_refusal(item, &outcome, stored.meta().refused);
                 stored.set_meta(Meta { slot, refused });
@@ -136,9 +141,10 @@ pub(crate) fn peek(
             let found = self.shard.table::<S>(self.at.rule).and_then(|table| {
                 let stored = table.find(self.at.hash, self.item.key().as_bytes())?;
                 let written_under = table.quota_of(stored)?;
-                Some(stored.view(&written_under, |state| {
-                    state.peek(quota, self.now, self.cost)
-                }))
+                stored.view(&written_under, |state| {
+                    let live = !state.is_idle(&written_under, self.now);
+                    live.then(|| state.peek(quota, self.now, self.cost))
+                })
             });
             found.unwrap_or_else(|| S::State::default().peek(quota, self.now, self.cost))
         }
@@ -177,9 +183,10 @@ pub(crate) fn earliest_start(
                 .and_then(|table| {
                     let stored = table.find(self.at.hash, self.item.key().as_bytes())?;
                     let written_under = table.quota_of(stored)?;
-                    Some(stored.view(&written_under, |state| {
-                        state.earliest_start(quota, self.now)
-                    }))
+                    stored.view(&written_under, |state| {
+                        let live = !state.is_idle(&written_under, self.now);
+                        live.then(|| state.earliest_start(quota, self.now))
+                    })
                 })
                 .unwrap_or(self.now)
         }
