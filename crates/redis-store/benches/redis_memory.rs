@@ -13,15 +13,16 @@
 //!   table's entry, both hash tables' bucket arrays, allocator rounding).
 //!
 //! Callers are short account ids, `user100000` ... `user199999` (10 bytes), under the rule
-//! `login`, so stored names look like `tg:t1:{login:%0Auser100000}` (27 bytes); with
+//! `login`, so stored names look like `tg:t2:{login:%0Auser100000}` (27 bytes); with
 //! `--callers ipv4` they are IPv4 addresses from the benchmarking block 198.18.0.0/15
 //! (`198.18.0.0` ... `198.19.134.159`, 10 to 14 bytes; names of 27 to 31 bytes). Each algorithm's
 //! keys are written through the store (`Store::check_one`, 64 checks in flight on one
 //! connection), with quotas that keep every key alive for the whole run (buckets refill over
 //! an hour, windows last a day); the sliding window log gets three checks per key, so each log
 //! holds three entries (checked with `ZCARD`). **Baseline**, measured in the same run: a plain
-//! `SET <name> <16-digit integer> PX 60000` on the token bucket's very names — the value a
-//! GCRA or token bucket key holds (a µs timestamp), with no tollgate in between.
+//! `SET <name> <16-digit integer> PX 60000` on the token bucket's very names — a µs timestamp,
+//! the heart of what a GCRA or token bucket key holds (its value is `tat:interval`, the
+//! timestamp and the emission interval it was written under), with no tollgate in between.
 //!
 //! Target: at most 100 bytes per key (`MEMORY USAGE`) for token bucket, GCRA and fixed window.
 //!

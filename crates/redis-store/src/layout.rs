@@ -1,8 +1,10 @@
-//! The one function that names every stored key.
+//! The one place that names every stored key.
 //!
 //! ```text
 //! <prefix>:<format><version>:{<rule id>:<caller key, escaped>}
-//! tg:t1:{login:%06user77}
+//! tg:t2:{login:%06user77}
+//! <prefix>:r1:{<rule id>:<caller key, escaped>}:<receipt id, 16 hex digits>
+//! tg:r1:{login:%06user77}:00c0ffee00c0ffee
 //! ```
 //!
 //! * The **hash tag** (between `{` and `}`) is the rule id and the caller's key, so one rule's
@@ -14,7 +16,12 @@
 //!   its SHA-256 (`#` never appears raw, so a digest cannot equal a short key).
 //! * The **format tag** names the state's shape (`t` timestamp, `w` fixed window, `s` sliding
 //!   counter, `l` log) and its version, so state written by another algorithm or an older
-//!   layout is never read as this one.
+//!   layout is never read as this one. A new version is a new key: during a rolling upgrade,
+//!   gateways of the old and the new version count in separate keys (a caller may get up to
+//!   twice its quota for one window, once from each), and the old keys expire by themselves.
+//! * A **refund marker** (`r`) remembers, for as long as the charge could matter, that a
+//!   receipt was refunded, so a retried refund gives back once. It shares the state's hash tag,
+//!   so one script execution (and one cluster slot) holds both.
 
 use std::fmt::Write as _;
 
@@ -62,14 +69,21 @@ impl StateFormat {
     /// The format's letter and version: bump a version when its encoding changes.
     fn tag(self) -> &'static str {
         match self {
-            StateFormat::Timestamp => "t1",
-            StateFormat::FixedWindow => "w1",
-            StateFormat::SlidingCounter => "s1",
-            // 2: members carry a running total ("at:cost:cumulative").
-            StateFormat::Log => "l2",
+            // 2: "tat:interval", the emission interval the TAT was written under.
+            StateFormat::Timestamp => "t2",
+            // 2: "start:length:count", µs (1 was "window number:count").
+            StateFormat::FixedWindow => "w2",
+            // 2: "start:length:previous:current".
+            StateFormat::SlidingCounter => "s2",
+            // 2: members carry a running total ("at:cost:cumulative"); 3: the expiry follows
+            // the window of the latest check, which may have grown.
+            StateFormat::Log => "l3",
         }
     }
 }
+
+/// The refund markers' tag and version.
+const MARKER_TAG: &str = "r1";
 
 /// Names stored keys under one prefix.
 #[derive(Debug, Clone)]
@@ -85,13 +99,27 @@ impl KeyLayout {
 
     /// The stored key of `rule`'s state for `key` in `format`.
     pub(crate) fn key(&self, format: StateFormat, rule: &RuleId, key: &Key) -> String {
-        let tag = hash_tag(rule, key);
-        let mut name = String::with_capacity(self.prefix.len() + tag.len() + 6);
+        self.name(format.tag(), rule, key, 0)
+    }
+
+    /// The refund marker of receipt `id` for `rule`'s state for `key`: the state's hash tag,
+    /// so it lives in the state's slot.
+    pub(crate) fn marker(&self, rule: &RuleId, key: &Key, id: u64) -> String {
+        let mut name = self.name(MARKER_TAG, rule, key, 17);
+        let _ = write!(name, ":{id:016x}");
+        name
+    }
+
+    /// `<prefix>:<tag>:{<hash tag>}`, with room for `extra` more bytes.
+    fn name(&self, tag: &str, rule: &RuleId, key: &Key, extra: usize) -> String {
+        let hash_tag = hash_tag(rule, key);
+        let mut name =
+            String::with_capacity(self.prefix.len() + tag.len() + hash_tag.len() + 4 + extra);
         name.push_str(&self.prefix);
         name.push(':');
-        name.push_str(format.tag());
+        name.push_str(tag);
         name.push_str(":{");
-        name.push_str(&tag);
+        name.push_str(&hash_tag);
         name.push('}');
         name
     }
@@ -160,7 +188,7 @@ mod tests {
     #[test]
     fn a_plain_key_reads_as_the_layout_says() {
         let stored = layout().key(StateFormat::Timestamp, &rule("login"), &Key::new("user77"));
-        assert_eq!(stored, "tg:t1:{login:%06user77}");
+        assert_eq!(stored, "tg:t2:{login:%06user77}");
     }
 
     #[test]
@@ -186,9 +214,19 @@ mod tests {
     }
 
     #[test]
+    fn a_refund_marker_shares_the_state_s_hash_tag_and_names_the_receipt() {
+        let (rule, key) = (rule("login"), Key::new("user77"));
+        let marker = layout().marker(&rule, &key, 0xc0ffee);
+        assert_eq!(marker, "tg:r1:{login:%06user77}:0000000000c0ffee");
+        let state = layout().key(StateFormat::Log, &rule, &key);
+        assert_eq!(slot_of(&marker), slot_of(&state));
+        assert_ne!(marker, layout().marker(&rule, &key, 0xc0ffef));
+    }
+
+    #[test]
     fn braces_and_percent_signs_in_a_key_are_escaped() {
         let stored = layout().key(StateFormat::Timestamp, &rule("r"), &Key::new("}{x}%"));
-        assert_eq!(stored, "tg:t1:{r:%05%7D%7Bx%7D%25}");
+        assert_eq!(stored, "tg:t2:{r:%05%7D%7Bx%7D%25}");
         assert_eq!(stored.matches('{').count(), 1);
         assert_eq!(stored.matches('}').count(), 1);
     }

@@ -24,33 +24,73 @@
 //! on `NOSCRIPT`). It reads "now" from the server's `TIME`, loads each key's state, decides
 //! every item with the same integer formulas as `tollgate_core::algorithm` (exact: Lua numbers
 //! are doubles, so products that could pass 2^53 are computed by long multiplication), and
-//! writes only if the request goes ahead. A request is one round trip on a single server, and
-//! on a cluster when its items share a hash slot. Items in several slots take one execution per
-//! slot, side by side; when one slot refuses, the slots that charged are refunded by receipt,
+//! writes what the request charged if it goes ahead — and, even for a refused request, what
+//! reading a state in its quota's terms changed (below), so nobody is left waiting on a state
+//! that would be rewritten anyway. A request is one round trip on a single server, and on a
+//! cluster when its items share a hash slot. Items in several slots take one execution per
+//! slot, side by side; when one slot refuses, the slots that charged take those charges back,
 //! one more round trip (this can briefly over-refuse concurrent requests on those keys;
-//! `BENCHMARKS.md` measures how often), and pacing items in several slots first read their
-//! earliest starts, one more. That exchange runs in a task of its own, so a caller that stops
-//! waiting leaves no charge of a refused request behind.
+//! `BENCHMARKS.md` measures how often). Pacing items in several slots first read their earliest
+//! starts, one more; shadow items in several slots are checked once the request is known to go
+//! ahead, one more. That exchange runs in a task of its own, so a caller that stops waiting
+//! leaves no charge of a refused request behind.
 //!
 //! A call the server refused without running it (a moved slot, a failover in progress, a busy
 //! or loading server) is sent again, up to three times; a call whose answer was lost is never
 //! sent again, since the script may have run (the cluster client's own retries are off for
 //! this reason).
 //!
+//! ## Quota changes and clocks that step back
+//!
+//! Every state records what it was written under — a bucket's emission interval, a window's
+//! start and length; a log's entries are absolute times — and each check reads it in the terms
+//! of the quota on the item, exactly as the in-memory store does: a caller keeps what it owed,
+//! capped at the new quota's full allowance. A clock that steps back (a failover onto a replica
+//! whose `TIME` is behind) grants nothing. The rules, per algorithm, are in
+//! [`tollgate_core::algorithm`]'s docs; the script follows them to the microsecond (the
+//! `matches_memory` test compares both stores on random sequences of quota changes and clock
+//! steps).
+//!
+//! ## Refunds happen once
+//!
+//! [`Store::refund`](tollgate_core::Store::refund) gives back what a
+//! [`Receipt`](tollgate_core::Receipt) still holds (its rules are
+//! [`AlgorithmState::refund`](tollgate_core::algorithm::AlgorithmState::refund)'s), and only
+//! once: the script first sets a **refund marker**, `<prefix>:r1:{<hash tag>}:<receipt id>`
+//! (`SET NX`), and applies the refund only if it could. A refund whose answer was lost fails
+//! with the receipt inside the [`RefundError`](tollgate_core::RefundError); retrying it finds
+//! the marker and gives nothing more. The marker shares the state's hash tag (one slot, one
+//! execution) and lives exactly as long as the charge could still matter — a bucket's until its
+//! part of the schedule has passed, a fixed window's until the window ends, a sliding counter's
+//! one window later, a log entry's until it leaves the window — so it costs one small key per
+//! refund for that long. A refund that arrives once the charge can no longer matter gives
+//! nothing and sets no marker. The charges a refused cross-slot request takes back are not
+//! receipts: they carry no marker and apply once, as sent; a bucket's gives back
+//! `min(µs, until − now, tat − now)`, which does not depend on the order in which concurrent
+//! requests take theirs back.
+//!
 //! ## Stored keys
 //!
 //! `<prefix>:<format><version>:{<rule id>:<escaped key>}`, for example
-//! `tg:t1:{login:%06user77}`. The hash tag holds the rule and the caller's key (so one rule's
+//! `tg:t2:{login:%06user77}`. The hash tag holds the rule and the caller's key (so one rule's
 //! state for one key lives in one slot); the key is escaped so a caller cannot inject a hash
 //! tag or collide with another key, and hashed when long; the format tag means state written by
-//! another algorithm or layout version is never misread. Values:
+//! another algorithm or layout version is never misread. Values (times and lengths in µs):
 //!
 //! | algorithm | type | value | expires |
 //! |---|---|---|---|
-//! | token bucket, GCRA, pacing (`t`) | string | theoretical arrival time, µs | when full again |
-//! | fixed window (`w`) | string | `window:count` | at the window's end |
-//! | sliding window counter (`s`) | string | `window:previous:current` | one window after the current one ends |
-//! | sliding window log (`l`) | sorted set | `at:cost:cumulative` scored by `at`: one member per µs, with the running total, so a check reads two entries instead of summing the log (refunding the newest entry touches one member; refunding an older one rewrites the entries after it — about 0.5 s of server time behind 100,000 entries, so keep logs for small, strict limits) | one window after the newest entry |
+//! | token bucket, GCRA, pacing (`t2`) | string | `tat:interval`: the theoretical arrival time and the emission interval it was written under | when full again |
+//! | fixed window (`w2`) | string | `start:length:count` | at the window's end |
+//! | sliding window counter (`s2`) | string | `start:length:previous:current` | one window after the current one ends |
+//! | sliding window log (`l3`) | sorted set | `at:cost:cumulative` scored by `at`: one member per µs, with the running total, so a check reads two entries instead of summing the log (refunding the newest entry touches one member; refunding an older one rewrites the entries after it — about 0.5 s of server time behind 100,000 entries, so keep logs for small, strict limits) | one window after the newest entry, under the window of the latest check (every check sets it again, since a changed quota may have lengthened the window) |
+//! | refund marker (`r1`) | string | `1` | when the refunded charge could no longer matter |
+//!
+//! **Rolling upgrades.** A layout version is part of the key name, so gateways of two versions
+//! never misread each other's state — but they do not share it either: while both run, each
+//! counts in its own keys, and a caller can get up to twice its quota for one window (once from
+//! each). The old keys expire by themselves. The previous layout's `t1`, `w1`, `s1` and `l2`
+//! keys are such old keys: the formats above replaced them. To avoid the double allowance,
+//! switch every gateway at once, or accept it for one window's length.
 //!
 //! ## When Redis fails
 //!

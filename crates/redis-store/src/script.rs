@@ -1,17 +1,19 @@
 //! The Lua script every operation runs, its arguments and its answers.
 //!
-//! One script serves check, peek, refund and start, so one SHA is loaded once per server (the
+//! One script serves check, enforce, peek, refund and start, so one SHA is loaded once per server (the
 //! connection sends `EVALSHA` and, on `NOSCRIPT`, loads the script and sends it again). Its parts live in
 //! `src/lua/`: `prelude.lua` (exact integer arithmetic and the one place "now" comes from),
-//! `algorithms.lua` (the algorithms of `tollgate_core::algorithm`, over the same integers),
-//! `state.lua` (reading and writing one key's state, with expiry) and `main.lua` (the
-//! operations; a check is all-or-nothing inside one execution).
+//! `state.lua` (reading and writing one key's state, with expiry), `algorithms.lua` (the
+//! algorithms of `tollgate_core::algorithm`, over the same integers, each reading a state in
+//! its quota's terms first) and `main.lua` (the operations; a check is all-or-nothing inside one
+//! execution, a refund with a marker happens once).
 
 use std::sync::LazyLock;
 use std::time::Duration;
 
 use redis::{Cmd, Script};
 use smallvec::SmallVec;
+use tollgate_core::store_kit;
 use tollgate_core::{
     Algorithm, Charge, Decision, ItemDecision, Quota, Refusal, StoreError, StoreErrorKind,
     Timestamp,
@@ -20,9 +22,9 @@ use tollgate_core::{
 const SOURCE: &str = concat!(
     include_str!("lua/prelude.lua"),
     "\n",
-    include_str!("lua/algorithms.lua"),
-    "\n",
     include_str!("lua/state.lua"),
+    "\n",
+    include_str!("lua/algorithms.lua"),
     "\n",
     include_str!("lua/main.lua"),
 );
@@ -43,6 +45,9 @@ pub(crate) fn sha() -> &'static str {
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Operation {
     Check,
+    /// A check that leaves shadow items uncharged (reporting them as a peek would): one slot's
+    /// part of a request split over several slots.
+    Enforce,
     Peek,
     Refund,
     /// The latest earliest start of the enforcing pacing keys.
@@ -53,6 +58,7 @@ impl Operation {
     fn name(self) -> &'static str {
         match self {
             Operation::Check => "check",
+            Operation::Enforce => "enforce",
             Operation::Peek => "peek",
             Operation::Refund => "refund",
             Operation::Start => "start",
@@ -71,9 +77,9 @@ pub(crate) struct Timing {
     pub(crate) not_before: u64,
 }
 
-/// One key's arguments after its kind: limit, interval, span, then four per operation (check,
-/// peek and start: cost, enforcing, 0, 0; refund: the charge's kind and two numbers, and the
-/// cost to report the state at afterwards).
+/// One item's arguments after its kind: limit, interval, span, then four per operation (check,
+/// enforce, peek and start: cost, enforcing, 0, 0; refund: the charge's kind and two numbers,
+/// and the cost to report the state at afterwards).
 pub(crate) struct KeyArgs<'a> {
     pub(crate) key: &'a str,
     pub(crate) quota: &'a Quota,
@@ -100,12 +106,13 @@ pub(crate) fn unsupported(algorithm: Algorithm) -> StoreError {
     )
 }
 
-/// The arguments for a charge: its kind and two numbers.
+/// The arguments for a charge: its kind and two numbers (scheduled: µs and the TAT right after
+/// the charge; window: the window's start and the cost; logged: when and the cost).
 pub(crate) fn charge_args(charge: &Charge) -> [u64; 3] {
     match charge {
-        Charge::Scheduled { micros } => [1, *micros, 0],
-        Charge::Window { window, cost } => [2, *window, *cost],
-        Charge::Logged { at, cost } => [3, at.as_micros(), *cost],
+        Charge::Scheduled { micros, until, .. } => [1, *micros, until.as_micros()],
+        Charge::Window { start, cost, .. } => [2, start.as_micros(), *cost],
+        Charge::Logged { at, cost, .. } => [3, at.as_micros(), *cost],
         _ => [0, 0, 0],
     }
 }
@@ -134,6 +141,13 @@ impl ScriptCall {
         let mut command = redis::cmd("SCRIPT");
         command.arg("LOAD").arg(SOURCE);
         command
+    }
+
+    /// Adds a refund marker after the items' keys (one per item, in order, or none): the
+    /// refund is applied only if the script can set it.
+    pub(crate) fn with_marker(mut self, marker: String) -> Self {
+        self.keys.push(marker);
+        self
     }
 
     fn command(&self, name: &str, script: &str) -> Cmd {
@@ -216,15 +230,15 @@ pub(crate) fn decode(reply: &[i64], expected: usize) -> Result<Answer, StoreErro
         let (a, b) = (a?, b?);
         let charge = match charge? {
             0 => None,
-            1 => Some(Charge::Scheduled { micros: a }),
-            2 => Some(Charge::Window { window: a, cost: b }),
-            3 => Some(Charge::Logged {
-                at: Timestamp::from_micros(a),
-                cost: b,
-            }),
+            1 => Some(store_kit::scheduled(a, Timestamp::from_micros(b))),
+            2 => Some(store_kit::window(Timestamp::from_micros(a), b)),
+            3 => Some(store_kit::logged(Timestamp::from_micros(a), b)),
             _ => return Err(malformed()),
         };
-        items.push(ItemDecision::new(decision, charge));
+        items.push(match charge {
+            Some(charge) => store_kit::charged(decision, charge),
+            None => ItemDecision::uncharged(decision),
+        });
     }
     Ok(Answer {
         allowed: value(0)? == 1,

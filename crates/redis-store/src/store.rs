@@ -5,8 +5,8 @@ use std::sync::Arc;
 #[cfg(feature = "testing")]
 use tollgate_core::Clock;
 use tollgate_core::{
-    Algorithm, BatchDecision, Charge, Decision, Item, ItemDecision, Key, Quota, Receipt, RuleId,
-    Store, StoreError, StoreErrorKind,
+    Algorithm, BatchDecision, Charge, Decision, Item, ItemDecision, Key, Quota, Receipt,
+    RefundError, RuleId, Store, StoreError, StoreErrorKind,
 };
 
 use crate::error::store_error;
@@ -23,8 +23,8 @@ const TEST_KEY_SLACK_MS: u64 = 3_600_000;
 ///
 /// * **Atomic, one round trip**: a request's items go to one Lua script execution (`EVALSHA`)
 ///   that decides all-or-nothing. On a cluster, items are grouped by hash slot (one execution
-///   per slot); if any group refuses, the request is refused and the groups that charged are
-///   refunded by receipt — never a group whose answer was lost, which may or may not have run,
+///   per slot); if any group refuses, the request is refused and the groups that charged take
+///   those charges back — never a group whose answer was lost, which may or may not have run,
 ///   and no call is ever sent twice.
 /// * **The server's clock**: the script reads `TIME` itself; gateways never send time, so
 ///   their clocks may disagree. A `TIME` that steps back grants nothing.
@@ -33,6 +33,11 @@ const TEST_KEY_SLACK_MS: u64 = 3_600_000;
 ///   store.
 /// * **Compact, self-expiring keys** (see the crate docs for the layout): each key expires once
 ///   dropping it loses nothing.
+/// * **State that outlives its quota**: each state records the emission interval or window it
+///   was written under and is read in the terms of the quota on the item, as
+///   `tollgate_core::algorithm` describes.
+/// * **Refunds that happen once**: a refund sets a marker for its receipt, and a retried refund
+///   (after a lost answer) finds it and gives nothing more.
 ///
 /// A store error is never a refusal: wrap the store in `tollgate_core::FallbackStore` to give
 /// every call a deadline and each rule its planned behaviour when Redis is down. Cloning is
@@ -121,6 +126,13 @@ impl RedisStore {
         Some(self.inner.layout.key(format, rule, key))
     }
 
+    /// The key that marks receipt `id` (see [`Receipt::id`]) of `rule`'s charge to `key` as
+    /// refunded, for inspection and tests. It shares the state's hash tag (and so its slot),
+    /// and lives for as long as the charge could matter.
+    pub fn refund_marker_key(&self, rule: &RuleId, key: &Key, id: u64) -> String {
+        self.inner.layout.marker(rule, key, id)
+    }
+
     /// The cluster slot a rule's state for a key lives in.
     pub fn slot(&self, rule: &RuleId, key: &Key) -> u16 {
         layout::slot_of(&self.inner.layout.key(StateFormat::Timestamp, rule, key))
@@ -179,15 +191,17 @@ impl RedisStore {
         self.execute(&call).await
     }
 
-    /// Checks the items at `positions` in one script execution.
+    /// Checks the items at `positions` in one script execution (`operation`: check, or
+    /// enforce for one slot of a split request).
     pub(crate) async fn check_group(
         &self,
+        operation: Operation,
         planned: &[Planned],
         positions: &[usize],
         timing: Timing,
     ) -> Result<Answer, StoreError> {
         let reply = self
-            .execute_items(Operation::Check, planned, positions, timing)
+            .execute_items(operation, planned, positions, timing)
             .await?;
         script::decode(&reply, positions.len())
     }
@@ -195,6 +209,10 @@ impl RedisStore {
     /// Takes back the charges (if any) of the items at the given positions, in one script
     /// execution; answers each one's state afterwards (enforcing items at cost 0, shadow items
     /// at their cost, as a refused batch reports them).
+    ///
+    /// These are not receipts (a refused request's own charges, taken back at once): they carry
+    /// no refund marker and apply once, as sent — a bucket's by a rule that does not depend on
+    /// the order in which concurrent requests take theirs back (see `src/lua/algorithms.lua`).
     pub(crate) async fn refund_group(
         &self,
         planned: &[Planned],
@@ -210,6 +228,25 @@ impl RedisStore {
         )?;
         let reply = self.execute(&call).await?;
         script::decode(&reply, charged.len())
+    }
+
+    /// Refunds one receipt, once: the script applies it only if it can set the receipt's
+    /// marker (for as long as the charge could matter), so sending it again is a no-op.
+    async fn refund_receipt(&self, receipt: &Receipt) -> Result<(), StoreError> {
+        let item = Item::new(receipt.rule(), *receipt.quota(), receipt.key()).with_cost(0);
+        let planned = self.plan(&item)?;
+        let marker = self
+            .inner
+            .layout
+            .marker(receipt.rule(), receipt.key(), receipt.id());
+        let call = script::invocation(
+            Operation::Refund,
+            self.timing(),
+            [planned.refund_args(Some(receipt.charge()))],
+        )?
+        .with_marker(marker);
+        let reply = self.execute(&call).await?;
+        script::decode(&reply, 1).map(drop)
     }
 }
 
@@ -264,7 +301,9 @@ impl Store for RedisStore {
             split::together(planned.len())
         };
         if groups.len() == 1 {
-            let answer = self.check_group(&planned, &groups[0], timing).await?;
+            let answer = self
+                .check_group(Operation::Check, &planned, &groups[0], timing)
+                .await?;
             return Ok(BatchDecision::new(answer.allowed, answer.items));
         }
         // Its own task: if the caller stops waiting (a deadline, a client gone), the groups
@@ -280,7 +319,9 @@ impl Store for RedisStore {
 
     async fn check_one(&self, item: &Item<'_>) -> Result<ItemDecision, StoreError> {
         let planned = [self.plan(item)?];
-        let answer = self.check_group(&planned, &[0], self.timing()).await?;
+        let answer = self
+            .check_group(Operation::Check, &planned, &[0], self.timing())
+            .await?;
         answer.items.into_iter().next().ok_or_else(|| {
             StoreError::new(
                 StoreErrorKind::Protocol,
@@ -302,12 +343,14 @@ impl Store for RedisStore {
             .ok_or_else(|| StoreError::new(StoreErrorKind::Protocol, "peek answered no item"))
     }
 
-    async fn refund(&self, receipt: &Receipt) -> Result<(), StoreError> {
-        let item = Item::new(receipt.rule(), *receipt.quota(), receipt.key()).with_cost(0);
-        let planned = [self.plan(&item)?];
-        self.refund_group(&planned, &[(0, Some(*receipt.charge()))], self.timing())
-            .await
-            .map(drop)
+    /// Refunds `receipt` once. On failure the receipt comes back in the error: retrying it is
+    /// safe even when the first attempt did reach Redis (its answer lost), since the script
+    /// skips a receipt whose refund marker is already set.
+    async fn refund(&self, receipt: Receipt) -> Result<(), RefundError> {
+        match self.refund_receipt(&receipt).await {
+            Ok(()) => Ok(()),
+            Err(error) => Err(RefundError::new(error, receipt)),
+        }
     }
 
     async fn reset(&self, rule: &RuleId, key: &Key) -> Result<(), StoreError> {

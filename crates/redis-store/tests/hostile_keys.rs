@@ -1,5 +1,6 @@
-//! Caller-controlled keys cannot collide, inject a hash tag, or move a rule's state to
-//! another slot: braces, colons, percent signs, binary and a 1 MB value, on a real cluster.
+//! Caller-controlled keys cannot collide, inject a hash tag, or move a rule's state (or a
+//! refund's marker) to another slot: braces, colons, percent signs, binary and a 1 MB value, on
+//! a real cluster.
 
 mod common;
 
@@ -57,6 +58,14 @@ fn hostile_keys_each_get_their_own_count_on_a_cluster() {
     });
 }
 
+/// Each hostile key's refund marker for a receipt id (every id takes 16 hex digits).
+fn markers(store: &tollgate_redis::RedisStore, rule: &RuleId, id: u64) -> Vec<String> {
+    hostile_keys()
+        .iter()
+        .map(|key| store.refund_marker_key(rule, key, id))
+        .collect()
+}
+
 #[test]
 fn stored_keys_are_distinct_short_and_carry_exactly_one_hash_tag() {
     let store = common::standalone_store(ManualClock::new(START));
@@ -78,6 +87,30 @@ fn stored_keys_are_distinct_short_and_carry_exactly_one_hash_tag() {
         assert!(name.ends_with('}'), "{name}");
         assert!(name.bytes().all(|byte| byte.is_ascii_graphic()), "{name}");
     }
+    let markers = markers(&store, &rule, u64::MAX);
+    let distinct: HashSet<&String> = markers.iter().chain(&names).collect();
+    assert_eq!(distinct.len(), 2 * names.len(), "{markers:#?}");
+    for (marker, name) in markers.iter().zip(&names) {
+        assert!(marker.len() <= 100, "{marker} is {} bytes", marker.len());
+        assert_eq!(marker.matches('{').count(), 1, "{marker}");
+        assert_eq!(marker.matches('}').count(), 1, "{marker}");
+        assert!(
+            marker.bytes().all(|byte| byte.is_ascii_graphic()),
+            "{marker}"
+        );
+        let tag =
+            |name: &str| name[name.find('{').unwrap_or(0)..=name.find('}').unwrap_or(0)].to_owned();
+        assert_eq!(
+            tag(marker),
+            tag(name),
+            "{marker} shares the hash tag of {name}"
+        );
+    }
+    assert_ne!(
+        markers,
+        self::markers(&store, &rule, 1),
+        "the id is part of the name"
+    );
 }
 
 #[test]
@@ -97,6 +130,11 @@ fn the_cluster_agrees_on_every_slot_and_a_rule_keeps_one_slot_per_key() {
             let theirs = node.cli(&["cluster", "keyslot", &name]).expect("redis-cli");
             assert_eq!(theirs.trim(), ours.to_string(), "{name}");
         }
+        let marker = store.refund_marker_key(&rule, &key, 0x0123_4567_89ab_cdef);
+        let theirs = node
+            .cli(&["cluster", "keyslot", &marker])
+            .expect("redis-cli");
+        assert_eq!(theirs.trim(), ours.to_string(), "{marker}");
     }
 }
 

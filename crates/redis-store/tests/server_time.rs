@@ -247,12 +247,88 @@ fn a_partly_refunded_log_entry_keeps_its_expiry() {
         common::block_on(async {
             let batch = store.check(&[item, item]).await.expect("answers");
             assert!(batch.is_allowed());
-            let receipt = batch.items()[1].receipt(&item).expect("charged");
-            store.refund(&receipt).await.expect("refunds");
+            let receipt = batch
+                .into_items()
+                .nth(1)
+                .and_then(|answer| answer.into_receipt(&item))
+                .expect("charged");
+            store.refund(receipt).await.expect("refunds");
             let left = store.peek(&item.with_cost(0)).await.expect("answers");
             assert_eq!(left.remaining(), 9, "one of the two charges was taken back");
         });
         let ttl = pttl_ms(&name);
         assert!(ttl > 0, "{name} has pttl {ttl}");
+    }
+}
+
+/// A log's key lives one window after its newest entry, under the window of the latest check:
+/// a check under a longer window (a quota change) lengthens it at once, even a check that
+/// charges nothing.
+#[test]
+fn a_log_key_lives_by_the_window_of_its_latest_check() {
+    let store = common::server_time_store();
+    let (rule, key) = (rule("log-window"), Key::new("user77"));
+    let minute = Quota::sliding_window_log(10, Duration::from_secs(60)).expect("valid");
+    let hour = Quota::sliding_window_log(10, Duration::from_secs(3_600)).expect("valid");
+    let name = store
+        .stored_key(&rule, &key, minute.algorithm())
+        .expect("known");
+    common::block_on(async {
+        let answer = store.check_one(&Item::new(&rule, minute, &key)).await;
+        assert!(answer.expect("answers").decision().is_allowed());
+    });
+    let ttl = pttl_ms(&name);
+    assert!((50_000..=60_000).contains(&ttl), "{name}: {ttl} ms");
+    common::block_on(async {
+        let look = Item::new(&rule, hour, &key).with_cost(0);
+        let answer = store.check_one(&look).await;
+        assert_eq!(answer.expect("answers").decision().remaining(), 9);
+    });
+    let ttl = pttl_ms(&name);
+    assert!((3_590_000..=3_600_000).contains(&ttl), "{name}: {ttl} ms");
+}
+
+/// A refund's marker lives as long as its charge could matter, and no longer: a bucket's until
+/// the charge's part of the schedule has passed, a window's until the window ends (a sliding
+/// counter's one window later), a log entry's until it leaves the window.
+#[test]
+fn a_refund_marker_lives_as_long_as_the_charge_could_matter() {
+    let store = common::server_time_store();
+    let hour = Duration::from_secs(3_600);
+    let cases = [
+        // One token of ten a minute: 6 s.
+        (
+            Quota::token_bucket(10, Rate::per_minute(10)).expect("valid"),
+            5_000,
+            6_000,
+        ),
+        (Quota::fixed_window(10, hour).expect("valid"), 1, 3_600_000),
+        (
+            Quota::sliding_window_counter(10, hour).expect("valid"),
+            3_600_000,
+            7_200_000,
+        ),
+        (
+            Quota::sliding_window_log(10, hour).expect("valid"),
+            3_590_000,
+            3_600_000,
+        ),
+    ];
+    let (rule, key) = (rule("marker-lifetime"), Key::new("user77"));
+    for (quota, at_least_ms, at_most_ms) in cases {
+        let items = [Item::new(&rule, quota, &key)];
+        let receipt = common::block_on(async {
+            let answer = store.check(&items).await.expect("answers");
+            answer.into_receipts(&items).pop().expect("charged")
+        });
+        let marker = store.refund_marker_key(&rule, &key, receipt.id());
+        assert_eq!(pttl_ms(&marker), -2, "{marker} is set by the refund");
+        common::block_on(async { store.refund(receipt).await.expect("refunds") });
+        let ttl = pttl_ms(&marker);
+        assert!(
+            (at_least_ms..=at_most_ms).contains(&ttl),
+            "{:?}: {marker} expires in {ttl} ms",
+            quota.algorithm()
+        );
     }
 }

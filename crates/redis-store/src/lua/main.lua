@@ -1,20 +1,26 @@
 -- tollgate: one script for every store operation, so one SHA is loaded once.
--- ARGV[1] operation ('check', 'peek', 'refund' or 'start'), ARGV[2] now in µs or '' for the
--- server's clock, ARGV[3] key-lifetime slack in ms, ARGV[4] the earliest any pacing item may
--- start, µs (0: no constraint; a cluster batch split over slots aligns its pacing items with
--- it), then 7 arguments per key:
+-- ARGV[1] operation ('check', 'enforce', 'peek', 'refund' or 'start'; 'enforce' is a check that
+-- leaves shadow items uncharged), ARGV[2] now in µs or '' for the server's clock, ARGV[3]
+-- key-lifetime slack in ms, ARGV[4] the earliest any pacing item may start, µs (0: no
+-- constraint; a cluster batch split over slots aligns its pacing items with it), then 8
+-- arguments per item:
 --   kind ('g' GCRA / token bucket, 'p' pacing, 'w' fixed window, 's' sliding counter,
 --   'l' sliding log), limit, interval µs, span µs, then
---   check and peek: cost, enforcing (1 or 0), 0;
---   refund: charge kind, charge a, charge b.
--- Check, peek and refund answer {allowed, now, then 8 integers per key: verdict, limit,
+--   check, enforce, peek and start: cost, enforcing (1 or 0), 0, 0;
+--   refund: charge kind, charge a, charge b, the cost to report the state at afterwards.
+-- KEYS: one state key per item; a refund may follow them with one refund marker per item
+-- (`<prefix>:r1:{<the state key's hash tag>}:<receipt id>`): the refund is applied only if it
+-- can set its marker (SET NX, for as long as the charge can matter), so a retried refund gives
+-- back once. Without markers (compensating a refused cross-slot batch) refunds apply as sent,
+-- a bucket's by a rule that does not depend on the order of concurrent refunds.
+-- Check, enforce, peek and refund answer {allowed, now, then 8 integers per item: verdict, limit,
 -- remaining, reset_after µs, wait µs, charge kind, charge a, charge b} (a refund answers each
--- key's state after it, at the given cost, uncharged). 'start' answers {the latest earliest start of its
--- enforcing pacing keys, µs}.
+-- item's state after it, at the given cost, uncharged). 'start' answers {the latest earliest
+-- start of its enforcing pacing items, µs}.
 
 local STRIDE = 8
 local items = {}
-for i = 1, #KEYS do
+for i = 1, idiv(#ARGV - 4, STRIDE) do
   local base = 4 + (i - 1) * STRIDE
   items[i] = {
     key = KEYS[i],
@@ -31,13 +37,9 @@ for i = 1, #KEYS do
   }
 end
 
-local function evaluate(s, it, cost, not_before)
-  local kind = it.kind
-  if kind == 'g' then return gcra(s, it.q, cost) end
-  if kind == 'p' then return pacing(s, it.q, cost, not_before) end
-  if kind == 'w' then return fixed_window(s, it.q, cost) end
-  if kind == 's' then return sliding_counter(s, it.q, cost) end
-  return sliding_log(s, it.q, cost)
+local function load_state(it)
+  if it.kind == 'l' then return load_log(it.key) end
+  return load(it.key, it.kind)
 end
 
 local function answer(allowed_all, decisions, charges)
@@ -54,48 +56,49 @@ local operation = ARGV[1]
 
 if operation == 'peek' then
   local it = items[1]
-  return answer(true, {evaluate(load_state(it.key, it.kind, it.q), it, it.a, now)}, {})
+  return answer(true, {peek(load_state(it), it, it.a)}, {})
 end
 
 if operation == 'refund' then
-  for _, it in ipairs(items) do
-    local charge, a, b = it.a, it.b, it.c
-    if charge == 0 then
-      -- Nothing was charged: only report the state.
-    elseif it.kind == 'l' then
-      if charge == 3 then refund_logged(it.key, it.q.interval, a, b) end
-    else
-      local s = load_state(it.key, it.kind, it.q)
-      if (it.kind == 'g' or it.kind == 'p') and charge == 1 then
-        s.tat = math.max(s.tat - a, 0)
-      elseif it.kind == 'w' and charge == 2 and a == s.window then
-        s.count = math.max(s.count - b, 0)
-      elseif it.kind == 's' and charge == 2 then
-        if a == s.window then
-          s.current = math.max(s.current - b, 0)
-        elseif a + 1 == s.window then
-          s.previous = math.max(s.previous - b, 0)
-        end
+  local markers = #KEYS >= 2 * #items
+  -- Newest first, as a refused batch takes its charges back: a bucket's charge gives back
+  -- only the part of the schedule it still holds, so the later ones must go first.
+  for i = #items, 1, -1 do
+    local it = items[i]
+    local kind, a, b = it.a, it.b, it.c
+    local apply = kind ~= 0
+    if apply and markers then
+      -- Nothing is held once the charge cannot matter; otherwise the marker makes this refund
+      -- happen once, however often it is sent.
+      local lifetime = charge_lifetime(it, kind, a, b)
+      apply = lifetime > 0
+        and redis.call('SET', KEYS[#items + i], '1', 'NX', 'PX', ttl_ms(lifetime)) ~= false
+    end
+    if apply then
+      if it.kind == 'l' then
+        if kind == 3 then refund_logged(it.key, it.q.interval, a, b) end
+      else
+        local s = load_state(it)
+        refund_working(s, it, {kind, a, b})
+        if s.dirty then save(s) end
       end
-      save(it.key, s, it.q)
     end
   end
   local decisions = {}
   for i, it in ipairs(items) do
-    decisions[i] = evaluate(load_state(it.key, it.kind, it.q), it, it.d, now)
+    decisions[i] = peek(load_state(it), it, it.d)
   end
   return answer(true, decisions, {})
 end
 
--- check: all or nothing over the enforcing items, on working copies of each key's state.
+-- check, enforce and start: on working copies of each key's state, written back at the end.
 local working = {}
 local function state_of(it)
   local s = working[it.key]
   if not s then
-    s = load_state(it.key, it.kind, it.q)
+    s = load_state(it)
     working[it.key] = s
   end
-  s.q = it.q
   return s
 end
 
@@ -103,46 +106,72 @@ end
 local not_before = math.max(now, tonumber(ARGV[4]))
 for _, it in ipairs(items) do
   if it.b == 1 and it.a > 0 and it.kind == 'p' then
-    not_before = math.max(not_before, state_of(it).tat)
+    not_before = math.max(not_before, earliest_start(state_of(it), it.q))
   end
 end
 if operation == 'start' then
   return {not_before}
 end
 
+local function check(it, cost, moment)
+  local s = state_of(it)
+  local decision, charge = evaluate(s, it, cost, moment)
+  if charge then s.dirty = true end
+  -- A log's expiry follows the window of the last quota it was checked under.
+  s.window = it.q.interval
+  return decision, charge
+end
+
+local function write_back()
+  for _, s in pairs(working) do
+    if s.dirty then save(s, s.window) end
+  end
+end
+
 local decisions, charges, allowed_all = {}, {}, true
 for i, it in ipairs(items) do
   if it.b == 1 then
-    local s = state_of(it)
-    decisions[i], charges[i] = evaluate(s, it, it.a, not_before)
-    if charges[i] then s.dirty = true end
+    decisions[i], charges[i] = check(it, it.a, not_before)
     if decisions[i][1] ~= 0 then allowed_all = false end
   end
 end
 
 if not allowed_all then
-  -- Nothing is written: every item reports the state as it is, uncharged.
-  for i, it in ipairs(items) do
-    local fresh = load_state(it.key, it.kind, it.q)
-    if it.b == 0 then
-      decisions[i] = evaluate(fresh, it, it.a, now)
-    elseif decisions[i][1] == 0 then
-      decisions[i] = evaluate(fresh, it, 0, now)
+  -- All or nothing: take back every charge, newest first; then report every item that did not
+  -- refuse as it stands with none of them charged (items may share keys). What the checks
+  -- normalised is kept.
+  for i = #items, 1, -1 do
+    if charges[i] then
+      refund_working(state_of(items[i]), items[i], charges[i])
+      charges[i] = nil
     end
-    charges[i] = nil
   end
+  for i, it in ipairs(items) do
+    if it.b == 0 then
+      decisions[i] = peek(state_of(it), it, it.a)
+    elseif decisions[i][1] == 0 then
+      decisions[i] = peek(state_of(it), it, 0)
+    end
+  end
+  write_back()
   return answer(false, decisions, charges)
+end
+
+if operation == 'enforce' then
+  -- One slot's part of a request split over several: whether the request goes ahead is not
+  -- known yet, so shadow items only report (they are checked once it is, in a call of their own).
+  for i, it in ipairs(items) do
+    if it.b == 0 then decisions[i] = peek(state_of(it), it, it.a) end
+  end
+  write_back()
+  return answer(true, decisions, charges)
 end
 
 -- Shadow items act as if enforced alone, charged because the request goes ahead.
 for i, it in ipairs(items) do
   if it.b == 0 then
-    local s = state_of(it)
-    decisions[i], charges[i] = evaluate(s, it, it.a, now)
-    if charges[i] then s.dirty = true end
+    decisions[i], charges[i] = check(it, it.a, now)
   end
 end
-for key, s in pairs(working) do
-  if s.dirty then save(key, s, s.q) end
-end
+write_back()
 return answer(true, decisions, charges)

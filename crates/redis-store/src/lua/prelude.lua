@@ -47,6 +47,13 @@ local function muldiv(a, b, c)
   return a * bq + q, r
 end
 
+-- ceil(a / b) for whole a >= 0, b > 0, exactly.
+local function ceil_div(a, b)
+  local q = idiv(a, b)
+  if q * b < a then q = q + 1 end
+  return q
+end
+
 local function fmt(n)
   return string.format('%.0f', n)
 end

@@ -1,21 +1,35 @@
--- tollgate: reading and writing one key's state. Timestamps (token bucket, GCRA, pacing) and
--- windows are short strings; a log is a sorted set of "at:cost" members scored by "at".
--- Every write sets the key to expire once dropping it would lose nothing.
+-- tollgate: reading and writing one key's state. Every state records what it was written under,
+-- so it keeps its meaning when the quota changes (see tollgate_core::algorithm):
+--   t2 (token bucket, GCRA, pacing): "tat:interval", µs;
+--   w2 (fixed window): "start:length:count", µs and units;
+--   s2 (sliding counter): "start:length:previous:current";
+--   l3 (sliding log): a sorted set of "at:cost:cumulative" members scored by "at" (absolute
+--   times, read with the current window).
+-- A state is a table {fam = 't' | 'w' | 's' | 'l', key = ..., ...}; `exists` says whether the
+-- key held one, `dirty` whether it must be written back. Every write sets the key to expire once
+-- dropping it would lose nothing, and deletes it when that is already so.
 
 local function load(key, kind)
   if kind == 'g' or kind == 'p' then
-    return {kind = kind, tat = tonumber(redis.call('GET', key) or '0') or 0}
+    local tat, interval = string.match(redis.call('GET', key) or '', '^(%d+):(%d+)$')
+    return {
+      fam = 't', key = key, exists = tat ~= nil,
+      tat = tonumber(tat) or 0, interval = tonumber(interval) or 0,
+    }
   elseif kind == 'w' then
-    local window, count = string.match(redis.call('GET', key) or '', '^(%d+):(%d+)$')
-    return {kind = kind, window = tonumber(window) or 0, count = tonumber(count) or 0}
-  elseif kind == 's' then
-    local window, previous, current =
+    local start, length, count =
       string.match(redis.call('GET', key) or '', '^(%d+):(%d+):(%d+)$')
     return {
-      kind = kind,
-      window = tonumber(window) or 0,
-      previous = tonumber(previous) or 0,
-      current = tonumber(current) or 0,
+      fam = 'w', key = key, exists = start ~= nil,
+      start = tonumber(start) or 0, length = tonumber(length) or 0, count = tonumber(count) or 0,
+    }
+  elseif kind == 's' then
+    local start, length, previous, current =
+      string.match(redis.call('GET', key) or '', '^(%d+):(%d+):(%d+):(%d+)$')
+    return {
+      fam = 's', key = key, exists = start ~= nil,
+      start = tonumber(start) or 0, length = tonumber(length) or 0,
+      previous = tonumber(previous) or 0, current = tonumber(current) or 0,
     }
   end
   return nil
@@ -33,86 +47,97 @@ local function log_member(entry)
   return fmt(entry.at) .. ':' .. fmt(entry.cost) .. ':' .. fmt(entry.cumulative)
 end
 
--- A log's state, read in O(log n): its newest entry, its oldest live one, and a binary search
--- over ranks for the refusal path. `window` is its length in µs.
-local function load_log(key, window)
-  local newest = log_entry(redis.call('ZRANGE', key, -1, -1)[1])
-  local at_now = now
-  if newest and newest.at > at_now then at_now = newest.at end
-  local cutoff = at_now - window
-  local oldest = log_entry(
-    redis.call('ZRANGEBYSCORE', key, '(' .. fmt(cutoff), '+inf', 'LIMIT', 0, 1)[1])
-  local s = {kind = 'l', newest = newest, total = 0, base = 0, cutoff = cutoff}
-  if oldest and newest then
-    s.base = oldest.cumulative - oldest.cost
-    s.total = newest.cumulative - s.base
-  elseif newest then
-    s.base = newest.cumulative
-  end
-  s.first_reaching = function(target)
-    local low = redis.call('ZCOUNT', key, '-inf', fmt(cutoff))
-    local high = redis.call('ZCARD', key) - 1
-    local found = nil
-    while low <= high do
-      local middle = idiv(low + high, 2)
-      local entry = log_entry(redis.call('ZRANGE', key, middle, middle)[1])
-      if entry and entry.cumulative >= target then
-        found, high = entry.at, middle - 1
-      else
-        low = middle + 1
-      end
-    end
-    -- Entries of this request not written yet come after every stored one.
-    if not found and s.newest and s.newest.cumulative >= target then found = s.newest.at end
-    return found
-  end
-  return s
+local function stored_newest(key)
+  return log_entry(redis.call('ZRANGE', key, -1, -1)[1])
 end
 
--- Keeps a log alive one window after its newest entry (a log with no entries is gone).
+-- A log's working state: the stored newest entry, the newest entry as this script sees it
+-- (a charge of this script replaces it until written), and the cutoff below which entries have
+-- left the window (it only grows, and is written back as a trim).
+local function load_log(key)
+  local newest = stored_newest(key)
+  return {
+    fam = 'l', key = key, exists = newest ~= nil,
+    stored_newest = newest, newest = newest, newest_changed = false, cutoff = nil,
+  }
+end
+
+-- The oldest stored entry above `cutoff`.
+local function log_oldest_live(key, cutoff)
+  return log_entry(
+    redis.call('ZRANGEBYSCORE', key, '(' .. fmt(cutoff), '+inf', 'LIMIT', 0, 1)[1])
+end
+
+-- The time of the oldest live entry whose cumulative total reaches `target`, by a binary search
+-- over the stored entries' ranks; the newest entry of this script (not written yet) comes
+-- after every stored one.
+local function log_first_reaching(s, target)
+  local key = s.key
+  local low = redis.call('ZCOUNT', key, '-inf', fmt(s.cutoff))
+  local high = redis.call('ZCARD', key) - 1
+  local found = nil
+  while low <= high do
+    local middle = idiv(low + high, 2)
+    local entry = log_entry(redis.call('ZRANGE', key, middle, middle)[1])
+    if entry and entry.cumulative >= target then
+      found, high = entry.at, middle - 1
+    else
+      low = middle + 1
+    end
+  end
+  if not found and s.newest and s.newest.cumulative >= target then found = s.newest.at end
+  return found
+end
+
+-- Keeps a log alive one window (the current quota's) after its newest entry; a log with no
+-- entries is gone already.
 local function expire_log(key, window)
-  local newest = log_entry(redis.call('ZRANGE', key, -1, -1)[1])
+  local newest = stored_newest(key)
   if newest then
     redis.call('PEXPIRE', key, ttl_ms(math.max(newest.at + window - now, 0)))
   end
 end
 
-local function load_state(key, kind, q)
-  if kind == 'l' then return load_log(key, q.interval) end
-  return load(key, kind)
+-- When dropping a state loses nothing (as `AlgorithmState::idle_at`); logs expire by PEXPIRE.
+local function idle_at(s)
+  if s.fam == 't' then return s.tat end
+  if s.fam == 'w' then
+    if s.count == 0 then return 0 end
+    return s.start + s.length
+  end
+  if s.current > 0 then return s.start + 2 * s.length end
+  if s.previous > 0 then return s.start + s.length end
+  return 0
 end
 
-local function save(key, s, q)
-  local kind = s.kind
-  if kind == 'g' or kind == 'p' then
-    if s.tat > now then
-      redis.call('SET', key, fmt(s.tat), 'PX', ttl_ms(s.tat - now))
-    else
-      redis.call('DEL', key)
-    end
-  elseif kind == 'w' then
-    if s.count > 0 then
-      local value = fmt(s.window) .. ':' .. fmt(s.count)
-      redis.call('SET', key, value, 'PX', ttl_ms(until_window_end(q, s.window, 0)))
-    else
-      redis.call('DEL', key)
-    end
-  elseif kind == 's' then
-    if s.previous > 0 or s.current > 0 then
-      local value = fmt(s.window) .. ':' .. fmt(s.previous) .. ':' .. fmt(s.current)
-      redis.call('SET', key, value, 'PX', ttl_ms(until_window_end(q, s.window, 1)))
-    else
-      redis.call('DEL', key)
-    end
-  else
-    redis.call('ZREMRANGEBYSCORE', key, '-inf', fmt(s.cutoff))
-    if s.newest_changed then
+-- Writes a state back: deleted when idle, else set to expire when it would be. `window` is the
+-- current quota's window, for a log.
+local function save(s, window)
+  local key = s.key
+  if s.fam == 'l' then
+    if s.cutoff then redis.call('ZREMRANGEBYSCORE', key, '-inf', fmt(s.cutoff)) end
+    if s.newest_changed and s.newest then
       local at = fmt(s.newest.at)
       redis.call('ZREMRANGEBYSCORE', key, at, at)
       redis.call('ZADD', key, at, log_member(s.newest))
     end
-    expire_log(key, q.interval)
+    expire_log(key, window)
+    return
   end
+  local idle = idle_at(s)
+  if idle <= now then
+    if s.exists then redis.call('DEL', key) end
+    return
+  end
+  local value
+  if s.fam == 't' then
+    value = fmt(s.tat) .. ':' .. fmt(s.interval)
+  elseif s.fam == 'w' then
+    value = fmt(s.start) .. ':' .. fmt(s.length) .. ':' .. fmt(s.count)
+  else
+    value = fmt(s.start) .. ':' .. fmt(s.length) .. ':' .. fmt(s.previous) .. ':' .. fmt(s.current)
+  end
+  redis.call('SET', key, value, 'PX', ttl_ms(idle - now))
 end
 
 -- Writes log entries with as few ZADD calls as Lua's argument limit allows.
@@ -129,17 +154,18 @@ local function add_entries(key, entries)
   if #args > 0 then redis.call('ZADD', key, unpack(args)) end
 end
 
--- Takes back a log entry's charge: the entry shrinks, and every later entry's cumulative
--- total with it (so refunding the newest entry, the usual case, touches one member; an older
--- one rewrites the entries after it). An entry that has expired counts no more, so taking it
--- back changes nothing and is skipped.
+-- Takes back a stored log entry's charge (`window` is the receipt quota's): the entry shrinks,
+-- and every later entry's cumulative total with it (so refunding the newest entry, the usual
+-- case, touches one member; an older one rewrites the entries after it). An entry that has
+-- left the window counts no more and is skipped. The key keeps the expiry its last check gave it.
 local function refund_logged(key, window, at, cost)
   local entry = log_entry(redis.call('ZRANGEBYSCORE', key, fmt(at), fmt(at))[1])
   if not entry then return end
-  local newest = log_entry(redis.call('ZRANGE', key, -1, -1)[1])
+  local newest = stored_newest(key)
   local at_now = now
   if newest and newest.at > at_now then at_now = newest.at end
   if entry.at + window <= at_now then return end
+  local lifetime = redis.call('PTTL', key)
   local taken = math.min(cost, entry.cost)
   local rewritten = {}
   entry.cost, entry.cumulative = entry.cost - taken, entry.cumulative - taken
@@ -153,5 +179,7 @@ local function refund_logged(key, window, at, cost)
   end
   redis.call('ZREMRANGEBYSCORE', key, fmt(at), '+inf')
   add_entries(key, rewritten)
-  expire_log(key, window)
+  if lifetime > 0 and redis.call('EXISTS', key) == 1 then
+    redis.call('PEXPIRE', key, lifetime)
+  end
 end
