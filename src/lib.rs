@@ -33,8 +33,8 @@
 pub use tollgate_core as core;
 pub use tollgate_core::{
     Algorithm, BatchDecision, Clock, Decision, FallbackStore, Item, ItemDecision, Key, MemoryStore,
-    Mode, OnStoreFailure, Quota, QuotaError, Rate, Receipt, RefundError, RefundNow, Refusal, RuleId,
-    Store, StoreError, SystemClock, Timestamp,
+    Mode, OnStoreFailure, Quota, QuotaError, Rate, Receipt, RefundError, RefundNow, Refusal,
+    RuleId, Store, StoreError, SystemClock, Timestamp,
 };
 
 /// The tower middleware (feature `tower`).
