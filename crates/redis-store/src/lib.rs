@@ -92,6 +92,13 @@
 //! keys are such old keys: the formats above replaced them. To avoid the double allowance,
 //! switch every gateway at once, or accept it for one window's length.
 //!
+//! **Values tollgate did not write.** A state key holding anything else — a hand-set value, a
+//! zero interval, a log member of another shape — makes every check and refund that touches it
+//! fail with a `StoreError` saying `the value at <key> is not a tollgate state` (a value of the
+//! wrong Redis type fails with `WRONGTYPE`), before anything is written; the rule's failure plan
+//! then applies. It is never read as "no state", which would hand the caller a fresh quota.
+//! Deleting the key resets that caller.
+//!
 //! ## When Redis fails
 //!
 //! Errors are [`StoreError`](tollgate_core::StoreError)s, never refusals. Give each rule its

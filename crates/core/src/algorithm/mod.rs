@@ -28,6 +28,10 @@
 //!   logs), so a change of family starts the caller afresh in the new family — at most one fresh
 //!   allowance per change — and the old state is read again if the rule changes back before it
 //!   expires.
+//! * a refused batch that names one rule and key under two quotas of different intervals (two
+//!   layers configured differently for one rule id) may keep the first item's charge: the second
+//!   item rewrote the state in its own terms, and a charge made under another interval is not
+//!   given back (as a receipt's is not). Give each configuration its own rule id.
 //!
 //! **Clocks that step back** (a Redis failover onto a replica whose `TIME` is behind) grant
 //! nothing, by one rule in every store and with no extra state: windows and logs read "now" as

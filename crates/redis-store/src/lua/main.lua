@@ -61,6 +61,9 @@ end
 
 if operation == 'refund' then
   local markers = #KEYS >= 2 * #items
+  -- Every state is read before anything is written, so an unreadable one stops the refund
+  -- before a marker is set.
+  for _, it in ipairs(items) do load_state(it) end
   -- Newest first, as a refused batch takes its charges back: a bucket's charge gives back
   -- only the part of the schedule it still holds, so the later ones must go first.
   for i = #items, 1, -1 do

@@ -58,6 +58,14 @@ local function fmt(n)
   return string.format('%.0f', n)
 end
 
+-- Stops the script with an error reply when a key holds something tollgate did not write (a
+-- hand-set value, another program's): reading it as "no state" would grant a fresh quota.
+-- Every check raises this before it writes anything, so nothing is half done.
+local function unreadable(key, expected)
+  error({err = 'TOLLGATE_CORRUPT the value at ' .. key .. ' is not a tollgate state (expected '
+    .. expected .. '); delete the key to reset this caller'})
+end
+
 -- "Now" comes from one place: the server's clock, unless a test passes its own.
 local now
 if ARGV[2] == '' then

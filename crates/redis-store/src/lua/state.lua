@@ -9,37 +9,43 @@
 -- key held one, `dirty` whether it must be written back. Every write sets the key to expire once
 -- dropping it would lose nothing, and deletes it when that is already so.
 
+-- The fields of the value at `key` matching `pattern`, as numbers; nil when the key holds
+-- nothing. A value that does not match, or whose interval or length is 0, is unreadable.
+local function parse(key, pattern, expected)
+  local value = redis.call('GET', key)
+  if not value then return nil end
+  local fields = {string.match(value, pattern)}
+  if #fields == 0 then unreadable(key, expected) end
+  for i, field in ipairs(fields) do fields[i] = tonumber(field) end
+  if fields[2] == 0 or fields[1] >= TWO_53 then unreadable(key, expected) end
+  return fields
+end
+
 local function load(key, kind)
   if kind == 'g' or kind == 'p' then
-    local tat, interval = string.match(redis.call('GET', key) or '', '^(%d+):(%d+)$')
-    return {
-      fam = 't', key = key, exists = tat ~= nil,
-      tat = tonumber(tat) or 0, interval = tonumber(interval) or 0,
-    }
+    local f = parse(key, '^(%d+):(%d+)$', '"tat:interval"') or {0, 0}
+    return {fam = 't', key = key, exists = f[2] ~= 0, tat = f[1], interval = f[2]}
   elseif kind == 'w' then
-    local start, length, count =
-      string.match(redis.call('GET', key) or '', '^(%d+):(%d+):(%d+)$')
+    local f = parse(key, '^(%d+):(%d+):(%d+)$', '"start:length:count"') or {0, 0, 0}
     return {
-      fam = 'w', key = key, exists = start ~= nil,
-      start = tonumber(start) or 0, length = tonumber(length) or 0, count = tonumber(count) or 0,
+      fam = 'w', key = key, exists = f[2] ~= 0, start = f[1], length = f[2], count = f[3],
     }
   elseif kind == 's' then
-    local start, length, previous, current =
-      string.match(redis.call('GET', key) or '', '^(%d+):(%d+):(%d+):(%d+)$')
+    local f = parse(key, '^(%d+):(%d+):(%d+):(%d+)$', '"start:length:previous:current"')
+      or {0, 0, 0, 0}
     return {
-      fam = 's', key = key, exists = start ~= nil,
-      start = tonumber(start) or 0, length = tonumber(length) or 0,
-      previous = tonumber(previous) or 0, current = tonumber(current) or 0,
+      fam = 's', key = key, exists = f[2] ~= 0,
+      start = f[1], length = f[2], previous = f[3], current = f[4],
     }
   end
   return nil
 end
 
--- A log entry from its sorted-set member "at:cost:cumulative".
-local function log_entry(member)
+-- A log entry from its sorted-set member "at:cost:cumulative" (nil for no member).
+local function log_entry(key, member)
   if not member then return nil end
   local at, cost, cumulative = string.match(member, '^(%d+):(%d+):(%d+)$')
-  if not at then return nil end
+  if not at then unreadable(key, 'log members "at:cost:cumulative"') end
   return {at = tonumber(at), cost = tonumber(cost), cumulative = tonumber(cumulative)}
 end
 
@@ -48,7 +54,7 @@ local function log_member(entry)
 end
 
 local function stored_newest(key)
-  return log_entry(redis.call('ZRANGE', key, -1, -1)[1])
+  return log_entry(key, redis.call('ZRANGE', key, -1, -1)[1])
 end
 
 -- A log's working state: the stored newest entry, the newest entry as this script sees it
@@ -65,7 +71,7 @@ end
 -- The oldest stored entry above `cutoff`.
 local function log_oldest_live(key, cutoff)
   return log_entry(
-    redis.call('ZRANGEBYSCORE', key, '(' .. fmt(cutoff), '+inf', 'LIMIT', 0, 1)[1])
+    key, redis.call('ZRANGEBYSCORE', key, '(' .. fmt(cutoff), '+inf', 'LIMIT', 0, 1)[1])
 end
 
 -- The time of the oldest live entry whose cumulative total reaches `target`, by a binary search
@@ -78,7 +84,7 @@ local function log_first_reaching(s, target)
   local found = nil
   while low <= high do
     local middle = idiv(low + high, 2)
-    local entry = log_entry(redis.call('ZRANGE', key, middle, middle)[1])
+    local entry = log_entry(key, redis.call('ZRANGE', key, middle, middle)[1])
     if entry and entry.cumulative >= target then
       found, high = entry.at, middle - 1
     else
@@ -159,7 +165,7 @@ end
 -- case, touches one member; an older one rewrites the entries after it). An entry that has
 -- left the window counts no more and is skipped. The key keeps the expiry its last check gave it.
 local function refund_logged(key, window, at, cost)
-  local entry = log_entry(redis.call('ZRANGEBYSCORE', key, fmt(at), fmt(at))[1])
+  local entry = log_entry(key, redis.call('ZRANGEBYSCORE', key, fmt(at), fmt(at))[1])
   if not entry then return end
   local newest = stored_newest(key)
   local at_now = now
@@ -171,11 +177,9 @@ local function refund_logged(key, window, at, cost)
   entry.cost, entry.cumulative = entry.cost - taken, entry.cumulative - taken
   if entry.cost > 0 then rewritten[1] = entry end
   for _, member in ipairs(redis.call('ZRANGEBYSCORE', key, '(' .. fmt(at), '+inf')) do
-    local later = log_entry(member)
-    if later then
-      later.cumulative = later.cumulative - taken
-      rewritten[#rewritten + 1] = later
-    end
+    local later = log_entry(key, member)
+    later.cumulative = later.cumulative - taken
+    rewritten[#rewritten + 1] = later
   end
   redis.call('ZREMRANGEBYSCORE', key, fmt(at), '+inf')
   add_entries(key, rewritten)
