@@ -8,6 +8,7 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use axum::Router;
+use axum::http::Method;
 use axum::http::StatusCode;
 use axum::routing::{get, post};
 use reqwest::header::RETRY_AFTER;
@@ -39,22 +40,28 @@ async fn serve(server: &RedisServer) -> String {
         .timeout(Duration::from_millis(50))
         .cool_down(Duration::from_millis(200))
         .build();
-    let limits = RateLimitLayer::new(store)
-        .route(
-            axum::http::Method::GET,
-            "/feed",
-            rule("feed", 1_000, OnStoreFailure::Open),
-        )
-        .route(
-            axum::http::Method::GET,
-            "/posts",
-            rule("posts", 3, OnStoreFailure::Local),
-        )
-        .route(
-            axum::http::Method::POST,
-            "/login",
-            rule("login", 1_000, OnStoreFailure::Closed),
-        );
+    let route = |limits: RateLimitLayer<_>, method, path, rule| {
+        limits.route(method, path, rule).expect("a valid pattern")
+    };
+    let limits = RateLimitLayer::new(store);
+    let limits = route(
+        limits,
+        Method::GET,
+        "/feed",
+        rule("feed", 1_000, OnStoreFailure::Open),
+    );
+    let limits = route(
+        limits,
+        Method::GET,
+        "/posts",
+        rule("posts", 3, OnStoreFailure::Local),
+    );
+    let limits = route(
+        limits,
+        Method::POST,
+        "/login",
+        rule("login", 1_000, OnStoreFailure::Closed),
+    );
     let app = Router::new()
         .route("/feed", get(|| async { "feed" }))
         .route("/posts", get(|| async { "posts" }))

@@ -250,11 +250,10 @@ fn app(tollgate: Tollgate) -> Router {
 fn chirp(registry: &QuotaRegistry) -> Router {
     let store = MemoryStore::builder().clock(ManualClock::new(NOW)).build();
     let tollgate = Tollgate::new(store.clone()).registry(registry.clone());
-    let layer = RateLimitLayer::new(store).registry(registry.clone()).route(
-        Method::POST,
-        COMMENTS,
-        comments_rule(),
-    );
+    let layer = RateLimitLayer::new(store)
+        .registry(registry.clone())
+        .route(Method::POST, COMMENTS, comments_rule())
+        .expect("a valid pattern");
     app(tollgate).layer(layer)
 }
 

@@ -11,7 +11,7 @@ use tower_layer::Layer;
 use crate::client_ip::Cidr;
 use crate::headers::HeaderStyle;
 use crate::settings::{KeyLogging, Settings};
-use crate::{PathPattern, QuotaRegistry, RateLimit, Refused, Rule, RuleSet};
+use crate::{PathPattern, PathPatternError, QuotaRegistry, RateLimit, Refused, Rule, RuleSet};
 
 /// What every service made by one layer shares: the store (shared with every layer built from
 /// the same `RateLimitLayer::new`) and the current rules (this layer value's own).
@@ -48,8 +48,8 @@ pub(crate) struct Core<St> {
 ///             Quota::fixed_window(3, Duration::from_secs(86_400))?,
 ///             HeaderKey::new(http::HeaderName::from_static("x-device-id")),
 ///         )?,
-///     )
-///     .exempt_path("/healthz");
+///     )?
+///     .exempt_path("/healthz")?;
 /// # let _ = layer;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
@@ -88,13 +88,22 @@ impl<St> RateLimitLayer<St> {
 
     /// Adds a rule for requests with `method` whose path matches `pattern` (see
     /// [`PathPattern`]; a `GET` row also matches `HEAD`): one row of a gateway-level table.
-    pub fn route(self, method: Method, pattern: &str, rule: Rule) -> Self {
-        self.update_rules(|rules| rules.route(method, pattern, rule))
+    /// An error when `pattern` is not valid (axum 0.7's `/users/:id`, say).
+    pub fn route(
+        self,
+        method: Method,
+        pattern: &str,
+        rule: Rule,
+    ) -> Result<Self, PathPatternError> {
+        let pattern = PathPattern::new(pattern)?;
+        Ok(self.update_rules(|rules| rules.route_pattern(Some(method), pattern, rule)))
     }
 
-    /// Adds a rule for requests of any method whose path matches `pattern`.
-    pub fn any_method(self, pattern: &str, rule: Rule) -> Self {
-        self.update_rules(|rules| rules.any_method(pattern, rule))
+    /// Adds a rule for requests of any method whose path matches `pattern`; an error when
+    /// `pattern` is not valid.
+    pub fn any_method(self, pattern: &str, rule: Rule) -> Result<Self, PathPatternError> {
+        let pattern = PathPattern::new(pattern)?;
+        Ok(self.update_rules(|rules| rules.route_pattern(None, pattern, rule)))
     }
 
     /// A builder step: this layer gets a rule set of its own, so adding a rule to a clone (say,
@@ -138,12 +147,12 @@ impl<St> RateLimitLayer<St> {
         self
     }
 
-    /// Requests whose path matches `pattern` skip limiting (health checks).
-    pub fn exempt_path(mut self, pattern: &str) -> Self {
-        Arc::make_mut(&mut self.settings)
-            .exempt_paths
-            .push(PathPattern::new(pattern));
-        self
+    /// Requests whose path matches `pattern` skip limiting (health checks); an error when
+    /// `pattern` is not a valid [`PathPattern`].
+    pub fn exempt_path(mut self, pattern: &str) -> Result<Self, PathPatternError> {
+        let pattern = PathPattern::new(pattern)?;
+        Arc::make_mut(&mut self.settings).exempt_paths.push(pattern);
+        Ok(self)
     }
 
     /// Requests whose TCP **peer** address is in `network` skip limiting (internal callers that

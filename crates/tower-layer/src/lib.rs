@@ -30,7 +30,7 @@
 //!             Quota::token_bucket(5, Rate::per_hour(30))?,
 //!             ExtensionKey::new(|account: &AccountId| account.0.clone()),
 //!         )?,
-//!     );
+//!     )?;
 //! let service = ServiceBuilder::new()
 //!     .layer(layer)
 //!     .service(service_fn(|_request: Request<()>| async {
@@ -53,8 +53,10 @@
 //! 2. The current [`RuleSet`] is loaded (one atomic load; it can be replaced at runtime), and
 //!    the rules matching the method and path are found: rules for every request, then the route
 //!    table's rows.
-//! 3. Each rule's key extractor names the caller; a missing key skips the rule, or refuses the
-//!    request if the rule says so ([`MissingKey`]).
+//! 3. Each rule's key extractor names the caller; a missing key skips the rule (counted, and
+//!    logged at `warn` the first time), or refuses the request if the rule says so
+//!    ([`MissingKey`]). A key that cannot be found because of the deployment — an IP rule on a
+//!    request with no peer address — answers `500` and logs the fix at `error`.
 //! 4. All matching rules go to the store in **one** all-or-nothing call.
 //! 5. Allowed: the inner service is called (after the pacing delay, if any) and its response
 //!    gets the `RateLimit` / `RateLimit-Policy` fields of the disclosed policies. Refused:
@@ -67,7 +69,8 @@
 //! ## Features
 //!
 //! * `axum` — read the peer address from axum's `ConnectInfo<SocketAddr>` too, and count per
-//!   route with axum's `MatchedPath`.
+//!   route with axum's `MatchedPath`. Without it, a service supplies the peer as a
+//!   [`PeerAddr`](key::PeerAddr) request extension (see its example of a hyper serve loop).
 
 pub mod client_ip;
 pub mod events;
@@ -81,6 +84,8 @@ mod escalation;
 mod flag;
 mod future;
 mod layer;
+mod notices;
+mod path_pattern;
 mod plan;
 mod refund;
 mod registry;
@@ -95,9 +100,10 @@ pub use escalation::Escalation;
 pub use flag::Flagged;
 pub use future::ResponseFuture;
 pub use layer::RateLimitLayer;
+pub use path_pattern::{PathPattern, PathPatternError};
 pub use registry::QuotaRegistry;
 pub use respond::Refused;
-pub use route::{PathPattern, RuleSet};
+pub use route::RuleSet;
 pub use rule::{CountWhen, MissingKey, RefusalAction, RespondFn, Rule};
 pub use service::RateLimit;
 pub use settings::KeyLogging;

@@ -25,11 +25,16 @@ pub(crate) struct Plan {
     pub(crate) entries: SmallVec<[Planned; 4]>,
 }
 
-/// A rule refused the request before any counting: its key was missing and it says so.
+/// A rule stopped the request before any counting.
 #[derive(Debug)]
-pub(crate) struct MissingKeyRefusal {
-    pub(crate) status: StatusCode,
-    pub(crate) rule: tollgate_core::RuleId,
+pub(crate) enum Unplanned {
+    /// Its key was missing and it says to refuse such requests with `status`.
+    MissingKey {
+        status: StatusCode,
+        rule: tollgate_core::RuleId,
+    },
+    /// Its key cannot be found because of how the service is deployed (already logged).
+    Misconfigured,
 }
 
 impl Plan {
@@ -39,7 +44,7 @@ impl Plan {
         rules: &RuleSet,
         registry: Option<&QuotaRegistry>,
         request: &mut Parts,
-    ) -> Result<Plan, MissingKeyRefusal> {
+    ) -> Result<Plan, Unplanned> {
         let mut matched: SmallVec<[RuleRef; 4]> = SmallVec::new();
         if let Some(pattern) = rules.matching(request, |rule| matched.push(rule)) {
             request.extensions.insert(pattern);
@@ -57,14 +62,8 @@ impl Plan {
                     cost: rule.cost_of(request),
                     quota,
                 });
-            } else if let (MissingKey::Refuse(status), true) =
-                (rule.on_missing_key, is_enforcing(rule))
-            {
-                // Only an enforcing rule refuses; shadow and flag rules never stop a request.
-                return Err(MissingKeyRefusal {
-                    status,
-                    rule: rule.id.clone(),
-                });
+            } else {
+                without_key(rule, request)?;
             }
         }
         Ok(plan)
@@ -95,6 +94,32 @@ impl Plan {
         self.entries
             .iter()
             .filter_map(move |planned| Some((planned, rules.get(planned.rule)?)))
+    }
+}
+
+/// A request `rule` found no key in: skip the rule for it, or stop the request. Only an
+/// enforcing rule stops one; shadow and flag rules never do.
+fn without_key(rule: &Rule, request: &Parts) -> Result<(), Unplanned> {
+    if rule.on_missing_key == MissingKey::SkipAlways {
+        return Ok(());
+    }
+    if let Some(why) = rule.key.misconfiguration(request) {
+        rule.notices.misconfigured(&rule.id, why);
+        return if is_enforcing(rule) {
+            Err(Unplanned::Misconfigured)
+        } else {
+            Ok(())
+        };
+    }
+    match rule.on_missing_key {
+        MissingKey::Refuse(status) if is_enforcing(rule) => Err(Unplanned::MissingKey {
+            status,
+            rule: rule.id.clone(),
+        }),
+        _ => {
+            rule.notices.skipped_without_key(&rule.id);
+            Ok(())
+        }
     }
 }
 

@@ -1,13 +1,14 @@
 //! The responses the layer writes itself: refusals, a missing key, a failed store.
 
 use bytes::Bytes;
-use http::{HeaderMap, Response, StatusCode};
+use http::{HeaderMap, Response};
 use tollgate_core::{Decision, Quota, RuleId};
 
 use crate::disclosure::Disclosure;
 use crate::headers::{
     HeaderStyle, PolicyReport, Problem, insert_retry_after, refusal_retry_after_secs,
 };
+use crate::plan::Unplanned;
 use crate::settings::Settings;
 use crate::{RefusalAction, Rule};
 
@@ -114,9 +115,13 @@ pub(crate) fn refusal(settings: &Settings, rule: &Rule, refused: Refused) -> Res
     }
 }
 
-/// A rule that needs a key refused a request without one.
-pub(crate) fn missing_key(status: StatusCode, rule: &RuleId) -> Response<Bytes> {
-    problem_response(Problem::missing_key(rule.as_str(), status))
+/// A rule stopped the request before counting: it needs a key the request lacks, or its key
+/// cannot be found because of the deployment.
+pub(crate) fn unplanned(unplanned: &Unplanned) -> Response<Bytes> {
+    problem_response(match unplanned {
+        Unplanned::MissingKey { status, rule } => Problem::missing_key(rule.as_str(), *status),
+        Unplanned::Misconfigured => Problem::misconfigured(),
+    })
 }
 
 /// The store failed and a rule fails closed: 503 with `Retry-After` (naming no rule: which

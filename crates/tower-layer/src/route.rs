@@ -6,85 +6,8 @@ use std::sync::Arc;
 use http::Method;
 use http::request::Parts;
 
-use crate::Rule;
 use crate::key::MatchedPattern;
-
-/// A path pattern: `/users/{id}/follow`, `/api/*` (or `/api/{*rest}`).
-///
-/// Segments are literals, `{name}` (any one segment) or, last, `*` / `{*name}` (any rest of the
-/// path, including nothing). Every string is a pattern; matching compares whole segments, so
-/// `/post` does not match `/posts`.
-///
-/// ```
-/// use tollgate_tower::PathPattern;
-/// let follow = PathPattern::new("/users/{id}/follow");
-/// assert!(follow.matches("/users/77/follow"));
-/// assert!(!follow.matches("/users/77"));
-/// assert!(PathPattern::new("/api/*").matches("/api/v1/posts"));
-/// ```
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PathPattern {
-    text: Arc<str>,
-    segments: Vec<Segment>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Segment {
-    Literal(Box<str>),
-    Param,
-    Rest,
-}
-
-impl PathPattern {
-    /// Parses `pattern`.
-    pub fn new(pattern: &str) -> Self {
-        let pieces: Vec<&str> = pattern.trim_start_matches('/').split('/').collect();
-        let last = pieces.len() - 1;
-        let segments = pieces
-            .iter()
-            .enumerate()
-            .map(|(index, piece)| {
-                let is_rest = *piece == "*" || (piece.starts_with("{*") && piece.ends_with('}'));
-                if index == last && is_rest {
-                    Segment::Rest
-                } else if piece.len() > 2 && piece.starts_with('{') && piece.ends_with('}') {
-                    Segment::Param
-                } else {
-                    Segment::Literal(Box::from(*piece))
-                }
-            })
-            .collect();
-        PathPattern {
-            text: Arc::from(pattern),
-            segments,
-        }
-    }
-
-    /// The pattern as written.
-    pub fn as_str(&self) -> &str {
-        &self.text
-    }
-
-    /// Whether `path` matches.
-    pub fn matches(&self, path: &str) -> bool {
-        let mut pieces = path.trim_start_matches('/').split('/');
-        for segment in &self.segments {
-            match segment {
-                Segment::Rest => return true,
-                Segment::Param => match pieces.next() {
-                    Some(piece) if !piece.is_empty() => {}
-                    _ => return false,
-                },
-                Segment::Literal(literal) => {
-                    if pieces.next() != Some(literal) {
-                        return false;
-                    }
-                }
-            }
-        }
-        pieces.next().is_none()
-    }
-}
+use crate::{PathPattern, PathPatternError, Rule};
 
 /// Where a rule sits in a [`RuleSet`], so a request's plan can outlive a borrow of the set.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -123,23 +46,33 @@ impl RuleSet {
     }
 
     /// Adds a rule for requests with `method` whose path matches `pattern` (a `GET` row also
-    /// matches `HEAD`, which servers answer with the GET handler).
-    #[must_use]
-    pub fn route(mut self, method: Method, pattern: &str, rule: Rule) -> Self {
-        self.routes.push(Route {
-            method: Some(method),
-            pattern: PathPattern::new(pattern),
-            rule,
-        });
-        self
+    /// matches `HEAD`, which servers answer with the GET handler); an error when `pattern` is
+    /// not a valid [`PathPattern`].
+    pub fn route(
+        self,
+        method: Method,
+        pattern: &str,
+        rule: Rule,
+    ) -> Result<Self, PathPatternError> {
+        Ok(self.route_pattern(Some(method), PathPattern::new(pattern)?, rule))
     }
 
-    /// Adds a rule for requests of any method whose path matches `pattern`.
-    #[must_use]
-    pub fn any_method(mut self, pattern: &str, rule: Rule) -> Self {
+    /// Adds a rule for requests of any method whose path matches `pattern`; an error when
+    /// `pattern` is not a valid [`PathPattern`].
+    pub fn any_method(self, pattern: &str, rule: Rule) -> Result<Self, PathPatternError> {
+        Ok(self.route_pattern(None, PathPattern::new(pattern)?, rule))
+    }
+
+    /// Adds a row for a checked pattern (`None`: any method).
+    pub(crate) fn route_pattern(
+        mut self,
+        method: Option<Method>,
+        pattern: PathPattern,
+        rule: Rule,
+    ) -> Self {
         self.routes.push(Route {
-            method: None,
-            pattern: PathPattern::new(pattern),
+            method,
+            pattern,
             rule,
         });
         self
@@ -163,7 +96,7 @@ impl RuleSet {
                     || (*method == Method::GET && request.method == Method::HEAD)
             });
             if method_matches && route.pattern.matches(path) {
-                first.get_or_insert_with(|| MatchedPattern(Arc::clone(&route.pattern.text)));
+                first.get_or_insert_with(|| MatchedPattern(Arc::clone(route.pattern.text())));
                 each(RuleRef::Route(index));
             }
         }
@@ -178,29 +111,25 @@ impl RuleSet {
         }
     }
 
+    /// Every rule of the set: rules for every request, then route rows, in the order added.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use tollgate_core::Quota;
+    /// use tollgate_tower::key::Global;
+    /// use tollgate_tower::{Rule, RuleSet};
+    ///
+    /// let rules = RuleSet::new().rule(Rule::new("cap", Quota::fixed_window(10, Duration::from_secs(1))?, Global)?);
+    /// let ids: Vec<&str> = rules.rules().map(|rule| rule.id().as_str()).collect();
+    /// assert_eq!(ids, ["cap"]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn rules(&self) -> impl Iterator<Item = &Rule> {
+        (self.everywhere.iter()).chain(self.routes.iter().map(|route| &route.rule))
+    }
+
     /// Whether the set has no rules at all.
     pub fn is_empty(&self) -> bool {
         self.everywhere.is_empty() && self.routes.is_empty()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn patterns_match_whole_segments() {
-        let pattern = PathPattern::new("/users/{id}/follow");
-        assert!(pattern.matches("/users/1/follow"));
-        assert!(!pattern.matches("/users//follow"));
-        assert!(!pattern.matches("/users/1/follow/extra"));
-        assert!(!PathPattern::new("/post").matches("/posts"));
-        assert!(PathPattern::new("/api/{*rest}").matches("/api"));
-        assert!(PathPattern::new("/").matches("/"));
-        assert!(PathPattern::new("*").matches("/anything/at/all"));
-        assert!(
-            PathPattern::new("/a*b").matches("/a*b"),
-            "a star inside a segment is literal"
-        );
     }
 }

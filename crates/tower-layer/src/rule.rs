@@ -10,6 +10,7 @@ use tollgate_core::{Decision, Mode, OnStoreFailure, Quota, RuleId, RuleIdError};
 
 use crate::escalation::{Escalated, Escalation};
 use crate::key::KeyExtractor;
+use crate::notices::RuleNotices;
 
 /// One rate limit, as the layer applies it: the policy name, the algorithm and quota, who is
 /// counted, the cost of a request, the mode, what a refusal does, what a missing key does, what
@@ -48,6 +49,7 @@ pub struct Rule {
     pub(crate) disclose: Option<bool>,
     pub(crate) count_when: Option<CountWhen>,
     pub(crate) escalation: Option<Escalated>,
+    pub(crate) notices: Arc<RuleNotices>,
 }
 
 /// Decides from a response's status whether a request counts against a rule.
@@ -70,6 +72,7 @@ impl Rule {
             disclose: None,
             count_when: None,
             escalation: None,
+            notices: Arc::default(),
         })
     }
 
@@ -147,7 +150,8 @@ impl Rule {
         self
     }
 
-    /// What a request without this rule's key does (default: skip the rule).
+    /// What a request without this rule's key does (default: skip the rule; but a key that
+    /// cannot be found because of the deployment answers 500, see [`MissingKey`]).
     #[must_use]
     pub fn on_missing_key(mut self, missing: MissingKey) -> Self {
         self.on_missing_key = missing;
@@ -183,6 +187,12 @@ impl Rule {
     /// The quota.
     pub fn quota(&self) -> &Quota {
         &self.quota
+    }
+
+    /// How many requests this rule (and every clone of it) has skipped because they had no key
+    /// for it, since it was made. The first such skip is also logged at `warn`.
+    pub fn keyless_skips(&self) -> u64 {
+        self.notices.keyless_skips()
     }
 
     /// Whether the policy is shown in headers.
@@ -260,6 +270,13 @@ impl fmt::Debug for RefusalAction {
 
 /// What a rule does with a request that has no key for it (an anonymous caller for an account
 /// rule, a request without an API key).
+///
+/// A key that cannot be found because of how the service is deployed — an IP rule on a request
+/// that carries no peer address — is not a missing key: the request is answered `500
+/// Internal Server Error` (problem type `urn:tollgate:problem:misconfigured`) and the fix is
+/// logged at `error`, at most once a minute per rule, whatever this says, unless it says
+/// [`SkipAlways`](MissingKey::SkipAlways). A shadow or flag rule logs the same error but never
+/// stops a request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub enum MissingKey {
@@ -272,4 +289,8 @@ pub enum MissingKey {
     /// (4xx); anything else is sent as 400. The layer's responder hook is for rate-limit
     /// refusals and does not render this one.
     Refuse(StatusCode),
+    /// Skip the rule even when its key cannot be found because of the deployment (no peer
+    /// address): for a service that is knowingly served without one, such as a test that
+    /// builds requests by hand. Nothing is logged.
+    SkipAlways,
 }

@@ -90,8 +90,8 @@ where
         let rules = self.core.rules.load_full();
         let plan = match Plan::new(&rules, self.settings.registry.as_ref(), &mut parts) {
             Ok(plan) => plan,
-            Err(missing) => {
-                let response = respond::missing_key(missing.status, &missing.rule);
+            Err(unplanned) => {
+                let response = respond::unplanned(&unplanned);
                 return ResponseFuture::refused(response.map(ResponseBody::refusal));
             }
         };

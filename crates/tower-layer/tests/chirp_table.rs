@@ -46,14 +46,14 @@ fn chirp_layer(clock: ManualClock) -> Result<RateLimitLayer<MemoryStore<ManualCl
     let partner   = Rule::new("partner-api", Quota::token_bucket(200, Rate::per_second(200))?, header("x-api-key"))?;
     let otp       = Rule::new("otp-global",  Quota::fixed_window(2_000, SECOND)?,              Global)?;
     Ok(RateLimitLayer::new(MemoryStore::builder().clock(clock).build())
-        .route(Method::GET,  "/feed",              reads.clone())
-        .route(Method::GET,  "/profiles/{id}",     reads)
-        .route(Method::POST, "/posts",             posting)
-        .route(Method::POST, "/users/{id}/follow", following)
-        .route(Method::POST, "/signup",            device)
-        .route(Method::POST, "/signup",            block)
-        .any_method(         "/partner/*",         partner)
-        .route(Method::POST, "/otp",               otp))
+        .route(Method::GET,  "/feed",              reads.clone())?
+        .route(Method::GET,  "/profiles/{id}",     reads)?
+        .route(Method::POST, "/posts",             posting)?
+        .route(Method::POST, "/users/{id}/follow", following)?
+        .route(Method::POST, "/signup",            device)?
+        .route(Method::POST, "/signup",            block)?
+        .any_method(         "/partner/{*rest}",   partner)?
+        .route(Method::POST, "/otp",               otp)?)
 }
 
 /// The gateway over a cheap inner service, and the store's clock.

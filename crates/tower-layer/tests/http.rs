@@ -480,7 +480,9 @@ async fn route_layer_limits_only_the_routes_it_wraps() {
 #[tokio::test]
 async fn exempt_health_check_path_is_never_limited() {
     let server = Server::start(hello_app(
-        layer(ClientIp::peer(), QUOTA).exempt_path("/healthz"),
+        layer(ClientIp::peer(), QUOTA)
+            .exempt_path("/healthz")
+            .expect("a valid pattern"),
     ))
     .await;
     let health_checks = 2 * QUOTA as usize;

@@ -343,7 +343,7 @@ async fn all_or_nothing_a_refusal_by_one_rule_charges_no_other() -> TestResult {
     let (store, _clock) = manual_store();
     let layer = RateLimitLayer::new(store)
         .rule(per_minute("wide", 3))
-        .route(Method::POST, "/posts", per_minute("narrow", 1));
+        .route(Method::POST, "/posts", per_minute("narrow", 1))?;
     let service = layer.layer(service_fn(ok));
 
     assert_eq!(
@@ -708,7 +708,9 @@ async fn clones_of_services_and_of_the_layer_share_one_count() {
 
 #[tokio::test]
 async fn an_exempt_path_skips_limiting() {
-    let layer = layer_with([per_minute("all", 1)]).exempt_path("/healthz");
+    let layer = layer_with([per_minute("all", 1)])
+        .exempt_path("/healthz")
+        .expect("a valid pattern");
     let service = layer.layer(service_fn(ok));
 
     for _ in 0..3 {
@@ -844,7 +846,9 @@ async fn a_registry_quota_replaces_the_rules_own_on_the_next_request() -> TestRe
 
 #[tokio::test]
 async fn a_get_row_also_counts_head_requests() {
-    let layer = layer_with([]).route(Method::GET, "/feed", per_minute("reads", 2));
+    let layer = layer_with([])
+        .route(Method::GET, "/feed", per_minute("reads", 2))
+        .expect("a valid pattern");
     let service = layer.layer(service_fn(ok));
     assert_eq!(send(&service, get("/feed")).await.status(), StatusCode::OK);
     assert_eq!(
@@ -928,6 +932,41 @@ async fn a_repeated_header_counts_its_first_value_and_over_long_values_share_one
 }
 
 #[tokio::test]
+async fn bearer_tokens_as_long_as_real_jwts_keep_separate_counts() -> TestResult {
+    let token = HeaderKey::new(http::header::AUTHORIZATION);
+    let rule = Rule::new(
+        "per-token",
+        Quota::fixed_window(5, Duration::from_secs(60))?,
+        token,
+    )?;
+    let service = layer_with([rule]).layer(service_fn(ok));
+    let bearer = |fill: char| {
+        let mut request = get("/api");
+        let value = format!("Bearer {}", fill.to_string().repeat(403));
+        assert_eq!(value.len(), 410);
+        request.headers_mut().insert(
+            http::header::AUTHORIZATION,
+            value.parse().expect("a header value"),
+        );
+        request
+    };
+    for _ in 0..5 {
+        assert_eq!(send(&service, bearer('a')).await.status(), StatusCode::OK);
+    }
+    assert_eq!(
+        send(&service, bearer('a')).await.status(),
+        StatusCode::TOO_MANY_REQUESTS,
+        "the first token has used its five"
+    );
+    assert_eq!(
+        send(&service, bearer('b')).await.status(),
+        StatusCode::OK,
+        "a different 410-byte token has its own count"
+    );
+    Ok(())
+}
+
+#[tokio::test]
 async fn an_endpoint_key_without_a_route_pattern_is_one_shared_route() -> TestResult {
     let rule = Rule::new(
         "per-endpoint",
@@ -949,7 +988,9 @@ async fn an_endpoint_key_without_a_route_pattern_is_one_shared_route() -> TestRe
 #[tokio::test]
 async fn a_route_rule_applies_only_to_its_method_and_path() {
     let (store, _clock) = manual_store();
-    let layer = RateLimitLayer::new(store).route(Method::POST, "/posts", per_minute("posting", 1));
+    let layer = RateLimitLayer::new(store)
+        .route(Method::POST, "/posts", per_minute("posting", 1))
+        .expect("a valid pattern");
     let service = layer.layer(service_fn(ok));
 
     for other in [
@@ -974,8 +1015,8 @@ async fn an_endpoint_key_counts_per_route_pattern_not_per_path() -> TestResult {
     let per_endpoint = Rule::new("per-endpoint", quota, (account, Endpoint))?;
     let (store, _clock) = manual_store();
     let layer = RateLimitLayer::new(store)
-        .route(Method::POST, "/users/{id}/follow", per_endpoint.clone())
-        .route(Method::POST, "/users/{id}/mute", per_endpoint);
+        .route(Method::POST, "/users/{id}/follow", per_endpoint.clone())?
+        .route(Method::POST, "/users/{id}/mute", per_endpoint)?;
     let service = layer.layer(service_fn(ok));
     let post = |account, path: &str| as_account(account, request(Method::POST, path));
 

@@ -16,10 +16,11 @@
 //!   proxies, the first other address is the one your outermost proxy saw: the client. Anything
 //!   left of it may be forged and is never read (`X-Forwarded-For: 1.1.1.1, <real client>` still
 //!   gives the real client).
-//! * **One header.** A deployment's proxies append to either `Forwarded` (RFC 7239) or
-//!   `X-Forwarded-For`, and pass the other through untouched. Reading both would let the client
-//!   fill in the one the proxies ignore, so exactly one [`ProxyHeader`] is configured. All
-//!   lines of that header are read as one list, in order.
+//! * **One header.** A deployment's proxies append to `Forwarded` (RFC 7239) or
+//!   `X-Forwarded-For`, or set `X-Real-IP`, and pass the others through untouched. Reading more
+//!   than one would let the client fill in one the proxies ignore, so exactly one
+//!   [`ProxyHeader`] is configured. All lines of a list header are read as one list, in order;
+//!   `X-Real-IP` must hold exactly one address.
 //! * **When in doubt, the peer.** An entry that is not an address (`unknown`, an obfuscated
 //!   `_identifier`, an IPv6 zone, garbage, broken quoting) met before the client, a header over
 //!   its byte budget, or a chain of trusted proxies longer than the entry budget yields the peer
@@ -71,6 +72,7 @@ mod proxy_header;
 mod trusted_proxies;
 mod walk;
 mod x_forwarded_for;
+mod x_real_ip;
 
 pub use block_key::BlockKey;
 pub use canonical::canonical_ip;

@@ -6,7 +6,7 @@ use std::net::IpAddr;
 use http::HeaderMap;
 
 use crate::client_ip::walk::Walk;
-use crate::client_ip::{Cidr, ProxyHeader, canonical_ip, forwarded, x_forwarded_for};
+use crate::client_ip::{Cidr, ProxyHeader, canonical_ip, forwarded, x_forwarded_for, x_real_ip};
 
 /// Finds a request's client address behind a known set of proxies.
 ///
@@ -178,6 +178,8 @@ impl TrustedProxies {
     /// * Otherwise every line of the configured header, in order, forms one list. Walking it from
     ///   the right, trusted proxies are skipped and the first other address is the client.
     /// * Every entry is a trusted proxy: the leftmost entry.
+    /// * With [`ProxyHeader::XRealIp`] there is no walk: the header's one address is the client;
+    ///   `peer` when it is sent more than once or does not hold exactly one address.
     /// * `peer` when the header is absent or over the byte budget, when the walk meets an entry
     ///   that is not an address before it finds the client, or when it uses up its entry budget
     ///   still inside trusted proxies.
@@ -193,12 +195,16 @@ impl TrustedProxies {
         if !self.within_budget(lines.iter().map(|line| line.len())) {
             return peer;
         }
+        if self.header == ProxyHeader::XRealIp {
+            return x_real_ip::client(lines.iter()).map_or(peer, canonical_ip);
+        }
         let mut walk = Walk::new(&self.proxies);
         for line in lines {
             let line = line.as_bytes();
             match self.header {
                 ProxyHeader::Forwarded => forwarded::entries(line).for_each(|e| walk.push(e)),
-                ProxyHeader::XForwardedFor => {
+                // (`X-Real-IP` was answered above; it is read as the one-entry list it is.)
+                ProxyHeader::XForwardedFor | ProxyHeader::XRealIp => {
                     x_forwarded_for::entries(line).for_each(|e| walk.push(e));
                 }
             }
@@ -279,6 +285,32 @@ mod tests {
         // Even a forged entry naming a trusted proxy changes nothing.
         let forged = xff_lines(&["10.9.9.9"]);
         assert_eq!(xff().client_ip(ip(STRANGER), &forged), ip(STRANGER));
+    }
+
+    #[test]
+    fn x_real_ip_is_believed_only_from_a_trusted_peer_and_only_as_one_address() {
+        let real = |lines: &[&str]| {
+            let lines: Vec<_> = lines.iter().map(|l| ("x-real-ip", l.as_bytes())).collect();
+            headers(&lines)
+        };
+        let nginx = proxies(ProxyHeader::XRealIp);
+        assert_eq!(nginx.client_ip(ip(PROXY), &real(&[CLIENT])), ip(CLIENT));
+        assert_eq!(
+            nginx.client_ip(ip(STRANGER), &real(&[CLIENT])),
+            ip(STRANGER)
+        );
+        // A list, a second line, or garbage: the peer counts.
+        let list = real(&["6.6.6.6, 203.0.113.9"]);
+        assert_eq!(nginx.client_ip(ip(PROXY), &list), ip(PROXY));
+        let twice = real(&["6.6.6.6", CLIENT]);
+        assert_eq!(nginx.client_ip(ip(PROXY), &twice), ip(PROXY));
+        assert_eq!(nginx.client_ip(ip(PROXY), &real(&["unknown"])), ip(PROXY));
+        // Only the configured header is read.
+        assert_eq!(nginx.client_ip(ip(PROXY), &xff_lines(&[CLIENT])), ip(PROXY));
+        assert_eq!(xff().client_ip(ip(PROXY), &real(&[CLIENT])), ip(PROXY));
+        // Mapped IPv4 comes back as IPv4.
+        let mapped = real(&["::ffff:203.0.113.9"]);
+        assert_eq!(nginx.client_ip(ip(PROXY), &mapped), ip(CLIENT));
     }
 
     #[test]

@@ -22,7 +22,9 @@ fn entry(raw: &[u8]) -> Entry {
     }
 }
 
-fn parse(raw: &[u8]) -> Option<IpAddr> {
+/// One entry's address: `1.2.3.4`, `1.2.3.4:5678`, `2001:db8::1`, `[2001:db8::1]` or
+/// `[2001:db8::1]:443`, with optional spaces or tabs around it.
+pub(crate) fn parse(raw: &[u8]) -> Option<IpAddr> {
     let text = std::str::from_utf8(raw).ok()?.trim_matches([' ', '\t']);
     // Unbracketed IPv6 is common here (and unambiguous: no port can follow it).
     if let Ok(v6) = text.parse::<Ipv6Addr>() {

@@ -30,18 +30,23 @@ pub enum ProblemType {
     /// A rule that needs a key (an API key, an account) found none; the rule chooses the status,
     /// a client error (400 when the status it names is not one).
     MissingKey,
+    /// The limiter cannot find a key because of how the service is deployed (an IP rule with
+    /// no peer address): the operator's fault, not the caller's (500). The body names no rule
+    /// and no cause; the log does.
+    Misconfigured,
 }
 
 impl ProblemType {
     /// The `type` member: `urn:tollgate:problem:rate-limited`,
     /// `urn:tollgate:problem:cost-exceeds-limit`, `urn:tollgate:problem:limiter-unavailable` or
-    /// `urn:tollgate:problem:missing-key`.
+    /// `urn:tollgate:problem:missing-key` or `urn:tollgate:problem:misconfigured`.
     pub const fn uri(self) -> &'static str {
         match self {
             ProblemType::RateLimited => "urn:tollgate:problem:rate-limited",
             ProblemType::CostExceedsLimit => "urn:tollgate:problem:cost-exceeds-limit",
             ProblemType::LimiterUnavailable => "urn:tollgate:problem:limiter-unavailable",
             ProblemType::MissingKey => "urn:tollgate:problem:missing-key",
+            ProblemType::Misconfigured => "urn:tollgate:problem:misconfigured",
         }
     }
 
@@ -52,12 +57,13 @@ impl ProblemType {
             ProblemType::CostExceedsLimit => "Request exceeds the rate limit",
             ProblemType::LimiterUnavailable => "Rate limiter unavailable",
             ProblemType::MissingKey => "Request cannot be rate limited",
+            ProblemType::Misconfigured => "Rate limiter misconfigured",
         }
     }
 
-    /// The type's usual status code: 429 Too Many Requests, 503 Service Unavailable, or 400 Bad
-    /// Request for a missing key (whose rule may choose another client error; see
-    /// [`Problem::status`]).
+    /// The type's usual status code: 429 Too Many Requests, 503 Service Unavailable, 500
+    /// Internal Server Error for a misconfigured limiter, or 400 Bad Request for a missing key
+    /// (whose rule may choose another client error; see [`Problem::status`]).
     pub const fn status(self) -> StatusCode {
         match self {
             ProblemType::RateLimited | ProblemType::CostExceedsLimit => {
@@ -65,6 +71,7 @@ impl ProblemType {
             }
             ProblemType::LimiterUnavailable => StatusCode::SERVICE_UNAVAILABLE,
             ProblemType::MissingKey => StatusCode::BAD_REQUEST,
+            ProblemType::Misconfigured => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
 }
@@ -171,6 +178,21 @@ impl Problem {
             },
             detail,
             policy: Some(policy.to_owned()),
+            retry_after_secs: None,
+        }
+    }
+
+    /// 500: the limiter cannot count this request because of how the service is deployed (an
+    /// IP rule finds no peer address). Names no policy and no cause: that is in the `error`
+    /// log, for the operator.
+    pub fn misconfigured() -> Problem {
+        Problem {
+            kind: ProblemType::Misconfigured,
+            status: ProblemType::Misconfigured.status(),
+            detail: String::from(
+                "The rate limiter is misconfigured, so this request was not processed.",
+            ),
+            policy: None,
             retry_after_secs: None,
         }
     }

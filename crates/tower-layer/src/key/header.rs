@@ -1,18 +1,26 @@
-//! A header's value as the key: an API key, a device id.
+//! A header's value as the key: an API key, a device id, a bearer token.
 
 use http::HeaderName;
 use http::request::Parts;
 
 use super::{KeyBuilder, KeyExtractor};
 
-/// Counts by the value of one header (an API key, a device id the app sends).
+/// Counts by the value of one header (an API key, a device id the app sends, a bearer token).
 ///
 /// The value is used as it is, byte for byte, after trimming surrounding whitespace. When the
 /// header is sent more than once, the **first** value counts (the one `HeaderMap::get`, and so
-/// most handlers, read). A value longer than [`max_len`](HeaderKey::max_len) (default 256 bytes)
-/// is not stored: every over-long value counts against one shared "over-long" key, so a client
-/// can neither make the store keep huge keys nor escape the rule by sending one. Only a missing
-/// or empty header counts as a missing key.
+/// most handlers, read). Only a missing or empty header counts as a missing key.
+///
+/// **Long values stay distinct.** A value of up to [`max_len`](HeaderKey::max_len) bytes
+/// (default 8 KiB, more than any real JWT) is its own key; the store never keeps it whole, since
+/// a [`Key`](tollgate_core::Key) longer than 128 bytes is kept as its SHA-256 digest. So two
+/// users whose tokens are 400-byte JWTs never share a count.
+///
+/// **Past the cap, one shared key.** A value longer than `max_len` is not read at all: every
+/// such value counts against one shared "over-long" key. A client can neither make the
+/// limiter hash megabytes per request nor escape the rule by sending a huge value (a missing key
+/// would, by default, skip the rule); the price is that senders of over-long values limit each
+/// other.
 ///
 /// ```
 /// use tollgate_tower::key::HeaderKey;
@@ -26,8 +34,8 @@ pub struct HeaderKey {
 }
 
 impl HeaderKey {
-    /// The default longest header value counted; longer values count as missing.
-    pub const DEFAULT_MAX_LEN: usize = 256;
+    /// The default longest header value counted as itself: 8 KiB.
+    pub const DEFAULT_MAX_LEN: usize = 8 * 1024;
 
     /// Counts by header `name`.
     pub fn new(name: HeaderName) -> Self {
@@ -37,7 +45,7 @@ impl HeaderKey {
         }
     }
 
-    /// The longest value counted (longer values count as missing).
+    /// The longest value counted as itself; longer values share one "over-long" key.
     #[must_use]
     pub fn max_len(mut self, max_len: usize) -> Self {
         self.max_len = max_len;

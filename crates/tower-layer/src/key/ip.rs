@@ -7,10 +7,61 @@ use http::request::Parts;
 use super::{KeyBuilder, KeyExtractor};
 use crate::client_ip::{IpGrouping, TrustedProxies};
 
-/// The TCP peer's address of a request: a `SocketAddr` request extension, or (with the `axum`
-/// feature) axum's `ConnectInfo<SocketAddr>`, which `into_make_service_with_connect_info`
-/// inserts. `None` when neither is there.
+/// The TCP peer of a request, as a request extension: what a serve loop that is not axum's
+/// inserts so that [`PeerIp`] and [`ClientIp`] can count by address.
+///
+/// axum apps need nothing of this: serve with `into_make_service_with_connect_info::<SocketAddr>()`
+/// and enable the `axum` feature, and the layer reads axum's `ConnectInfo`. With plain tower and
+/// hyper, insert it per connection:
+///
+/// ```no_run
+/// use std::convert::Infallible;
+/// use std::time::Duration;
+/// use http::{Request, Response};
+/// use hyper::body::Incoming;
+/// use hyper_util::rt::{TokioIo, TokioTimer};
+/// use hyper_util::service::TowerToHyperService;
+/// use tollgate_core::{MemoryStore, Quota};
+/// use tollgate_tower::key::{PeerAddr, PeerIp};
+/// use tollgate_tower::{RateLimitLayer, Rule};
+/// use tower::{ServiceBuilder, service_fn};
+///
+/// # #[tokio::main]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let limits = RateLimitLayer::new(MemoryStore::new())
+///     .rule(Rule::new("per-ip", Quota::fixed_window(100, Duration::from_secs(60))?, PeerIp::new())?);
+/// let listener = tokio::net::TcpListener::bind("127.0.0.1:3000").await?;
+/// loop {
+///     let (stream, peer) = listener.accept().await?;
+///     let service = ServiceBuilder::new()
+///         // Every request of this connection carries its peer.
+///         .map_request(move |mut request: Request<Incoming>| {
+///             request.extensions_mut().insert(PeerAddr(peer));
+///             request
+///         })
+///         .layer(limits.clone())
+///         .service(service_fn(|_request: Request<Incoming>| async {
+///             Ok::<_, Infallible>(Response::new(String::from("hello")))
+///         }));
+///     tokio::spawn(async move {
+///         let connection = hyper::server::conn::http1::Builder::new()
+///             .timer(TokioTimer::new())
+///             .serve_connection(TokioIo::new(stream), TowerToHyperService::new(service));
+///         let _ = connection.await;
+///     });
+/// }
+/// # }
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct PeerAddr(pub SocketAddr);
+
+/// The TCP peer's address of a request: a [`PeerAddr`] or `SocketAddr` request extension, or
+/// (with the `axum` feature) axum's `ConnectInfo<SocketAddr>`, which
+/// `into_make_service_with_connect_info` inserts. `None` when none is there.
 pub fn peer_addr(request: &Parts) -> Option<IpAddr> {
+    if let Some(PeerAddr(addr)) = request.extensions.get::<PeerAddr>() {
+        return Some(addr.ip());
+    }
     if let Some(addr) = request.extensions.get::<SocketAddr>() {
         return Some(addr.ip());
     }
@@ -22,6 +73,22 @@ pub fn peer_addr(request: &Parts) -> Option<IpAddr> {
         return Some(info.0.ip());
     }
     None
+}
+
+/// What an IP rule says when the request carries no peer address: the service is set up so that
+/// no address can ever be found, which no caller can cause or fix.
+const NO_PEER_ADDRESS: &str = if cfg!(feature = "axum") {
+    "no peer address on the request: serve the app with \
+     `into_make_service_with_connect_info::<SocketAddr>()`, or insert a \
+     `tollgate_tower::key::PeerAddr` extension in the serve loop"
+} else {
+    "no peer address on the request: enable tollgate's `axum` feature and serve the app with \
+     `into_make_service_with_connect_info::<SocketAddr>()`, or insert a \
+     `tollgate_tower::key::PeerAddr` extension in the serve loop"
+};
+
+fn no_peer_address(request: &Parts) -> Option<&'static str> {
+    peer_addr(request).is_none().then_some(NO_PEER_ADDRESS)
 }
 
 /// Counts by the TCP peer's address, grouped into blocks ([`IpGrouping`]: IPv4 /32 and IPv6
@@ -63,6 +130,10 @@ impl KeyExtractor for PeerIp {
             }
             None => false,
         }
+    }
+
+    fn misconfiguration(&self, request: &Parts) -> Option<&'static str> {
+        no_peer_address(request)
     }
 }
 
@@ -118,6 +189,10 @@ impl KeyExtractor for ClientIp {
         };
         append_block(&self.grouping, client, key);
         true
+    }
+
+    fn misconfiguration(&self, request: &Parts) -> Option<&'static str> {
+        no_peer_address(request)
     }
 }
 

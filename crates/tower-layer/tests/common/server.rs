@@ -19,11 +19,20 @@ pub(crate) struct TestServer {
 }
 
 impl TestServer {
-    /// Serves `app`.
+    /// Serves `app`, handing each request its peer both as axum's `ConnectInfo` (for handlers,
+    /// and for the layer when built with its `axum` feature) and as a `PeerAddr` extension, the
+    /// way a tower-only service supplies it: so the suite passes with and without the feature.
     pub(crate) async fn start(app: Router) -> TestServer {
-        let listener = TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind a loopback port");
+        let app = app.layer(axum::middleware::map_request(
+            |axum::extract::ConnectInfo(peer): axum::extract::ConnectInfo<SocketAddr>,
+             mut request: axum::extract::Request| async move {
+                request
+                    .extensions_mut()
+                    .insert(tollgate_tower::key::PeerAddr(peer));
+                request
+            },
+        ));
+        let listener = bind().await;
         let addr = listener.local_addr().expect("the bound address");
         let service = app.into_make_service_with_connect_info::<SocketAddr>();
         let task = tokio::spawn(async move {
@@ -31,6 +40,37 @@ impl TestServer {
                 .await
                 .expect("the server runs");
         });
+        TestServer::at(addr, task)
+    }
+
+    /// Serves `app` without telling it who the peer is (no `ConnectInfo`, no `PeerAddr`): a
+    /// deployment mistake.
+    #[allow(dead_code, reason = "not every test file serves without a peer")]
+    pub(crate) async fn start_without_peer(app: Router) -> TestServer {
+        let listener = bind().await;
+        let addr = listener.local_addr().expect("the bound address");
+        let task = tokio::spawn(async move {
+            axum::serve(listener, app).await.expect("the server runs");
+        });
+        TestServer::at(addr, task)
+    }
+
+    /// Serves `app` as an axum app is served, with `into_make_service_with_connect_info` and
+    /// nothing else.
+    #[allow(dead_code, reason = "not every test file needs it")]
+    pub(crate) async fn start_with_connect_info_only(app: Router) -> TestServer {
+        let listener = bind().await;
+        let addr = listener.local_addr().expect("the bound address");
+        let service = app.into_make_service_with_connect_info::<SocketAddr>();
+        let task = tokio::spawn(async move {
+            axum::serve(listener, service)
+                .await
+                .expect("the server runs");
+        });
+        TestServer::at(addr, task)
+    }
+
+    fn at(addr: SocketAddr, task: JoinHandle<()>) -> TestServer {
         TestServer {
             base_url: format!("http://{addr}"),
             task,
@@ -48,6 +88,12 @@ impl Drop for TestServer {
     fn drop(&mut self) {
         self.task.abort();
     }
+}
+
+async fn bind() -> TcpListener {
+    TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind a loopback port")
 }
 
 /// A client with its own connection pool that goes straight to loopback, whatever proxy the
