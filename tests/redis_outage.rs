@@ -62,10 +62,18 @@ async fn serve(server: &RedisServer) -> String {
         "/login",
         rule("login", 1_000, OnStoreFailure::Closed),
     );
+    let within = Quota::fixed_window(2, Duration::from_secs(3600)).expect("valid");
+    let limits = route(
+        limits,
+        Method::GET,
+        "/search",
+        rule("search", 1_000, OnStoreFailure::OpenWithin(within)),
+    );
     let app = Router::new()
         .route("/feed", get(|| async { "feed" }))
         .route("/posts", get(|| async { "posts" }))
         .route("/login", post(|| async { "welcome" }))
+        .route("/search", get(|| async { "results" }))
         .layer(limits);
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let addr = listener.local_addr().expect("address");
@@ -85,7 +93,14 @@ async fn an_outage_is_handled_per_rule_over_http() {
         .build()
         .expect("client");
     let login = || client.post(format!("{base}/login")).send();
+    let get = |path: &str| client.get(format!("{base}{path}")).send();
     assert_eq!(login().await.expect("answers").status(), StatusCode::OK);
+    let counted = get("/feed").await.expect("answers");
+    assert_eq!(
+        rate_limit(&counted).as_deref(),
+        Some(r#""feed";r=999"#),
+        "while Redis counts, the count is shown"
+    );
 
     server.kill().expect("kill redis-server");
     for _ in 0..5 {
@@ -99,6 +114,11 @@ async fn an_outage_is_handled_per_rule_over_http() {
             StatusCode::OK,
             "open: allowed while Redis is down"
         );
+        assert_eq!(
+            rate_limit(&feed),
+            None,
+            "open: nothing is counted, so nothing is claimed"
+        );
         let refused = login().await.expect("answers");
         assert_eq!(
             refused.status(),
@@ -108,16 +128,17 @@ async fn an_outage_is_handled_per_rule_over_http() {
         assert!(refused.headers().contains_key(RETRY_AFTER));
     }
     let mut posts = Vec::new();
+    let mut shown = Vec::new();
     for _ in 0..4 {
-        posts.push(
-            client
-                .get(format!("{base}/posts"))
-                .send()
-                .await
-                .expect("answers")
-                .status(),
-        );
+        let answer = get("/posts").await.expect("answers");
+        posts.push(answer.status());
+        shown.push(rate_limit(&answer).unwrap_or_default());
     }
+    assert_eq!(
+        shown[..3],
+        [r#""posts";r=2"#, r#""posts";r=1"#, r#""posts";r=0"#].map(|fields| fields.to_owned()),
+        "local: this gateway's own count is shown"
+    );
     assert_eq!(
         posts,
         [
@@ -127,6 +148,26 @@ async fn an_outage_is_handled_per_rule_over_http() {
             StatusCode::TOO_MANY_REQUESTS
         ],
         "local: the same limit, counted in this gateway"
+    );
+    let searches = [
+        get("/search").await.expect("answers"),
+        get("/search").await.expect("answers"),
+    ];
+    let shown: Vec<String> = searches
+        .iter()
+        .map(|answer| rate_limit(answer).unwrap_or_default())
+        .collect();
+    assert_eq!(
+        shown,
+        [r#""search";r=1"#, r#""search";r=0"#].map(|fields| fields.to_owned()),
+        "open within a local quota: that quota's count is shown"
+    );
+    let policy = searches[0].headers()["ratelimit-policy"]
+        .to_str()
+        .expect("text");
+    assert!(
+        policy.contains(r#""search";q=2"#),
+        "the local quota, not the rule's: {policy}"
     );
 
     server.restart().expect("restart redis-server");
@@ -138,4 +179,11 @@ async fn an_outage_is_handled_per_rule_over_http() {
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+}
+
+/// The `RateLimit` field without its `t` parameter (which depends on where in its window the
+/// clock is): `"feed";r=999`. `None` when the response has none.
+fn rate_limit(response: &reqwest::Response) -> Option<String> {
+    let field = response.headers().get("ratelimit")?.to_str().ok()?;
+    Some(field.split(";t=").next().unwrap_or(field).to_owned())
 }

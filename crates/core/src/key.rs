@@ -6,6 +6,8 @@ use std::sync::Arc;
 use sha2::{Digest, Sha256};
 use smallvec::SmallVec;
 
+use crate::FingerprintSecret;
+
 /// Encoded keys longer than this are replaced by their SHA-256 digest.
 const MAX_RAW_LEN: usize = 128;
 
@@ -73,22 +75,20 @@ impl Key {
         &self.0
     }
 
-    /// A short, stable fingerprint of the key (the first 8 bytes of its SHA-256, in hex): for logs
-    /// that must correlate a caller across gateways without showing who it is.
+    /// A short fingerprint of the key under `secret` (the first 8 bytes of an HMAC-SHA-256, in
+    /// hex): for logs that must correlate a caller without showing who it is, and that no one
+    /// without the secret can reverse by hashing candidates (see [`FingerprintSecret`]).
     ///
     /// ```
-    /// use tollgate_core::Key;
-    /// let fingerprint = Key::new("user77").fingerprint();
+    /// use tollgate_core::{FingerprintSecret, Key};
+    /// let secret = FingerprintSecret::process();
+    /// let fingerprint = Key::new("user77").fingerprint(secret);
     /// assert_eq!(fingerprint.len(), 16);
-    /// assert_eq!(fingerprint, Key::new("user77").fingerprint());
-    /// assert_ne!(fingerprint, Key::new("user78").fingerprint());
+    /// assert_eq!(fingerprint, Key::new("user77").fingerprint(secret));
+    /// assert_ne!(fingerprint, Key::new("user78").fingerprint(secret));
     /// ```
-    pub fn fingerprint(&self) -> String {
-        Sha256::digest(&self.0)
-            .iter()
-            .take(8)
-            .map(|byte| format!("{byte:02x}"))
-            .collect()
+    pub fn fingerprint(&self, secret: &FingerprintSecret) -> String {
+        secret.fingerprint(self)
     }
 
     /// Whether the parts were too long and the key is their digest.

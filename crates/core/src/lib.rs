@@ -47,6 +47,7 @@ mod clock;
 mod decision;
 mod error;
 mod fallback;
+mod fingerprint;
 mod item;
 mod key;
 mod memory;
@@ -68,6 +69,7 @@ pub use fallback::{
     DEFAULT_COOL_DOWN, DEFAULT_FAILURE_THRESHOLD, DEFAULT_TIMEOUT, FallbackStats, FallbackStore,
     FallbackStoreBuilder,
 };
+pub use fingerprint::{FingerprintSecret, FingerprintSecretError};
 pub use item::Item;
 pub use key::{Key, KeyBuilder};
 pub use memory::{DEFAULT_MAX_KEYS, MemoryStats, MemoryStore, MemoryStoreBuilder};
@@ -76,4 +78,4 @@ pub use quota::{Algorithm, Quota};
 pub use rate::Rate;
 pub use receipt::{Charge, Receipt, RefundError, RefundNow};
 pub use rule_id::RuleId;
-pub use store::{BatchDecision, ItemDecision, Store};
+pub use store::{BatchDecision, CountedIn, ItemDecision, Store};

@@ -150,6 +150,32 @@ impl<S: Store> Store for Arc<S> {
 pub struct ItemDecision {
     pub(crate) decision: Decision,
     pub(crate) charge: Option<Charge>,
+    pub(crate) counted_in: CountedIn,
+}
+
+/// Where an item's decision was counted: what a response may honestly tell the caller about it.
+///
+/// ```
+/// use std::time::Duration;
+/// use tollgate_core::{CountedIn, Decision, ItemDecision};
+/// let answer = ItemDecision::uncharged(Decision::allowed(10, 10, Duration::ZERO));
+/// assert_eq!(answer.counted_in(), CountedIn::Store);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum CountedIn {
+    /// By the store that was asked, under the item's own quota: the usual case.
+    #[default]
+    Store,
+    /// By a [`FallbackStore`](crate::FallbackStore)'s local memory while its primary is down:
+    /// under the item's quota for [`OnStoreFailure::Local`](crate::OnStoreFailure::Local), under
+    /// the local quota for [`OnStoreFailure::OpenWithin`](crate::OnStoreFailure::OpenWithin). The
+    /// decision is this gateway's own count.
+    LocalFallback,
+    /// Nowhere: the item was let through uncounted (an
+    /// [`OnStoreFailure::Open`](crate::OnStoreFailure::Open) rule while the primary is down).
+    /// Its decision's numbers describe no count, and must not be shown to the caller.
+    Nowhere,
 }
 
 impl ItemDecision {
@@ -165,7 +191,30 @@ impl ItemDecision {
         ItemDecision {
             decision,
             charge: None,
+            counted_in: CountedIn::Store,
         }
+    }
+
+    /// A store's own answer: `decision`, having charged `charge`.
+    #[inline]
+    pub(crate) fn new(decision: Decision, charge: Option<Charge>) -> Self {
+        ItemDecision {
+            decision,
+            charge,
+            counted_in: CountedIn::Store,
+        }
+    }
+
+    /// The same answer, counted in `counted_in` instead.
+    pub(crate) fn counted_in_place(mut self, counted_in: CountedIn) -> Self {
+        self.counted_in = counted_in;
+        self
+    }
+
+    /// Where the decision was counted (by the store asked, in a fallback's local memory, or
+    /// nowhere).
+    pub fn counted_in(&self) -> CountedIn {
+        self.counted_in
     }
 
     /// The decision. In a refused batch, items that were not the refusing one report their

@@ -22,6 +22,7 @@ pub fn charged(decision: Decision, charge: Charge) -> ItemDecision {
     ItemDecision {
         decision,
         charge: Some(charge),
+        counted_in: crate::CountedIn::Store,
     }
 }
 

@@ -149,7 +149,8 @@ async fn strike<St: Store>(store: &St, escalated: &Escalated, key: &Key) -> Resu
         tracing::warn!(
             target: "tollgate::refusal",
             rule = %escalated.block_rule,
-            key = %key.fingerprint(), // always hashed: this event has no layer settings at hand
+            // Always hashed: this event has no layer settings at hand.
+            key = %key.fingerprint(tollgate_core::FingerprintSecret::process()),
             "caller kept sending after refusals and is blocked"
         );
     }

@@ -1,5 +1,6 @@
-//! Refusals as events: each refusal, real or shadow, is a `tracing` event on target
-//! `tollgate::refusal`. The allowed path emits nothing.
+//! Refusals as events on target `tollgate::refusal`: each refusal, real or shadow, is a `debug`
+//! event (so an attack cannot flood logs kept at `info`), and each rule of the layer sums its
+//! refusals up in one `info` event at most once a minute. The allowed path emits nothing.
 
 use tollgate_core::{Decision, Key, RuleId};
 
@@ -15,10 +16,11 @@ pub(crate) fn refusal(
     decision: &Decision,
     enforced: bool,
 ) {
+    rule.notices.refused(&rule.id);
     record_refusal(&rule.id, key, decision, enforced, settings.key_logging);
 }
 
-/// Emits the `tollgate::refusal` event for a refusal of `key` by policy `rule` — the one event
+/// Emits the `debug` `tollgate::refusal` event for a refusal of `key` by policy `rule` — the one event
 /// every refusal produces, whether the layer or a typed limit in a handler refused.
 /// `enforced` is false for a shadow (or flag) rule's would-be refusal.
 ///
@@ -39,11 +41,8 @@ pub fn record_refusal(
     enforced: bool,
     logging: KeyLogging,
 ) {
-    let key = match logging {
-        KeyLogging::Hashed => key.fingerprint(),
-        KeyLogging::Raw => format!("{key:?}"),
-    };
-    tracing::info!(
+    let key = logging.show(key);
+    tracing::debug!(
         target: "tollgate::refusal",
         rule = %rule,
         enforced,

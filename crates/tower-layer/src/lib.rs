@@ -62,7 +62,9 @@
 //!    gets the `RateLimit` / `RateLimit-Policy` fields of the disclosed policies. Refused:
 //!    `429 Too Many Requests` with `Retry-After` (whole seconds, rounded up) and an RFC 9457
 //!    problem body — or the rule's own action: a custom response, or a [`Flagged`] pass.
-//! 6. Each refusal, real or shadow, is a `tracing` event on target `tollgate::refusal`.
+//! 6. Each refusal, real or shadow, is a `debug` `tracing` event on target `tollgate::refusal`
+//!    (keys as keyed-hash fingerprints by default, see [`KeyLogging`]), and each rule sums its
+//!    refusals up at `info` at most once a minute.
 //! 7. When the store fails, rules that fail `open` let the request through and rules that fail
 //!    `closed` answer `503` with `Retry-After`.
 //!

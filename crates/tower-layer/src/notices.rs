@@ -1,6 +1,7 @@
 //! What an operator must hear about a rule: a misconfiguration at `error` (at most once a minute),
-//! the first request skipped for a missing key at `warn`, and how many were skipped — loud enough
-//! that a rule limiting nothing is noticed, quiet enough that no caller can flood the log.
+//! the first request skipped for a missing key at `warn`, how many were skipped, and a summary of
+//! its refusals at `info` (at most once a minute) — loud enough that a rule limiting nothing is
+//! noticed, quiet enough that no caller can flood the log.
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -12,11 +13,17 @@ use tollgate_core::RuleId;
 /// How often a rule's misconfiguration is logged at most.
 const MISCONFIGURATION_EVERY: Duration = Duration::from_secs(60);
 
+/// How often a rule's refusal summary is logged at most.
+const SUMMARY_EVERY: Duration = Duration::from_secs(60);
+
 /// One rule's notices, shared by every clone of the rule.
 #[derive(Debug, Default)]
 pub(crate) struct RuleNotices {
     keyless_skips: AtomicU64,
     misconfigured: Throttle,
+    /// Refusals since the last summary.
+    refusals: AtomicU64,
+    summary: Throttle,
 }
 
 impl RuleNotices {
@@ -35,6 +42,21 @@ impl RuleNotices {
     /// How many requests skipped the rule for want of a key.
     pub(crate) fn keyless_skips(&self) -> u64 {
         self.keyless_skips.load(Ordering::Relaxed)
+    }
+
+    /// The rule refused a request (or would have, in shadow): counted, and summed up at `info`
+    /// at most once a minute — on a refusal, so a rule that stops refusing falls silent.
+    pub(crate) fn refused(&self, rule: &RuleId) {
+        self.refusals.fetch_add(1, Ordering::Relaxed);
+        if self.summary.ready(SUMMARY_EVERY) {
+            let refusals = self.refusals.swap(0, Ordering::Relaxed);
+            tracing::info!(
+                target: "tollgate::refusal",
+                rule = %rule,
+                refusals,
+                "rate limit refusals since the last summary (each one is a debug event)"
+            );
+        }
     }
 
     /// The rule cannot find its key because of the deployment, for the reason `why`.

@@ -12,7 +12,7 @@ use bytes::Bytes;
 use common::events::{Recorder, RefusalsBy};
 use http::{HeaderName, Request, Response, StatusCode};
 use http_body_util::Empty;
-use tollgate_core::{Key, MemoryStore, Quota};
+use tollgate_core::{FingerprintSecret, Key, MemoryStore, Quota};
 use tollgate_tower::key::HeaderKey;
 use tollgate_tower::{KeyLogging, RateLimitLayer, Rule};
 use tower::{Layer, ServiceExt, service_fn};
@@ -86,7 +86,7 @@ async fn shadow_and_real_refusals_are_events_with_a_hashed_key() {
     );
     assert_eq!(posts[0].field("enforced"), Some("true"));
     assert_eq!(posts[0].field("reason"), Some("Some(LimitReached)"));
-    let fingerprint = Key::new("account-4821").fingerprint();
+    let fingerprint = Key::new("account-4821").fingerprint(FingerprintSecret::process());
     assert!(
         refusals("hashed")
             .iter()
@@ -105,5 +105,52 @@ async fn raw_key_logging_shows_the_key() {
             .field("key")
             .is_some_and(|key| key.contains("account-4821"))),
         "{events:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_configured_secret_gives_the_same_fingerprint_on_every_gateway() {
+    Recorder::global();
+    let secret = FingerprintSecret::from_bytes(b"shared by the whole fleet").expect("long enough");
+    run("fleet-a", KeyLogging::HashedWith(secret), 3).await;
+    run("fleet-b", KeyLogging::HashedWith(secret), 3).await;
+    let expected = Key::new("account-4821").fingerprint(&secret);
+    let unkeyed_or_process = Key::new("account-4821").fingerprint(FingerprintSecret::process());
+    assert_ne!(expected, unkeyed_or_process);
+    let events: Vec<_> = refusals("fleet-a")
+        .into_iter()
+        .chain(refusals("fleet-b"))
+        .collect();
+    assert_eq!(events.len(), 6);
+    assert!(
+        events
+            .iter()
+            .all(|event| event.field("key") == Some(expected.as_str())),
+        "{events:?}"
+    );
+}
+
+#[tokio::test]
+async fn refusals_are_debug_events_summed_up_at_info_at_most_once_a_minute() {
+    Recorder::global();
+    run("flood", KeyLogging::Hashed, 10).await;
+    let recorder = Recorder::global();
+    let posts = recorder.refusals_by("flood-posts");
+    assert_eq!(posts.len(), 8, "one debug event per refusal");
+    assert!(
+        posts
+            .iter()
+            .all(|event| event.level == tracing::Level::DEBUG)
+    );
+    let summaries = recorder.summaries_of("flood-posts");
+    assert_eq!(
+        summaries.len(),
+        1,
+        "one info summary within the minute: {summaries:?}"
+    );
+    assert_eq!(
+        summaries[0].field("refusals"),
+        Some("1"),
+        "the first refusal is summed up at once"
     );
 }

@@ -1,6 +1,7 @@
 //! Answering without the primary: each item by its own [`OnStoreFailure`].
 //!
-//! * `Open` items are allowed, uncharged, with the quota's limit as limit and remaining;
+//! * `Open` items are allowed, uncharged, with the quota's limit as limit and remaining, and
+//!   marked [`CountedIn::Nowhere`] so that no one shows those numbers to a caller;
 //! * `Local` items are checked in local memory exactly as given (same rule, key, quota, cost
 //!   and mode), so a local refusal is a real refusal;
 //! * `OpenWithin(quota)` items are checked in local memory under the same rule and key with the
@@ -8,7 +9,8 @@
 //! * an enforcing `Closed` item makes the whole call fail with the store error; a shadow
 //!   `Closed` item never stops a request and is answered like `Open`.
 //!
-//! All items counted locally go to the local store in **one** batch, so the answer stays
+//! Items counted locally are marked [`CountedIn::LocalFallback`]. All items counted locally go
+//! to the local store in **one** batch, so the answer stays
 //! all-or-nothing across them.
 
 use std::time::Duration;
@@ -17,7 +19,8 @@ use smallvec::SmallVec;
 
 use super::outage::Outage;
 use crate::{
-    BatchDecision, Clock, Decision, Item, ItemDecision, MemoryStore, OnStoreFailure, StoreError,
+    BatchDecision, Clock, CountedIn, Decision, Item, ItemDecision, MemoryStore, OnStoreFailure,
+    StoreError,
 };
 
 /// Answers `items` without the primary.
@@ -46,7 +49,10 @@ pub(super) fn check<C: Clock>(
                 OnStoreFailure::Open | OnStoreFailure::Closed => None,
             };
             // The local store answers every item it is given; anything else goes open.
-            counted.unwrap_or_else(|| ItemDecision::uncharged(open(item)))
+            match counted {
+                Some(answer) => answer.counted_in_place(CountedIn::LocalFallback),
+                None => ItemDecision::uncharged(open(item)).counted_in_place(CountedIn::Nowhere),
+            }
         })
         .collect();
     Ok(BatchDecision::from_decisions(allowed, answers))
@@ -114,6 +120,7 @@ mod tests {
             (item.decision().limit(), item.decision().remaining()),
             (7, 7)
         );
+        assert_eq!(item.counted_in(), CountedIn::Nowhere, "nothing to disclose");
         assert_eq!(local.stats().keys, 0, "open items touch no local state");
     }
 

@@ -290,7 +290,7 @@ impl<C: Clock> Inner<C> {
         }
         let mut shard = self.lock(at.shard);
         let (decision, charge) = ops::evaluate(&mut shard, at, item, now, now, self);
-        ItemDecision { decision, charge }
+        ItemDecision::new(decision, charge)
     }
 
     /// The fastest path: a one-timestamp algorithm (token bucket, GCRA, pacing) on a key the
@@ -318,7 +318,7 @@ impl<C: Clock> Inner<C> {
         let cell = table.find(at.hash, item.key().as_bytes())?;
         let (decision, charge) =
             cell.check_shared(item.quota(), slot, now, item.cost(), item.is_enforcing())?;
-        Some(ItemDecision { decision, charge })
+        Some(ItemDecision::new(decision, charge))
     }
 
     fn check_batch(&self, items: &[Item<'_>]) -> BatchDecision {
@@ -357,7 +357,7 @@ impl<C: Clock> Inner<C> {
                 (Decision::allowed(0, 0, std::time::Duration::ZERO), None)
             };
             allowed &= decision.is_allowed();
-            answers.push(ItemDecision { decision, charge });
+            answers.push(ItemDecision::new(decision, charge));
         }
         let pairs = items.iter().zip(&locations).zip(answers.iter_mut());
         if !allowed {

@@ -5,15 +5,27 @@ pub(crate) use tollgate_core::testing::{EventRecorder as Recorder, RecordedEvent
 
 /// The `tollgate::refusal` events of one rule.
 pub(crate) trait RefusalsBy {
-    /// The `tollgate::refusal` events of `policy` so far (from any test: use a policy of one
-    /// test's own).
+    /// The per-refusal (`debug`) `tollgate::refusal` events of `policy` so far (from any test:
+    /// use a policy of one test's own).
     fn refusals_by(&self, policy: &str) -> Vec<Recorded>;
+
+    /// The `info` summaries of `policy`'s refusals so far.
+    #[allow(dead_code, reason = "not every test file reads summaries")]
+    fn summaries_of(&self, policy: &str) -> Vec<Recorded>;
 }
 
 impl RefusalsBy for Recorder {
     fn refusals_by(&self, policy: &str) -> Vec<Recorded> {
-        let mut events = self.on_target("tollgate::refusal");
-        events.retain(|event| event.field("rule") == Some(policy));
-        events
+        of_level(self, policy, tracing::Level::DEBUG)
     }
+
+    fn summaries_of(&self, policy: &str) -> Vec<Recorded> {
+        of_level(self, policy, tracing::Level::INFO)
+    }
+}
+
+fn of_level(recorder: &Recorder, policy: &str, level: tracing::Level) -> Vec<Recorded> {
+    let mut events = recorder.on_target("tollgate::refusal");
+    events.retain(|event| event.field("rule") == Some(policy) && event.level == level);
+    events
 }
