@@ -187,3 +187,55 @@ fn rate_limit(response: &reqwest::Response) -> Option<String> {
     let field = response.headers().get("ratelimit")?.to_str().ok()?;
     Some(field.split(";t=").next().unwrap_or(field).to_owned())
 }
+
+/// A gateway starts while Redis is down: building the store does not need Redis, each rule's
+/// plan applies meanwhile, and once Redis starts, checks reach it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gateway_starts_while_redis_is_down_and_reaches_it_once_it_is_up() {
+    let server = RedisServer::start().expect("start redis-server");
+    server.kill().expect("kill redis-server");
+    let base = serve(&server).await;
+    let client = reqwest::Client::builder()
+        .no_proxy()
+        .build()
+        .expect("client");
+    let get = |path: &str| client.get(format!("{base}{path}")).send();
+    let login = || client.post(format!("{base}/login")).send();
+
+    assert_eq!(
+        get("/feed").await.expect("answers").status(),
+        StatusCode::OK,
+        "open"
+    );
+    assert_eq!(
+        login().await.expect("answers").status(),
+        StatusCode::SERVICE_UNAVAILABLE,
+        "closed"
+    );
+    let mut posts = Vec::new();
+    for _ in 0..4 {
+        posts.push(get("/posts").await.expect("answers").status());
+    }
+    assert_eq!(
+        posts,
+        [
+            StatusCode::OK,
+            StatusCode::OK,
+            StatusCode::OK,
+            StatusCode::TOO_MANY_REQUESTS
+        ],
+        "local"
+    );
+
+    server.restart().expect("start redis-server");
+    let started = Instant::now();
+    while login().await.expect("answers").status() != StatusCode::OK {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "the store never reached the started server"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let keys = server.cli(&["DBSIZE"]).expect("redis-cli DBSIZE");
+    assert_ne!(keys.trim(), "0", "the check was counted on the server");
+}

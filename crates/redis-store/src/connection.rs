@@ -10,6 +10,7 @@ use redis::cluster_routing::SingleNodeRoutingInfo;
 use redis::{ErrorKind, FromRedisValue, RedisResult, ServerErrorKind};
 
 use crate::ConnectError;
+use crate::connecting::Connecting;
 use crate::error::is_temporarily_refused;
 use crate::script::ScriptCall;
 
@@ -55,6 +56,14 @@ impl Default for ConnectionSettings {
 /// `MOVED`/`ASK` and failovers). Cloning is cheap and clones share the connection, so several
 /// stores (different prefixes, say) can use one.
 ///
+/// **Connecting never waits for Redis to be up.** The first attempt is made at once; if it
+/// fails (nothing listening, a wrong password), the failure is logged at `error` on target
+/// `tollgate::store` and attempts go on in a background task — pauses doubling from 100 ms to
+/// 5 s, a failure logged at most once a minute — until one succeeds. Until then every call fails
+/// with an unavailable [`StoreError`](tollgate_core::StoreError), which each rule's failure plan
+/// handles (wrap the store in `FallbackStore`), so a gateway starts during an outage. Only a
+/// malformed URL is an error. Connecting needs a tokio runtime.
+///
 /// ```no_run
 /// # async fn run() -> Result<(), tollgate_redis::ConnectError> {
 /// use tollgate_redis::RedisConnection;
@@ -75,8 +84,8 @@ pub struct RedisConnection {
 
 #[derive(Clone)]
 enum Backend {
-    Standalone(ConnectionManager),
-    Cluster(ClusterConnection),
+    Standalone(Connecting<ConnectionManager>),
+    Cluster(Connecting<ClusterConnection>),
 }
 
 impl RedisConnection {
@@ -85,7 +94,9 @@ impl RedisConnection {
         Self::connect_with(url, ConnectionSettings::default()).await
     }
 
-    /// Connects to one server.
+    /// Connects to one server. A malformed URL is an error; a server that cannot be reached
+    /// (or refuses the credentials) is not: the connection is retried in the background (see
+    /// the type's docs) and every call fails with an unavailable store error until it is up.
     pub async fn connect_with(
         url: &str,
         settings: ConnectionSettings,
@@ -96,7 +107,11 @@ impl RedisConnection {
             .set_response_timeout(Some(settings.response_timeout))
             .set_number_of_retries(2)
             .set_max_delay(Duration::from_millis(500));
-        let manager = ConnectionManager::new_with_config(client, config).await?;
+        let what = format!("redis at {}", client.get_connection_info().addr());
+        let manager = Connecting::start(what, move || {
+            ConnectionManager::new_with_config(client.clone(), config.clone())
+        })
+        .await;
         Ok(RedisConnection {
             backend: Backend::Standalone(manager),
         })
@@ -107,21 +122,27 @@ impl RedisConnection {
         Self::connect_cluster_with(nodes, ConnectionSettings::default()).await
     }
 
-    /// Connects to a Redis Cluster through any of its nodes.
+    /// Connects to a Redis Cluster through any of its nodes. Malformed URLs are an error; a
+    /// cluster that cannot be reached is not: the connection is retried in the background, as
+    /// for [`connect_with`](Self::connect_with).
     pub async fn connect_cluster_with(
         nodes: &[impl AsRef<str>],
         settings: ConnectionSettings,
     ) -> Result<Self, ConnectError> {
         let nodes: Vec<&str> = nodes.iter().map(AsRef::as_ref).collect();
+        let what = format!("the redis cluster at {}", nodes.join(", "));
         // No retries inside the client: it would also resend a script whose connection dropped
         // after the script ran (charging twice). `invoke` retries only what never ran.
-        let connection = ClusterClientBuilder::new(nodes)
+        let client = ClusterClientBuilder::new(nodes)
             .connection_timeout(settings.connect_timeout)
             .response_timeout(settings.response_timeout)
             .retries(0)
-            .build()?
-            .get_async_connection()
-            .await?;
+            .build()?;
+        let connection = Connecting::start(what, move || {
+            let client = client.clone();
+            async move { client.get_async_connection().await }
+        })
+        .await;
         Ok(RedisConnection {
             backend: Backend::Cluster(connection),
         })
@@ -174,6 +195,7 @@ impl RedisConnection {
         else {
             return Err(redirection.clone());
         };
+        let cluster = cluster.get().ok_or_else(not_connected)?;
         let (host, port) = address
             .rsplit_once(':')
             .and_then(|(host, port)| Some((host.to_owned(), port.parse().ok()?)))
@@ -192,10 +214,35 @@ impl RedisConnection {
     /// Runs a command.
     pub(crate) async fn query<T: FromRedisValue>(&self, command: &redis::Cmd) -> RedisResult<T> {
         match &self.backend {
-            Backend::Standalone(manager) => command.query_async(&mut manager.clone()).await,
-            Backend::Cluster(cluster) => command.query_async(&mut cluster.clone()).await,
+            Backend::Standalone(manager) => {
+                let manager = manager.get().ok_or_else(not_connected)?;
+                command.query_async(&mut manager.clone()).await
+            }
+            Backend::Cluster(cluster) => {
+                let cluster = cluster.get().ok_or_else(not_connected)?;
+                command.query_async(&mut cluster.clone()).await
+            }
         }
     }
+
+    /// Whether the connection has been established (it may still drop and come back later;
+    /// redis-rs reconnects by itself once it exists).
+    pub fn is_connected(&self) -> bool {
+        match &self.backend {
+            Backend::Standalone(manager) => manager.get().is_some(),
+            Backend::Cluster(cluster) => cluster.get().is_some(),
+        }
+    }
+}
+
+/// The error of a call made before the first connection succeeded: an I/O error, so that it is
+/// an unavailable store (the rule's failure plan applies).
+fn not_connected() -> redis::RedisError {
+    std::io::Error::new(
+        std::io::ErrorKind::NotConnected,
+        "not connected yet (connecting in the background)",
+    )
+    .into()
 }
 
 impl std::fmt::Debug for RedisConnection {
@@ -207,6 +254,7 @@ impl std::fmt::Debug for RedisConnection {
         };
         f.debug_struct("RedisConnection")
             .field("kind", &kind)
+            .field("connected", &self.is_connected())
             .finish()
     }
 }

@@ -65,8 +65,9 @@ pub enum ConnectError {
     /// The prefix is not 1 to 64 bytes of `A-Z a-z 0-9 _ - . :`.
     #[error("invalid key prefix {0:?}: use 1 to 64 bytes of A-Z a-z 0-9 _ - . :")]
     InvalidPrefix(String),
-    /// The URL is malformed, or the server could not be reached.
-    #[error("cannot connect to redis: {0}")]
+    /// The URL is malformed. (A server that cannot be reached is not an error: the store
+    /// connects in the background.)
+    #[error("invalid redis address: {0}")]
     Redis(#[from] redis::RedisError),
 }
 
@@ -76,7 +77,7 @@ impl ConnectError {
         matches!(self, ConnectError::InvalidPrefix(_))
     }
 
-    /// The URL was malformed or the server could not be reached.
+    /// The URL was malformed.
     pub fn is_redis(&self) -> bool {
         matches!(self, ConnectError::Redis(_))
     }

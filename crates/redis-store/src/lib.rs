@@ -112,6 +112,7 @@
 //! without sleeping.
 
 mod builder;
+mod connecting;
 mod connection;
 mod cross_slot;
 mod error;

@@ -140,16 +140,22 @@ fn a_cross_slot_check_dropped_midway_still_refunds_what_it_charged() {
                 Ok(answer) => assert!(!answer.expect("answers").is_allowed()),
                 Err(_) => dropped += 1,
             }
-            // Give a dropped check's own task time to finish its refund.
-            tokio::time::sleep(Duration::from_millis(20)).await;
-            let left = store
-                .peek(&Item::new(&open, quota, &key).with_cost(0))
-                .await;
-            assert_eq!(
-                left.expect("answers").remaining(),
-                1000,
-                "caller-{i} kept a charge"
-            );
+            // A dropped check's own task finishes its refund in the background: wait for the
+            // charge to come back (a busy machine may take a while), failing only if it never
+            // does.
+            let peek = Item::new(&open, quota, &key).with_cost(0);
+            let waited = std::time::Instant::now();
+            loop {
+                let left = store.peek(&peek).await.expect("answers").remaining();
+                if left == 1000 {
+                    break;
+                }
+                assert!(
+                    waited.elapsed() < Duration::from_secs(30),
+                    "caller-{i} kept a charge: {left} left of 1000"
+                );
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
         }
         assert!(
             dropped > 0,
