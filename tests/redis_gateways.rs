@@ -82,6 +82,22 @@ async fn two_gateways_share_counts_and_blocks_through_redis() {
             StatusCode::TOO_MANY_REQUESTS
         );
     }
+    // The strike that blocks is recorded after the refusal is answered: wait until the first
+    // gateway has written the block to Redis (failing only if it never does), then ask the
+    // second gateway once.
+    let waited = std::time::Instant::now();
+    while server
+        .cli(&["--scan", "--pattern", "gateways:*reads.block*"])
+        .expect("redis-cli --scan")
+        .trim()
+        .is_empty()
+    {
+        assert!(
+            waited.elapsed() < Duration::from_secs(30),
+            "the first gateway never wrote its block"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     let (status, retry) = status_and_retry(&client, &second).await;
     assert_eq!(status, StatusCode::TOO_MANY_REQUESTS);
     let retry = retry.expect("Retry-After");
