@@ -76,13 +76,24 @@ pub(crate) async fn charge(
     if let Some((position, answer)) = batch.worst_refusal(&items) {
         let check = &checks[position];
         let style = tollgate.header_style();
-        let refused = Refused::for_policy(&check.rule, check.quota, *answer.decision(), style);
+        // A refusal was counted somewhere: under the local quota when a fallback counted it.
+        let quota = answer
+            .counted_quota(&items[position])
+            .unwrap_or(check.quota);
+        let refused = Refused::for_policy(&check.rule, quota, *answer.decision(), style);
         return Err(LimitRejection::refused(refused));
     }
+    // Only what was counted is shown: a limit let through uncounted has no numbers to tell.
     let decisions = checks
         .iter()
-        .zip(batch.items())
-        .map(|(check, answer)| (check.rule.clone(), check.quota, *answer.decision()))
+        .zip(items.iter().zip(batch.items()))
+        .filter_map(|(check, (item, answer))| {
+            Some((
+                check.rule.clone(),
+                answer.counted_quota(item)?,
+                *answer.decision(),
+            ))
+        })
         .collect();
     let receipts = batch.into_receipts(&items);
     drop(items);
@@ -108,6 +119,7 @@ fn store_failed(
         return Err(LimitRejection::store_unavailable(
             check.rule.as_str(),
             tollgate.retry_after_unavailable(),
+            error.clone(),
         ));
     }
     tracing::warn!(target: "tollgate::store", %error, "store failed; the limits fail open");
@@ -129,8 +141,9 @@ pub struct Charged {
 }
 
 impl Charged {
-    /// Each limit's policy, live quota and decision, in the order checked (empty when the store
-    /// failed and the limits failed open).
+    /// Each limit's policy, the quota it was counted under and its decision, in the order
+    /// checked; limits that were not counted (the store failed and they fail open) are left
+    /// out, so nothing here claims a count that was not made.
     pub fn decisions(&self) -> impl Iterator<Item = (&RuleId, &Quota, &Decision)> {
         self.decisions
             .iter()

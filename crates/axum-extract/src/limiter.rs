@@ -41,7 +41,7 @@ use crate::{Charged, Limit, LimitRejection, Tollgate};
 ///     Ok(http::StatusCode::UNAUTHORIZED.into_response())
 /// }
 /// ```
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct Limiter {
     tollgate: Tollgate,
 }

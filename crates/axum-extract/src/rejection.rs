@@ -37,6 +37,7 @@ enum Kind {
     StoreUnavailable {
         policy: String,
         retry_after: Duration,
+        error: tollgate_core::StoreError,
     },
     MissingKey {
         policy: &'static str,
@@ -53,11 +54,16 @@ impl LimitRejection {
         }
     }
 
-    pub(crate) fn store_unavailable(policy: &str, retry_after: Duration) -> Self {
+    pub(crate) fn store_unavailable(
+        policy: &str,
+        retry_after: Duration,
+        error: tollgate_core::StoreError,
+    ) -> Self {
         LimitRejection {
             kind: Kind::StoreUnavailable {
                 policy: policy.to_owned(),
                 retry_after,
+                error,
             },
         }
     }
@@ -128,7 +134,15 @@ impl fmt::Display for LimitRejection {
     }
 }
 
-impl std::error::Error for LimitRejection {}
+impl std::error::Error for LimitRejection {
+    /// The store's error, when the store could not answer and the limit fails closed.
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match &self.kind {
+            Kind::StoreUnavailable { error, .. } => Some(error),
+            _ => None,
+        }
+    }
+}
 
 impl IntoResponse for LimitRejection {
     fn into_response(self) -> Response {

@@ -49,6 +49,16 @@ struct Shared {
     declared: RwLock<HashMap<TypeId, Declared>>,
 }
 
+impl std::fmt::Debug for Tollgate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tollgate")
+            .field("registry", &self.shared.registry)
+            .field("header_style", &self.shared.header_style)
+            .field("key_logging", &self.shared.key_logging)
+            .finish_non_exhaustive()
+    }
+}
+
 impl Tollgate {
     /// Typed limits counting in `store` (pass a clone of the layer's store, or an `Arc` of it,
     /// so handlers and the layer share counts).

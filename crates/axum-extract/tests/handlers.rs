@@ -28,8 +28,8 @@ use tokio::task::JoinSet;
 use tollgate_axum::{Limit, LimitRejection, Limited, Limiter, Tollgate};
 use tollgate_core::testing::ManualClock;
 use tollgate_core::{
-    BatchDecision, Decision, Item, Key, MemoryStore, Mode, OnStoreFailure, Quota, QuotaError,
-    Receipt, RefundError, RuleId, Store, StoreError, Timestamp,
+    BatchDecision, Decision, FallbackStore, Item, Key, MemoryStore, Mode, OnStoreFailure, Quota,
+    QuotaError, Receipt, RefundError, RuleId, Store, StoreError, Timestamp,
 };
 use tollgate_tower::key::HeaderKey;
 use tollgate_tower::{QuotaRegistry, RateLimitLayer, Rule};
@@ -190,7 +190,16 @@ struct LoginForm {
 async fn login(limiter: Limiter, Json(form): Json<LoginForm>) -> Result<Response, LimitRejection> {
     let attempt = limiter
         .check::<LoginAttemptsPerAccount>(&Key::new(&form.account))
-        .await?;
+        .await
+        .inspect_err(|rejection| {
+            // A store failure is kept as the rejection's source, for the app's error reports.
+            let source = std::error::Error::source(rejection).map(ToString::to_string);
+            assert_eq!(
+                source.is_some(),
+                rejection.is_store_unavailable(),
+                "{rejection}: {source:?}"
+            );
+        })?;
     if form.password != PASSWORD {
         return Ok(StatusCode::UNAUTHORIZED.into_response());
     }
@@ -704,5 +713,21 @@ async fn a_failing_store_makes_a_closed_limit_answer_503_and_an_open_limit_pass(
     assert_eq!(
         (follow.status, follow.body.as_str()),
         (StatusCode::OK, "followed")
+    );
+}
+
+#[tokio::test]
+async fn an_open_limit_let_through_uncounted_by_a_fallback_discloses_nothing() {
+    let store = FallbackStore::builder(DownStore).build();
+    let server = Server::start(app(Tollgate::new(store))).await;
+    let follow = server.post_as(FOLLOW, "alice").await;
+    assert_eq!(
+        (follow.status, follow.body.as_str()),
+        (StatusCode::OK, "followed")
+    );
+    assert!(
+        !follow.headers.contains_key("ratelimit"),
+        "nothing was counted, so no count is claimed: {:?}",
+        follow.headers
     );
 }

@@ -217,6 +217,29 @@ impl ItemDecision {
         self.counted_in
     }
 
+    /// The quota this decision was counted under, to show a caller with it; `item` is the item
+    /// it answers. The item's own quota, but an
+    /// [`OpenWithin`](crate::OnStoreFailure::OpenWithin) item's local quota when a fallback
+    /// counted it locally; `None` when it was counted nowhere (its numbers mean nothing, and
+    /// telling a caller "full quota" would make clients that pace on headers burst).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use tollgate_core::{Decision, Item, ItemDecision, Key, Quota, RuleId};
+    /// let (rule, key) = (RuleId::new("reads")?, Key::new("u"));
+    /// let quota = Quota::fixed_window(10, Duration::from_secs(60))?;
+    /// let answer = ItemDecision::uncharged(Decision::allowed(10, 9, Duration::ZERO));
+    /// assert_eq!(answer.counted_quota(&Item::new(&rule, quota, &key)), Some(quota));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn counted_quota(&self, item: &Item<'_>) -> Option<crate::Quota> {
+        match (self.counted_in, item.on_store_failure()) {
+            (CountedIn::Nowhere, _) => None,
+            (CountedIn::LocalFallback, crate::OnStoreFailure::OpenWithin(local)) => Some(local),
+            _ => Some(*item.quota()),
+        }
+    }
+
     /// The decision. In a refused batch, items that were not the refusing one report their
     /// current, uncharged state.
     pub fn decision(&self) -> &Decision {

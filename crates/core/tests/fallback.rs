@@ -13,9 +13,9 @@ use std::time::Duration;
 use futures_executor::block_on;
 use tollgate_core::testing::{EventRecorder, ManualClock};
 use tollgate_core::{
-    BatchDecision, Decision, FallbackStats, FallbackStore, Item, ItemDecision, Key, MemoryStore,
-    Mode, OnStoreFailure, Quota, Rate, Receipt, RefundError, RefundNow, Refusal, RuleId, Store,
-    StoreError, Timestamp,
+    BatchDecision, CountedIn, Decision, FallbackStats, FallbackStore, Item, ItemDecision, Key,
+    MemoryStore, Mode, OnStoreFailure, Quota, Rate, Receipt, RefundError, RefundNow, Refusal,
+    RuleId, Store, StoreError, Timestamp,
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -204,6 +204,11 @@ async fn open_allows_without_charging() {
         assert_eq!(answer.charge(), None, "open answers charge nothing");
         assert_eq!(answer.decision().limit(), 2);
         assert_eq!(answer.decision().remaining(), 2);
+        assert_eq!(
+            answer.counted_in(),
+            CountedIn::Nowhere,
+            "nothing to disclose"
+        );
     }
     assert_eq!(store.local().stats().keys, 0, "nothing counted locally");
     assert_eq!(
@@ -213,6 +218,37 @@ async fn open_allows_without_charging() {
         2
     );
     assert_eq!(store.stats().fallback_checks, 10);
+}
+
+#[tokio::test]
+async fn clones_share_one_breaker_and_one_local_count() {
+    let Setup { primary, store, .. } = setup();
+    let clone = store.clone();
+    let (id, key) = (rule("sms"), Key::new("+91-98xxxxxx02"));
+    let item = Item::new(&id, per_hour(2), &key).with_store_failure(OnStoreFailure::Local);
+    assert_eq!(
+        decide(&clone, item).await.counted_in(),
+        CountedIn::Store,
+        "healthy: the primary counts"
+    );
+    primary.fail();
+    assert!(allowed(&clone, item).await);
+    assert!(
+        allowed(&store, item).await,
+        "one local count: the second use"
+    );
+    assert!(
+        !allowed(&clone, item).await,
+        "the third is refused through either clone"
+    );
+    for _ in 0..THRESHOLD {
+        let _ = check(&clone, &[item]).await;
+    }
+    assert!(
+        store.stats().breaker_open,
+        "a failure through a clone counts for both"
+    );
+    assert_eq!(store.stats(), clone.stats());
 }
 
 #[tokio::test]
@@ -229,6 +265,7 @@ async fn open_within_enforces_its_local_quota() {
         assert_eq!(answer.decision().limit(), 2, "the local quota's decision");
         assert_eq!(answer.decision().remaining(), remaining);
         assert_eq!(answer.charge(), None, "no receipt for a local-quota charge");
+        assert_eq!(answer.counted_in(), CountedIn::LocalFallback);
     }
     let third = decide(&store, item).await;
     assert_eq!(third.decision().refusal(), Some(Refusal::LimitReached));
@@ -253,6 +290,7 @@ async fn local_enforces_the_same_rule_in_local_memory() {
         assert!(answer.decision().is_allowed());
         assert_eq!(answer.decision().remaining(), remaining);
         assert!(answer.charge().is_some(), "a local charge has a receipt");
+        assert_eq!(answer.counted_in(), CountedIn::LocalFallback);
     }
     let fourth = decide(&store, item).await;
     assert_eq!(fourth.decision().refusal(), Some(Refusal::LimitReached));

@@ -8,15 +8,12 @@ use bytes::Bytes;
 use http::Response;
 use http::request::Parts;
 use smallvec::SmallVec;
-use tollgate_core::{
-    BatchDecision, CountedIn, Decision, Item, ItemDecision, OnStoreFailure, Quota, Receipt,
-    Refusal, StoreError,
-};
+use tollgate_core::{BatchDecision, Decision, Item, OnStoreFailure, Receipt, Refusal, StoreError};
 
 use crate::disclosure::Disclosure;
 use crate::events;
 use crate::flag::Flagged;
-use crate::plan::{Plan, Planned, is_enforcing};
+use crate::plan::{Plan, is_enforcing};
 use crate::respond::{self, Refused};
 use crate::route::RuleSet;
 use crate::rule::CountWhen;
@@ -82,14 +79,17 @@ pub(crate) fn conclude(
         |rule: &Rule| refusing.is_some_and(|(_, _, refuser, _)| std::ptr::eq(refuser, rule));
     let others = answers()
         .filter(|(_, ((_, rule), _))| rule.is_disclosed() && !is_refuser(rule))
-        .filter_map(|(_, ((planned, rule), answer))| {
-            let quota = counted_quota(rule, planned, answer)?;
+        .filter_map(|(position, ((_, rule), answer))| {
+            let quota = answer.counted_quota(items.get(position)?)?;
             Some((&rule.id, quota, answer.decision()))
         });
     let first = refusing
         .filter(|(_, _, rule, _)| rule.is_disclosed())
-        .and_then(|(position, planned, rule, decision)| {
-            let quota = counted_quota(rule, planned, batch.items().get(position)?)?;
+        .and_then(|(position, _, rule, decision)| {
+            let quota = batch
+                .items()
+                .get(position)?
+                .counted_quota(items.get(position)?)?;
             Some((&rule.id, quota, decision))
         });
     let disclosure = Disclosure::of(settings.header_style, first.into_iter().chain(others));
@@ -101,27 +101,13 @@ pub(crate) fn conclude(
             charges: conditional_charges(rules, plan, items, batch),
         };
     };
-    let quota = (batch.items().get(position))
-        .and_then(|answer| counted_quota(rule, planned, answer))
+    let quota = (batch.items().get(position).zip(items.get(position)))
+        .and_then(|(answer, item)| answer.counted_quota(item))
         .unwrap_or(planned.quota);
     let refused = Refused::new(&rule.id, quota, *decision, disclosure.to_headers());
     Conclusion::Respond {
         response: respond::refusal(settings, rule, refused),
         refused_by: (decision.refusal() == Some(Refusal::LimitReached)).then_some(position),
-    }
-}
-
-/// The quota `answer` was counted under, to disclose with it; `None` when it was counted
-/// nowhere (an `Open` rule while a fallback store's primary is down): telling the caller a
-/// full quota it does not have would make clients that pace on the headers burst.
-fn counted_quota(rule: &Rule, planned: &Planned, answer: &ItemDecision) -> Option<Quota> {
-    match answer.counted_in() {
-        CountedIn::Nowhere => None,
-        CountedIn::LocalFallback => match rule.on_store_failure {
-            OnStoreFailure::OpenWithin(local) => Some(local),
-            _ => Some(planned.quota),
-        },
-        _ => Some(planned.quota),
     }
 }
 

@@ -25,6 +25,7 @@ use crate::Rule;
 use crate::layer::Core;
 use crate::plan::{Plan, is_enforcing};
 use crate::route::RuleSet;
+use crate::settings::KeyLogging;
 
 /// How a rule escalates: after `after_refusals` refusals within `within`, the caller is blocked
 /// for `block_for`.
@@ -118,13 +119,18 @@ pub(crate) async fn blocked<St: Store>(
 /// Records a refusal of `key` by `rule`: one strike, and a block once the strikes run out.
 /// The same future is polled once here and, if the store cannot answer at once, finished in a
 /// spawned task, so a strike is never sent twice.
-pub(crate) fn record_refusal<St: Store>(core: &Arc<Core<St>>, rule: &Rule, key: &Key) {
+pub(crate) fn record_refusal<St: Store>(
+    core: &Arc<Core<St>>,
+    rule: &Rule,
+    key: &Key,
+    logging: KeyLogging,
+) {
     let Some(escalated) = rule.escalation.clone() else {
         return;
     };
     let (core, key) = (Arc::clone(core), key.clone());
     let mut recording = Box::pin(async move {
-        if let Err(error) = strike(&core.store, &escalated, &key).await {
+        if let Err(error) = strike(&core.store, &escalated, &key, logging).await {
             log_failure(&escalated, &error);
         }
     });
@@ -142,15 +148,19 @@ pub(crate) fn record_refusal<St: Store>(core: &Arc<Core<St>>, rule: &Rule, key: 
     }
 }
 
-async fn strike<St: Store>(store: &St, escalated: &Escalated, key: &Key) -> Result<(), StoreError> {
+async fn strike<St: Store>(
+    store: &St,
+    escalated: &Escalated,
+    key: &Key,
+    logging: KeyLogging,
+) -> Result<(), StoreError> {
     let strike = store.check_one(&escalated.strike(key)).await?;
     if !strike.decision().is_allowed() {
         store.check_one(&escalated.block(key)).await?;
         tracing::warn!(
             target: "tollgate::refusal",
             rule = %escalated.block_rule,
-            // Always hashed: this event has no layer settings at hand.
-            key = %key.fingerprint(tollgate_core::FingerprintSecret::process()),
+            key = %logging.show(key),
             "caller kept sending after refusals and is blocked"
         );
     }

@@ -59,6 +59,15 @@ pub struct RateLimitLayer<St> {
     settings: Arc<Settings>,
 }
 
+impl<St: std::fmt::Debug> std::fmt::Debug for RateLimitLayer<St> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RateLimitLayer")
+            .field("store", &self.core.store)
+            .field("rules", &self.core.rules.load())
+            .finish_non_exhaustive()
+    }
+}
+
 impl<St> Clone for RateLimitLayer<St> {
     fn clone(&self) -> Self {
         RateLimitLayer {

@@ -59,13 +59,19 @@ impl RuleNotices {
         }
     }
 
-    /// The rule cannot find its key because of the deployment, for the reason `why`.
-    pub(crate) fn misconfigured(&self, rule: &RuleId, why: &str) {
+    /// The rule cannot find its key because of the deployment, for the reason `why`; an
+    /// enforcing rule answers such requests 500, a shadow or flag rule lets them pass.
+    pub(crate) fn misconfigured(&self, rule: &RuleId, why: &str, enforcing: bool) {
         if self.misconfigured.ready(MISCONFIGURATION_EVERY) {
+            let outcome = if enforcing {
+                "its requests are answered 500"
+            } else {
+                "it never stops a request (shadow or flag), so its requests pass uncounted"
+            };
             tracing::error!(
                 target: "tollgate::rule",
                 rule = %rule,
-                "rate limit rule misconfigured, its requests are answered 500: {why}"
+                "rate limit rule misconfigured, {outcome}: {why}"
             );
         }
     }

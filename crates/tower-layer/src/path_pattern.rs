@@ -5,20 +5,25 @@ use std::sync::Arc;
 
 /// A path pattern in axum 0.8's syntax: `/users/{id}/follow`, `/api/{*rest}`.
 ///
-/// Segments are literals, `{name}` (any one non-empty segment) or, last, `{*name}` (any rest of
-/// the path, including nothing). Matching compares whole segments, so `/post` does not match
-/// `/posts`. `{{` and `}}` in a literal stand for `{` and `}`, as in axum.
+/// Segments are literals, `{name}` (any one segment, as axum matches it: even an empty one, so
+/// a rule on `/users/{id}/follow` also counts `/users//follow`, which axum routes there) or,
+/// last, `{*name}` (a non-empty rest of the path). A parameter may follow a literal prefix
+/// within its segment (`/@{handle}`, `/v{version}/feed`, `/files/report-{*rest}`). Matching
+/// compares whole segments, so `/post` does not match `/posts`, and paths are matched as axum
+/// matches them: `//healthz` is not `/healthz`, and `/feed/` is not `/feed`. `{{` and `}}` in a
+/// literal stand for `{` and `}`, as in axum.
 ///
 /// Patterns are checked when they are made, so a pattern that could never match is an error at
 /// start-up, not a rule that silently never applies:
 ///
 /// * axum 0.7's `/users/:id` and `/files/*path` are rejected with a message saying how to write
 ///   them now (`{id}`, `{*path}`);
-/// * a pattern must start with `/`; a parameter must be a whole segment and have a name; a
-///   catch-all must be last.
+/// * a pattern must start with `/`; a parameter must end its segment and have a name; a
+///   catch-all must be last. (A literal suffix after a parameter, `/{id}.json`, is not
+///   supported.)
 ///
-/// **Deprecated form:** a last segment of a bare `*` (`/api/*`) still means "any rest", as it
-/// did in earlier tollgate versions; axum reads it as a literal star, so prefer `{*rest}`.
+/// **Deprecated form:** a last segment of a bare `*` (`/api/*`) still means "any non-empty
+/// rest", like `{*rest}`, as in earlier tollgate versions; axum rejects it, so prefer `{*rest}`.
 ///
 /// ```
 /// use tollgate_tower::PathPattern;
@@ -26,6 +31,7 @@ use std::sync::Arc;
 /// assert!(follow.matches("/users/77/follow"));
 /// assert!(!follow.matches("/users/77"));
 /// assert!(PathPattern::new("/api/{*rest}")?.matches("/api/v1/posts"));
+/// assert!(!PathPattern::new("/healthz")?.matches("//healthz"));
 ///
 /// let old = PathPattern::new("/users/:id").unwrap_err();
 /// assert!(old.to_string().contains("{id}"));
@@ -39,9 +45,12 @@ pub struct PathPattern {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Segment {
+    /// Exactly this text.
     Literal(Box<str>),
-    Param,
-    Rest,
+    /// `<prefix>{name}`: any segment starting with the prefix (often empty), even an empty one.
+    Param { prefix: Box<str> },
+    /// `<prefix>{*name}`, last: a non-empty rest of the path starting with the prefix.
+    Rest { prefix: Box<str> },
 }
 
 /// Why a string is not a [`PathPattern`]; its message says how to write it.
@@ -88,8 +97,9 @@ impl PathPattern {
         let segments = pieces
             .iter()
             .enumerate()
-            .map(|(index, piece)| segment(pattern, piece, index == last))
-            .collect::<Result<_, _>>()?;
+            .map(|(index, piece)| segment(piece, index == last))
+            .collect::<Result<_, String>>()
+            .map_err(|reason| PathPatternError::new(pattern, reason))?;
         Ok(PathPattern {
             text: Arc::from(pattern),
             segments,
@@ -106,83 +116,112 @@ impl PathPattern {
         &self.text
     }
 
-    /// Whether `path` matches.
+    /// Whether `path` matches, as axum's router would route it to this pattern.
     pub fn matches(&self, path: &str) -> bool {
-        let mut pieces = path.trim_start_matches('/').split('/');
+        // `None` once the path is used up; `Some("")` is an empty segment still to match.
+        let mut remaining = path.strip_prefix('/');
         for segment in &self.segments {
+            let Some(rest) = remaining else {
+                return false;
+            };
+            let (piece, after) = match rest.split_once('/') {
+                Some((piece, after)) => (piece, Some(after)),
+                None => (rest, None),
+            };
             match segment {
-                Segment::Rest => return true,
-                Segment::Param => match pieces.next() {
-                    Some(piece) if !piece.is_empty() => {}
-                    _ => return false,
-                },
-                Segment::Literal(literal) => {
-                    if pieces.next() != Some(literal) {
-                        return false;
-                    }
+                Segment::Rest { prefix } => {
+                    return rest.len() > prefix.len() && rest.starts_with(&**prefix);
                 }
+                Segment::Param { prefix } if !piece.starts_with(&**prefix) => return false,
+                Segment::Literal(literal) if piece != &**literal => return false,
+                _ => {}
             }
+            remaining = after;
         }
-        pieces.next().is_none()
+        remaining.is_none()
     }
 }
 
-/// One segment of `pattern`, checked.
-fn segment(pattern: &str, piece: &str, is_last: bool) -> Result<Segment, PathPatternError> {
-    let error = |reason: String| Err(PathPatternError::new(pattern, reason));
+/// One segment, checked; the error says why and how to write it.
+fn segment(piece: &str, is_last: bool) -> Result<Segment, String> {
     if let Some(name) = piece.strip_prefix(':') {
-        return error(format!(
-            "`:{name}` is axum 0.7's syntax; write `{{{name}}}` (axum 0.8)"
-        ));
+        return Err(match name {
+            "" => {
+                "`:` starts a parameter in axum 0.7's syntax; write `{name}` (axum 0.8)".to_owned()
+            }
+            name => format!("`:{name}` is axum 0.7's syntax; write `{{{name}}}` (axum 0.8)"),
+        });
     }
     if let Some(name) = piece.strip_prefix('*').filter(|name| !name.is_empty()) {
-        return error(format!(
+        return Err(format!(
             "`*{name}` is axum 0.7's syntax; write `{{*{name}}}` (axum 0.8)"
         ));
     }
     if piece == "*" {
         return if is_last {
-            Ok(Segment::Rest)
+            Ok(Segment::Rest {
+                prefix: Box::from(""),
+            })
         } else {
-            error("`*` is only allowed as the last segment".to_owned())
+            Err("`*` is only allowed as the last segment".to_owned())
         };
     }
-    if let Some(inner) = piece.strip_prefix('{').and_then(|p| p.strip_suffix('}'))
-        && !piece.starts_with("{{")
-    {
-        let (name, rest) = match inner.strip_prefix('*') {
-            Some(name) => (name, true),
-            None => (inner, false),
-        };
-        if name.is_empty() || name.contains(['{', '}', '*']) {
-            return error(format!(
-                "`{piece}` is not a parameter: write `{{name}}` or `{{*name}}`"
-            ));
-        }
-        return match (rest, is_last) {
-            (false, _) => Ok(Segment::Param),
-            (true, true) => Ok(Segment::Rest),
-            (true, false) => error(format!("the catch-all `{piece}` must be the last segment")),
-        };
+    let (prefix, parameter) = split_parameter(piece)?;
+    let Some(inner) = parameter else {
+        return Ok(Segment::Literal(prefix));
+    };
+    let (name, is_rest) = match inner.strip_prefix('*') {
+        Some(name) => (name, true),
+        None => (inner, false),
+    };
+    if name.is_empty() || name.contains(['{', '}', '*', ':']) {
+        return Err(format!(
+            "`{piece}` holds no valid parameter: write `{{name}}` or `{{*name}}`"
+        ));
     }
-    literal(piece).map(Segment::Literal).or_else(error)
+    match (is_rest, is_last) {
+        (false, _) => Ok(Segment::Param { prefix }),
+        (true, true) => Ok(Segment::Rest { prefix }),
+        (true, false) => Err(format!(
+            "the catch-all in `{piece}` must be in the last segment"
+        )),
+    }
 }
 
-/// A literal segment, with `{{` and `}}` read as braces; a lone brace is an error, since it
-/// means a parameter that is not a whole segment.
-fn literal(piece: &str) -> Result<Box<str>, String> {
-    let mut text = String::with_capacity(piece.len());
-    let mut chars = piece.chars();
-    while let Some(c) = chars.next() {
-        if (c == '{' || c == '}') && chars.next() != Some(c) {
-            return Err(format!(
-                "`{piece}`: a parameter must be a whole segment (`/{{name}}`); \
-                 write `{c}{c}` for a literal `{c}`"
-            ));
+/// A segment's literal text (with `{{` and `}}` read as braces) and, when it has one, the
+/// parameter that ends it (the text between its braces). A parameter must end its segment and
+/// there is one at most; a lone brace anywhere else is an error.
+fn split_parameter(piece: &str) -> Result<(Box<str>, Option<&str>), String> {
+    let mut literal = String::with_capacity(piece.len());
+    let mut rest = piece;
+    while let Some(c) = rest.chars().next() {
+        if rest.starts_with("{{") || rest.starts_with("}}") {
+            literal.push(c);
+            rest = &rest[2..];
+            continue;
         }
-        text.push(c);
+        match c {
+            '{' => {
+                let Some(inner) = rest[1..].strip_suffix('}') else {
+                    return Err(format!(
+                        "`{piece}`: a parameter must end its segment (`/{{name}}`, `/v{{name}}`); \
+                         write `{{{{` and `}}}}` for literal braces"
+                    ));
+                };
+                return Ok((literal.into_boxed_str(), Some(inner)));
+            }
+            '}' => {
+                return Err(format!(
+                    "`{piece}`: an unmatched `}}`; write `}}}}` for a literal one"
+                ));
+            }
+            _ => {
+                literal.push(c);
+                rest = &rest[c.len_utf8()..];
+            }
+        }
     }
-    Ok(text.into_boxed_str())
+    Ok((literal.into_boxed_str(), None))
 }
 
 #[cfg(test)]
@@ -194,15 +233,29 @@ mod tests {
     }
 
     #[test]
-    fn patterns_match_whole_segments() {
+    fn patterns_match_as_axum_routes() {
         let follow = pattern("/users/{id}/follow");
         assert!(follow.matches("/users/1/follow"));
-        assert!(!follow.matches("/users//follow"));
+        assert!(
+            follow.matches("/users//follow"),
+            "axum routes an empty segment to {{id}}"
+        );
         assert!(!follow.matches("/users/1/follow/extra"));
+        assert!(!follow.matches("/users/1/follow/"));
         assert!(!pattern("/post").matches("/posts"));
-        assert!(pattern("/api/{*rest}").matches("/api"));
+        assert!(
+            !pattern("/healthz").matches("//healthz"),
+            "one leading slash only"
+        );
+        assert!(pattern("//x").matches("//x"));
+        assert!(
+            !pattern("/api/{*rest}").matches("/api"),
+            "a catch-all is never empty"
+        );
+        assert!(!pattern("/api/{*rest}").matches("/api/"));
         assert!(pattern("/api/{*rest}").matches("/api/v1/posts"));
         assert!(pattern("/").matches("/"));
+        assert!(!pattern("/").matches("//"));
         assert!(pattern("/{*all}").matches("/anything/at/all"));
         assert!(
             pattern("/api/*").matches("/api/v1"),
@@ -216,6 +269,12 @@ mod tests {
             pattern("/{{x}}").matches("/{x}"),
             "doubled braces are literal"
         );
+        assert!(pattern("/@{handle}").matches("/@ada"));
+        assert!(!pattern("/@{handle}").matches("/ada"));
+        assert!(pattern("/v{version}/feed").matches("/v2/feed"));
+        assert!(pattern("/files/report-{*rest}").matches("/files/report-2026/q4"));
+        assert!(!pattern("/files/report-{*rest}").matches("/files/report-"));
+        assert!(pattern("/}}{a}").matches("/}x"));
     }
 
     #[test]
@@ -224,6 +283,8 @@ mod tests {
         assert!(colon.to_string().contains("write `{id}`"), "{colon}");
         let star = PathPattern::new("/files/*path").unwrap_err();
         assert!(star.to_string().contains("write `{*path}`"), "{star}");
+        let bare = PathPattern::new("/:").unwrap_err();
+        assert!(bare.to_string().contains("write `{name}`"), "{bare}");
     }
 
     #[test]
@@ -235,7 +296,8 @@ mod tests {
             "/users/{*}",
             "/files/{*rest}/more",
             "/api/*/more",
-            "/file-{id}",
+            "/{id}.json",
+            "/{a}{b}",
             "/{id",
             "/id}",
             "/{a{b}",

@@ -100,12 +100,12 @@ impl Plan {
 /// A request `rule` found no key in: skip the rule for it, or stop the request. Only an
 /// enforcing rule stops one; shadow and flag rules never do.
 fn without_key(rule: &Rule, request: &Parts) -> Result<(), Unplanned> {
-    if rule.on_missing_key == MissingKey::SkipAlways {
-        return Ok(());
-    }
-    if let Some(why) = rule.key.misconfiguration(request) {
-        rule.notices.misconfigured(&rule.id, why);
-        return if is_enforcing(rule) {
+    if rule.on_missing_key != MissingKey::SkipAlways
+        && let Some(why) = rule.key.misconfiguration(request)
+    {
+        let enforcing = is_enforcing(rule);
+        rule.notices.misconfigured(&rule.id, why, enforcing);
+        return if enforcing {
             Err(Unplanned::Misconfigured)
         } else {
             Ok(())

@@ -291,6 +291,7 @@ pub enum MissingKey {
     Refuse(StatusCode),
     /// Skip the rule even when its key cannot be found because of the deployment (no peer
     /// address): for a service that is knowingly served without one, such as a test that
-    /// builds requests by hand. Nothing is logged.
+    /// builds requests by hand. No `500` and no `error`; every skip is still counted
+    /// ([`Rule::keyless_skips`]) and the first one logged at `warn`, as with `Skip`.
     SkipAlways,
 }

@@ -63,6 +63,26 @@ impl<S, St> RateLimit<S, St> {
     pub fn get_ref(&self) -> &S {
         &self.inner
     }
+
+    /// The wrapped service, mutably.
+    pub fn get_mut(&mut self) -> &mut S {
+        &mut self.inner
+    }
+
+    /// The wrapped service, unwrapped.
+    pub fn into_inner(self) -> S {
+        self.inner
+    }
+}
+
+impl<S: std::fmt::Debug, St: std::fmt::Debug> std::fmt::Debug for RateLimit<S, St> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RateLimit")
+            .field("inner", &self.inner)
+            .field("store", &self.core.store)
+            .field("rules", &self.core.rules.load())
+            .finish_non_exhaustive()
+    }
 }
 
 impl<S, St, B, ResBody> Service<Request<B>> for RateLimit<S, St>
@@ -151,7 +171,7 @@ impl<S: Clone, St: Store> RateLimit<S, St> {
                 response,
                 refused_by,
             } => {
-                strike(&self.core, rules, plan, refused_by);
+                strike(&self.core, &self.settings, rules, plan, refused_by);
                 ResponseFuture::refused(response.map(ResponseBody::refusal))
             }
             Conclusion::Proceed {
@@ -174,13 +194,14 @@ impl<S: Clone, St: Store> RateLimit<S, St> {
 /// Records a strike against the caller refused by the rule at `refused_by`, if it escalates.
 fn strike<St: Store>(
     core: &Arc<Core<St>>,
+    settings: &Settings,
     rules: &RuleSet,
     plan: &Plan,
     refused_by: Option<usize>,
 ) {
     let refused = refused_by.and_then(|position| plan.rules(rules).nth(position));
     if let Some((planned, rule)) = refused {
-        escalation::record_refusal(core, rule, &planned.key);
+        escalation::record_refusal(core, rule, &planned.key, settings.key_logging);
     }
 }
 
@@ -272,7 +293,7 @@ where
                 response,
                 refused_by,
             } => {
-                strike(&core, &rules, &plan, refused_by);
+                strike(&core, &settings, &rules, &plan, refused_by);
                 Ok(response.map(ResponseBody::refusal))
             }
             Conclusion::Proceed {

@@ -154,3 +154,42 @@ async fn refusals_are_debug_events_summed_up_at_info_at_most_once_a_minute() {
         "the first refusal is summed up at once"
     );
 }
+
+#[tokio::test]
+async fn the_block_event_of_an_escalating_rule_shows_the_key_as_configured() {
+    Recorder::global();
+    let quota = Quota::fixed_window(1, Duration::from_secs(60)).expect("a valid quota");
+    let escalation =
+        tollgate_tower::Escalation::new(1, Duration::from_secs(60), Duration::from_secs(600))
+            .expect("a valid escalation");
+    let rule = Rule::new(
+        "esc-raw",
+        quota,
+        HeaderKey::new(HeaderName::from_static("x-account")),
+    )
+    .expect("rule id")
+    .escalate(escalation)
+    .expect("room for derived ids");
+    let service = RateLimitLayer::new(MemoryStore::new())
+        .rule(rule)
+        .key_logging(KeyLogging::Raw)
+        .layer(service_fn(|_: Request<()>| async {
+            Ok::<_, Infallible>(Response::new(Empty::<Bytes>::new()))
+        }));
+    for _ in 0..4 {
+        let request = Request::get("/")
+            .header("x-account", "account-77")
+            .body(())
+            .expect("a valid request");
+        service.clone().oneshot(request).await.expect("infallible");
+    }
+    let mut blocks = Recorder::global().on_target("tollgate::refusal");
+    blocks.retain(|event| event.field("rule") == Some("esc-raw.block"));
+    assert!(!blocks.is_empty(), "the caller was blocked");
+    assert!(
+        blocks.iter().all(|event| event
+            .field("key")
+            .is_some_and(|key| key.contains("account-77"))),
+        "{blocks:?}"
+    );
+}

@@ -633,7 +633,7 @@ async fn a_local_rule_behind_a_plain_store_that_fails_goes_open() {
 
 #[tokio::test]
 async fn behind_a_fallback_store_local_rules_count_in_local_memory() {
-    let layer = RateLimitLayer::new(FallbackStore::new(DeadStore))
+    let layer = RateLimitLayer::new(FallbackStore::builder(DeadStore).build())
         .rule(per_minute("posts", 2).on_store_failure(OnStoreFailure::Local));
     let service = layer.layer(service_fn(ok));
 
@@ -645,7 +645,7 @@ async fn behind_a_fallback_store_local_rules_count_in_local_memory() {
     assert!(refused.headers().contains_key(RETRY_AFTER));
 
     // Closed rules still answer 503: a store error is never a refusal.
-    let layer = RateLimitLayer::new(FallbackStore::new(DeadStore))
+    let layer = RateLimitLayer::new(FallbackStore::builder(DeadStore).build())
         .rule(per_minute("otp", 10).on_store_failure(OnStoreFailure::Closed));
     let response = send(&layer.layer(service_fn(ok)), get("/otp")).await;
     assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
@@ -841,6 +841,27 @@ async fn a_registry_quota_replaces_the_rules_own_on_the_next_request() -> TestRe
         "the same count, a bigger quota"
     );
     assert_eq!(policies(&raised)[0].q, 3, "the headers show the live quota");
+    Ok(())
+}
+
+#[tokio::test]
+async fn an_empty_segment_cannot_slip_past_a_route_rule() -> TestResult {
+    let layer =
+        layer_with([]).route(Method::POST, "/users/{id}/follow", per_minute("follow", 1))?;
+    let service = layer.layer(service_fn(ok));
+    assert_eq!(
+        send(&service, request(Method::POST, "/users/7/follow"))
+            .await
+            .status(),
+        StatusCode::OK
+    );
+    assert_eq!(
+        send(&service, request(Method::POST, "/users//follow"))
+            .await
+            .status(),
+        StatusCode::TOO_MANY_REQUESTS,
+        "axum routes an empty segment to {{id}}, so the rule counts it"
+    );
     Ok(())
 }
 

@@ -109,12 +109,14 @@ async fn without_the_axum_feature_connect_info_alone_is_a_misconfiguration() {
 async fn a_rule_that_opts_into_skipping_lets_requests_through_without_a_peer() {
     Recorder::global();
     let rule = per_ip("no-peer-skip").on_missing_key(MissingKey::SkipAlways);
+    let counted = rule.clone();
     let server = TestServer::start_without_peer(app(rule)).await;
     for _ in 0..3 {
         let reply = Reply::send(server.client.get(server.url("/"))).await;
         assert_eq!(reply.status, StatusCode::OK);
     }
     assert!(errors_about("no-peer-skip").is_empty());
+    assert_eq!(counted.keyless_skips(), 3, "skips are still counted");
 }
 
 #[tokio::test]
@@ -125,7 +127,13 @@ async fn a_shadow_ip_rule_without_a_peer_never_stops_a_request_but_still_says_wh
         let reply = Reply::send(server.client.get(server.url("/"))).await;
         assert_eq!(reply.status, StatusCode::OK);
     }
-    assert_eq!(errors_about("no-peer-shadow").len(), 1);
+    let errors = errors_about("no-peer-shadow");
+    assert_eq!(errors.len(), 1);
+    let message = errors[0].field("message").unwrap_or_default();
+    assert!(
+        message.contains("never stops a request") && !message.contains("500"),
+        "the log says what happens: {message}"
+    );
 }
 
 #[tokio::test]

@@ -1,11 +1,10 @@
 //! Building a [`FallbackStore`]: the timeout, the circuit breaker and the local store.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::FallbackStore;
 use super::breaker::Breaker;
-use super::report::Announcer;
-use super::stats::Counters;
 use crate::{Clock, MemoryStore, MemoryStoreBuilder, Store, SystemClock};
 
 /// How long a [`FallbackStore`] waits for its primary by default: 5 ms.
@@ -55,12 +54,6 @@ pub struct FallbackStoreBuilder<P, C = SystemClock> {
 }
 
 impl<P: Store> FallbackStore<P, SystemClock> {
-    /// `primary` with the default timeout and breaker, falling back to a default
-    /// [`MemoryStore`].
-    pub fn new(primary: P) -> Self {
-        FallbackStore::builder(primary).build()
-    }
-
     /// Starts building a store around `primary`.
     pub fn builder(primary: P) -> FallbackStoreBuilder<P, SystemClock> {
         FallbackStoreBuilder {
@@ -128,9 +121,9 @@ impl<P, C> FallbackStoreBuilder<P, C> {
             local: self.local.build(),
             timeout: self.timeout,
             cool_down: self.cool_down,
-            breaker: Breaker::new(self.failure_threshold, self.cool_down),
-            counters: Counters::default(),
-            announcer: Announcer::default(),
+            breaker: Arc::new(Breaker::new(self.failure_threshold, self.cool_down)),
+            counters: Arc::default(),
+            announcer: Arc::default(),
         }
     }
 }

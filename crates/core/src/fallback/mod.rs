@@ -17,6 +17,7 @@ mod outage;
 mod report;
 mod stats;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 pub use self::builder::{
@@ -153,9 +154,25 @@ pub struct FallbackStore<P, C: Clock = SystemClock> {
     local: MemoryStore<C>,
     timeout: Duration,
     cool_down: Duration,
-    breaker: Breaker,
-    counters: Counters,
-    announcer: Announcer,
+    breaker: Arc<Breaker>,
+    counters: Arc<Counters>,
+    announcer: Arc<Announcer>,
+}
+
+/// Clones share everything: the primary (when its clones share, as the stores here do), the
+/// local memory, the breaker and the counters — two clones are one store, never two breakers.
+impl<P: Clone, C: Clock> Clone for FallbackStore<P, C> {
+    fn clone(&self) -> Self {
+        FallbackStore {
+            primary: self.primary.clone(),
+            local: self.local.clone(),
+            timeout: self.timeout,
+            cool_down: self.cool_down,
+            breaker: Arc::clone(&self.breaker),
+            counters: Arc::clone(&self.counters),
+            announcer: Arc::clone(&self.announcer),
+        }
+    }
 }
 
 impl<P, C: Clock> FallbackStore<P, C> {

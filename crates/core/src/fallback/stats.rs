@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// ```
 /// use tollgate_core::{FallbackStore, MemoryStore};
 ///
-/// let store = FallbackStore::new(MemoryStore::new());
+/// let store = FallbackStore::builder(MemoryStore::new()).build();
 /// let stats = store.stats();
 /// assert_eq!(stats.primary_failures, 0);
 /// assert!(!stats.breaker_open);

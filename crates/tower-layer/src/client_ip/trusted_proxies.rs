@@ -196,6 +196,9 @@ impl TrustedProxies {
             return peer;
         }
         if self.header == ProxyHeader::XRealIp {
+            if self.max_entries == 0 {
+                return peer;
+            }
             return x_real_ip::client(lines.iter()).map_or(peer, canonical_ip);
         }
         let mut walk = Walk::new(&self.proxies);
@@ -311,6 +314,9 @@ mod tests {
         // Mapped IPv4 comes back as IPv4.
         let mapped = real(&["::ffff:203.0.113.9"]);
         assert_eq!(nginx.client_ip(ip(PROXY), &mapped), ip(CLIENT));
+        // No entry budget: never believed.
+        let off = nginx.with_max_entries(0);
+        assert_eq!(off.client_ip(ip(PROXY), &real(&[CLIENT])), ip(PROXY));
     }
 
     #[test]

@@ -24,6 +24,14 @@ pub struct ExtensionKey<T, F> {
     extension: PhantomData<fn(&T)>,
 }
 
+impl<T, F> std::fmt::Debug for ExtensionKey<T, F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ExtensionKey")
+            .field("extension", &std::any::type_name::<T>())
+            .finish_non_exhaustive()
+    }
+}
+
 impl<T, F, K> ExtensionKey<T, F>
 where
     T: Send + Sync + 'static,

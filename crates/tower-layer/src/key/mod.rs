@@ -124,6 +124,12 @@ impl<K: KeyExtractor + ?Sized> KeyExtractor for Box<K> {
 #[derive(Clone)]
 pub struct KeyFn<F>(F);
 
+impl<F> std::fmt::Debug for KeyFn<F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KeyFn").finish_non_exhaustive()
+    }
+}
+
 /// Makes a [`KeyExtractor`] of a closure.
 ///
 /// ```
