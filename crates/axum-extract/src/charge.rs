@@ -81,7 +81,7 @@ pub(crate) async fn charge(
             .counted_quota(&items[position])
             .unwrap_or(check.quota);
         let refused = Refused::for_policy(&check.rule, quota, *answer.decision(), style);
-        return Err(LimitRejection::refused(refused));
+        return Err(LimitRejection::refused(refused, tollgate.responder()));
     }
     // Only what was counted is shown: a limit let through uncounted has no numbers to tell.
     let decisions = checks

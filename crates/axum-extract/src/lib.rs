@@ -30,6 +30,7 @@ mod limit;
 mod limited;
 mod limiter;
 mod rejection;
+mod source;
 mod tollgate;
 
 pub use charge::{Charged, RefundFailed};
@@ -37,6 +38,7 @@ pub use limit::Limit;
 pub use limited::Limited;
 pub use limiter::{Checks, Limiter};
 pub use rejection::LimitRejection;
+pub use source::TollgateSource;
 pub use tollgate::Tollgate;
 
 /// The tower middleware this crate shares responses and headers with.

@@ -6,7 +6,7 @@ use axum::extract::{FromRequestParts, OptionalFromRequestParts};
 use http::request::Parts;
 
 use crate::charge::{Check, charge};
-use crate::{Charged, Limit, LimitRejection, Tollgate};
+use crate::{Charged, Limit, LimitRejection, Tollgate, TollgateSource};
 
 /// Enforces limit `L` on the request's key (from [`Limit::key`]) before the handler runs; a
 /// refusal answers `429` exactly as the layer would. Use `Option<Limited<L>>` for routes that
@@ -68,8 +68,10 @@ impl<L> std::fmt::Debug for Limited<L> {
 }
 
 /// Checks `L` for the request: `Ok(None)` when it has no key.
-async fn extract<L: Limit>(parts: &Parts) -> Result<Option<Limited<L>>, LimitRejection> {
-    let tollgate = Tollgate::from_parts(parts)?;
+async fn extract<L: Limit>(
+    parts: &Parts,
+    tollgate: Tollgate,
+) -> Result<Option<Limited<L>>, LimitRejection> {
     let Some(key) = L::key(parts) else {
         return Ok(None);
     };
@@ -81,23 +83,23 @@ async fn extract<L: Limit>(parts: &Parts) -> Result<Option<Limited<L>>, LimitRej
     }))
 }
 
-impl<L: Limit, S: Send + Sync> FromRequestParts<S> for Limited<L> {
+impl<L: Limit, S: TollgateSource> FromRequestParts<S> for Limited<L> {
     type Rejection = LimitRejection;
 
-    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
-        extract::<L>(parts)
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        extract::<L>(parts, state.tollgate(parts)?)
             .await?
             .ok_or_else(|| LimitRejection::missing_key(L::ID))
     }
 }
 
-impl<L: Limit, S: Send + Sync> OptionalFromRequestParts<S> for Limited<L> {
+impl<L: Limit, S: TollgateSource> OptionalFromRequestParts<S> for Limited<L> {
     type Rejection = LimitRejection;
 
     async fn from_request_parts(
         parts: &mut Parts,
-        _state: &S,
+        state: &S,
     ) -> Result<Option<Self>, Self::Rejection> {
-        extract::<L>(parts).await
+        extract::<L>(parts, state.tollgate(parts)?).await
     }
 }

@@ -5,7 +5,7 @@ use http::request::Parts;
 use tollgate_core::Key;
 
 use crate::charge::{Check, charge};
-use crate::{Charged, Limit, LimitRejection, Tollgate};
+use crate::{Charged, Limit, LimitRejection, Tollgate, TollgateSource};
 
 /// Checks typed limits on keys the handler finds itself — the target account of a login from
 /// the parsed body, the phone number an SMS code goes to. A refusal converts into the layer's
@@ -127,12 +127,12 @@ impl Checks<'_> {
     }
 }
 
-impl<S: Send + Sync> FromRequestParts<S> for Limiter {
+impl<S: TollgateSource> FromRequestParts<S> for Limiter {
     type Rejection = LimitRejection;
 
-    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
         Ok(Limiter {
-            tollgate: Tollgate::from_parts(parts)?,
+            tollgate: state.tollgate(parts)?,
         })
     }
 }

@@ -6,8 +6,8 @@ use std::time::Duration;
 use axum::body::Body;
 use axum::response::{IntoResponse, Response};
 use http::StatusCode;
-use tollgate_tower::Refused;
 use tollgate_tower::headers::Problem;
+use tollgate_tower::{Refused, Responder};
 
 /// A typed limit refused, or could not decide. Renders as the layer's own responses: `429` with
 /// `Retry-After`, the `RateLimit` fields and an RFC 9457 problem body for a refusal; `503` for a
@@ -33,7 +33,7 @@ pub struct LimitRejection {
 
 #[derive(Debug)]
 enum Kind {
-    Refused(Box<Refused>),
+    Refused(Box<Refused>, Rendering),
     StoreUnavailable {
         policy: String,
         retry_after: Duration,
@@ -47,10 +47,25 @@ enum Kind {
     },
 }
 
+/// How a refusal is rendered: by the layer's responder hook, or the default response.
+#[derive(Clone)]
+struct Rendering(Option<Responder>);
+
+impl fmt::Debug for Rendering {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "Responder(..)"
+        } else {
+            "Default"
+        })
+    }
+}
+
 impl LimitRejection {
-    pub(crate) fn refused(refused: Refused) -> Self {
+    /// A refusal, rendered by `responder` (the layer's hook) when there is one.
+    pub(crate) fn refused(refused: Refused, responder: Option<Responder>) -> Self {
         LimitRejection {
-            kind: Kind::Refused(Box::new(refused)),
+            kind: Kind::Refused(Box::new(refused), Rendering(responder)),
         }
     }
 
@@ -85,14 +100,14 @@ impl LimitRejection {
     /// The refusal, when a limit refused (its rule, decision and headers).
     pub fn refused_by(&self) -> Option<&Refused> {
         match &self.kind {
-            Kind::Refused(refused) => Some(refused),
+            Kind::Refused(refused, _) => Some(refused),
             _ => None,
         }
     }
 
     /// Whether a limit refused the request (`429`).
     pub fn is_refused(&self) -> bool {
-        matches!(self.kind, Kind::Refused(_))
+        matches!(self.kind, Kind::Refused(..))
     }
 
     /// Whether the store could not answer and the limit fails closed (`503`).
@@ -114,7 +129,7 @@ impl LimitRejection {
 impl fmt::Display for LimitRejection {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.kind {
-            Kind::Refused(refused) => write!(
+            Kind::Refused(refused, _) => write!(
                 f,
                 "refused by rate limit policy {:?}; retry after {:?}",
                 refused.rule().as_str(),
@@ -147,7 +162,10 @@ impl std::error::Error for LimitRejection {
 impl IntoResponse for LimitRejection {
     fn into_response(self) -> Response {
         match self.kind {
-            Kind::Refused(refused) => refused.default_response().map(Body::from),
+            Kind::Refused(refused, Rendering(responder)) => match responder {
+                Some(respond) => respond(&refused).map(Body::from),
+                None => refused.default_response().map(Body::from),
+            },
             Kind::StoreUnavailable { retry_after, .. } => {
                 Problem::limiter_unavailable(retry_after).into_response::<Body>()
             }

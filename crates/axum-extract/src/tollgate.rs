@@ -10,15 +10,17 @@ use http::request::Parts;
 use parking_lot::RwLock;
 use tollgate_core::{Quota, RuleId, Store};
 use tollgate_tower::headers::HeaderStyle;
-use tollgate_tower::{KeyLogging, QuotaRegistry};
+use tollgate_tower::{KeyLogging, QuotaRegistry, RateLimitLayer, Responder};
 
 use crate::erased::ErasedStore;
-use crate::{Limit, LimitRejection};
+use crate::{Limit, LimitRejection, TollgateSource};
 
 /// What typed limits need: the store (shared with the layer), the live-quota registry (shared
-/// with the layer), and how refusals look. Give it to the router as an extension; the
-/// extractors find it there, and answer a clear `500` with an error log (never a panic) if a
-/// router forgot it. Cloning is cheap and clones share everything.
+/// with the layer), and how refusals look. Build it with [`Tollgate::from_layer`] so all of
+/// that is configured once, in the layer. Give it to the router in its state (`FromRef`: a
+/// router that cannot give one does not compile) or, in an app without state, as an extension
+/// (a route that lacks it answers a clear `500` with an error log, never a panic); see
+/// [`TollgateSource`]. Cloning is cheap and clones share everything.
 ///
 /// ```
 /// use axum::{Extension, Router, routing::post};
@@ -45,6 +47,7 @@ struct Shared {
     header_style: HeaderStyle,
     key_logging: KeyLogging,
     unavailable_retry_after: Duration,
+    responder: Option<Responder>,
     /// Each typed limit's rule id and default quota, resolved once per type.
     declared: RwLock<HashMap<TypeId, Declared>>,
 }
@@ -70,6 +73,39 @@ impl Tollgate {
                 header_style: HeaderStyle::default(),
                 key_logging: KeyLogging::default(),
                 unavailable_retry_after: Duration::from_secs(1),
+                responder: None,
+                declared: RwLock::new(HashMap::new()),
+            }),
+        }
+    }
+
+    /// Typed limits configured as `layer` is, so everything is configured once: they count in
+    /// the layer's store, take live quotas from its registry (a new, unshared one if it has
+    /// none), write the same headers, log keys the same way and answer refusals with its
+    /// responder, so a refusal by a typed limit looks exactly like one by the layer.
+    ///
+    /// ```
+    /// use axum::{Extension, Router, routing::post};
+    /// use tollgate_axum::Tollgate;
+    /// use tollgate_core::MemoryStore;
+    /// use tollgate_tower::{QuotaRegistry, RateLimitLayer};
+    ///
+    /// let layer = RateLimitLayer::new(MemoryStore::new()).registry(QuotaRegistry::new());
+    /// let tollgate = Tollgate::from_layer(&layer);
+    /// let app: Router = Router::new()
+    ///     .route("/follow", post(|| async { "followed" }))
+    ///     .layer(layer)
+    ///     .layer(Extension(tollgate));
+    /// ```
+    pub fn from_layer<St: Store>(layer: &RateLimitLayer<St>) -> Self {
+        Tollgate {
+            shared: Arc::new(Shared {
+                store: Arc::new(layer.shared_store()),
+                registry: layer.current_registry().cloned().unwrap_or_default(),
+                header_style: layer.current_header_style(),
+                key_logging: layer.current_key_logging(),
+                unavailable_retry_after: layer.current_unavailable_retry_after(),
+                responder: layer.current_responder(),
                 declared: RwLock::new(HashMap::new()),
             }),
         }
@@ -114,6 +150,7 @@ impl Tollgate {
                 header_style: shared.header_style,
                 key_logging: shared.key_logging,
                 unavailable_retry_after: shared.unavailable_retry_after,
+                responder: shared.responder.clone(),
                 declared: RwLock::new(HashMap::new()),
             },
         };
@@ -137,6 +174,11 @@ impl Tollgate {
 
     pub(crate) fn retry_after_unavailable(&self) -> Duration {
         self.shared.unavailable_retry_after
+    }
+
+    /// The layer's responder hook, when built [`from_layer`](Tollgate::from_layer).
+    pub(crate) fn responder(&self) -> Option<Responder> {
+        self.shared.responder.clone()
     }
 
     /// `L`'s rule id and live quota.
@@ -179,10 +221,10 @@ fn declare<L: Limit>() -> Declared {
     Ok((rule, quota))
 }
 
-impl<S: Send + Sync> FromRequestParts<S> for Tollgate {
+impl<S: TollgateSource> FromRequestParts<S> for Tollgate {
     type Rejection = LimitRejection;
 
-    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
-        Tollgate::from_parts(parts)
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        state.tollgate(parts)
     }
 }

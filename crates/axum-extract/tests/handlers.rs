@@ -588,6 +588,64 @@ async fn a_handler_refusal_and_a_layer_refusal_have_the_same_format() {
     assert_eq!(format.status, StatusCode::TOO_MANY_REQUESTS);
 }
 
+/// A layer with its own responder, and typed limits built from it: a refusal by either is the
+/// responder's, and they count in one store.
+#[tokio::test]
+async fn a_tollgate_built_from_the_layer_refuses_exactly_as_the_layer_does() {
+    let store = MemoryStore::builder().clock(ManualClock::new(NOW)).build();
+    let layer = RateLimitLayer::new(store)
+        .registry(QuotaRegistry::new())
+        .route(Method::POST, COMMENTS, comments_rule())
+        .expect("a valid pattern")
+        .responder(|refused| {
+            let body = format!(r#"{{"error":"slow_down","policy":"{}"}}"#, refused.rule());
+            let mut response = http::Response::new(bytes::Bytes::from(body));
+            *response.status_mut() = StatusCode::TOO_MANY_REQUESTS;
+            response.headers_mut().extend(refused.headers().clone());
+            response
+        });
+    let tollgate = Tollgate::from_layer(&layer);
+    let server = Server::start(app(tollgate).layer(layer)).await;
+
+    let by_handler = server.refusal_after(POSTS, "alice", 1).await;
+    let by_layer = server.refusal_after(COMMENTS, "alice", 1).await;
+    assert_eq!(
+        by_handler.body,
+        r#"{"error":"slow_down","policy":"posts-per-minute"}"#
+    );
+    assert_eq!(
+        by_layer.body,
+        r#"{"error":"slow_down","policy":"comments-per-minute"}"#
+    );
+    assert!(by_handler.headers.contains_key(RETRY_AFTER));
+}
+
+/// An app with state gives the handle through `FromRef`: no extension needed.
+#[tokio::test]
+async fn typed_limits_find_the_tollgate_in_the_router_state() {
+    #[derive(Clone)]
+    struct AppState {
+        tollgate: Tollgate,
+    }
+    impl axum::extract::FromRef<AppState> for Tollgate {
+        fn from_ref(state: &AppState) -> Tollgate {
+            state.tollgate.clone()
+        }
+    }
+    let store = MemoryStore::builder().clock(ManualClock::new(NOW)).build();
+    let state = AppState {
+        tollgate: Tollgate::new(store),
+    };
+    let app = Router::new()
+        .route(POSTS, post(post_status))
+        .layer(middleware::from_fn(sign_in))
+        .with_state(state);
+    let server = Server::start(app).await;
+    let refused = server.refusal_after(POSTS, "alice", 1).await;
+    assert_eq!(refused.status, StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(refused.problem()["policy"], "posts-per-minute");
+}
+
 #[tokio::test]
 async fn a_registry_change_to_a_typed_limit_takes_effect_on_the_next_request()
 -> Result<(), Box<dyn std::error::Error>> {

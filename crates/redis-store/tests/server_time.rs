@@ -192,26 +192,7 @@ fn time_going_backwards_grants_nothing_for_any_algorithm() {
 #[test]
 fn keys_expire_once_dropping_them_loses_nothing() {
     let store = common::server_time_store();
-    let hour = Duration::from_secs(3600);
-    let cases = [
-        // One token of ten a minute is back after 6 s.
-        (
-            Quota::token_bucket(10, Rate::per_minute(10)).expect("valid"),
-            5_000,
-            6_000,
-        ),
-        (Quota::fixed_window(10, hour).expect("valid"), 1, 3_600_000),
-        (
-            Quota::sliding_window_counter(10, hour).expect("valid"),
-            3_600_000,
-            7_200_000,
-        ),
-        (
-            Quota::sliding_window_log(10, hour).expect("valid"),
-            3_590_000,
-            3_600_000,
-        ),
-    ];
+    let cases = lifetimes();
     let (rule, key) = (rule("expiry"), Key::new("user77"));
     for (quota, at_least_ms, at_most_ms) in cases {
         common::block_on(async {
@@ -294,26 +275,7 @@ fn a_log_key_lives_by_the_window_of_its_latest_check() {
 #[test]
 fn a_refund_marker_lives_as_long_as_the_charge_could_matter() {
     let store = common::server_time_store();
-    let hour = Duration::from_secs(3_600);
-    let cases = [
-        // One token of ten a minute: 6 s.
-        (
-            Quota::token_bucket(10, Rate::per_minute(10)).expect("valid"),
-            5_000,
-            6_000,
-        ),
-        (Quota::fixed_window(10, hour).expect("valid"), 1, 3_600_000),
-        (
-            Quota::sliding_window_counter(10, hour).expect("valid"),
-            3_600_000,
-            7_200_000,
-        ),
-        (
-            Quota::sliding_window_log(10, hour).expect("valid"),
-            3_590_000,
-            3_600_000,
-        ),
-    ];
+    let cases = lifetimes();
     let (rule, key) = (rule("marker-lifetime"), Key::new("user77"));
     for (quota, at_least_ms, at_most_ms) in cases {
         let items = [Item::new(&rule, quota, &key)];
@@ -331,4 +293,30 @@ fn a_refund_marker_lives_as_long_as_the_charge_could_matter() {
             quota.algorithm()
         );
     }
+}
+
+/// One quota of each kind that keeps state, with how long (ms, at least and at most) a key it
+/// wrote, or the refund marker of its charge, should live: a token bucket until its token is
+/// back (one of ten a minute: 6 s), a window until it has passed (a sliding counter one window
+/// later), a log one window after its newest entry.
+fn lifetimes() -> [(Quota, u64, u64); 4] {
+    let hour = Duration::from_secs(3_600);
+    [
+        (
+            Quota::token_bucket(10, Rate::per_minute(10)).expect("valid"),
+            5_000,
+            6_000,
+        ),
+        (Quota::fixed_window(10, hour).expect("valid"), 1, 3_600_000),
+        (
+            Quota::sliding_window_counter(10, hour).expect("valid"),
+            3_600_000,
+            7_200_000,
+        ),
+        (
+            Quota::sliding_window_log(10, hour).expect("valid"),
+            3_590_000,
+            3_600_000,
+        ),
+    ]
 }

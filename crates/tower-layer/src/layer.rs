@@ -10,7 +10,7 @@ use tower_layer::Layer;
 
 use crate::client_ip::Cidr;
 use crate::headers::HeaderStyle;
-use crate::settings::{KeyLogging, Settings};
+use crate::settings::{KeyLogging, Responder, Settings};
 use crate::{PathPattern, PathPatternError, QuotaRegistry, RateLimit, Refused, Rule, RuleSet};
 
 /// What every service made by one layer shares: the store (shared with every layer built from
@@ -196,6 +196,37 @@ impl<St> RateLimitLayer<St> {
     /// The store.
     pub fn store(&self) -> &St {
         &self.core.store
+    }
+
+    /// The store, shared: what code outside the layer (typed limits in handlers) counts in, so
+    /// both count the same callers together.
+    pub fn shared_store(&self) -> Arc<St> {
+        Arc::clone(&self.core.store)
+    }
+
+    /// The live-quota registry, if one was given.
+    pub fn current_registry(&self) -> Option<&QuotaRegistry> {
+        self.settings.registry.as_ref()
+    }
+
+    /// Which rate-limit headers responses carry.
+    pub fn current_header_style(&self) -> HeaderStyle {
+        self.settings.header_style
+    }
+
+    /// How keys appear in events.
+    pub fn current_key_logging(&self) -> KeyLogging {
+        self.settings.key_logging
+    }
+
+    /// The `Retry-After` of a 503 when the store is down and a rule fails closed.
+    pub fn current_unavailable_retry_after(&self) -> Duration {
+        self.settings.unavailable_retry_after
+    }
+
+    /// The responder hook, if one was given.
+    pub fn current_responder(&self) -> Option<Responder> {
+        self.settings.responder.clone()
     }
 }
 

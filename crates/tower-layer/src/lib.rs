@@ -108,7 +108,7 @@ pub use respond::Refused;
 pub use route::RuleSet;
 pub use rule::{CountWhen, MissingKey, RefusalAction, RespondFn, Rule};
 pub use service::RateLimit;
-pub use settings::KeyLogging;
+pub use settings::{KeyLogging, Responder};
 
 /// The core crate this middleware is built on.
 pub use tollgate_core as core;

@@ -14,8 +14,9 @@ use crate::key::peer_addr;
 use crate::respond::Refused;
 use crate::{PathPattern, QuotaRegistry};
 
-/// Renders a refusal the service's own way (custom JSON, a gRPC status).
-pub(crate) type Responder = Arc<dyn Fn(&Refused) -> http::Response<Bytes> + Send + Sync>;
+/// Renders a refusal the service's own way (custom JSON, a gRPC status): the hook
+/// [`RateLimitLayer::responder`](crate::RateLimitLayer::responder) sets.
+pub type Responder = Arc<dyn Fn(&Refused) -> http::Response<Bytes> + Send + Sync>;
 
 /// How keys appear in refusal events.
 ///

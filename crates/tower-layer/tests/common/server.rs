@@ -32,15 +32,7 @@ impl TestServer {
                 request
             },
         ));
-        let listener = bind().await;
-        let addr = listener.local_addr().expect("the bound address");
-        let service = app.into_make_service_with_connect_info::<SocketAddr>();
-        let task = tokio::spawn(async move {
-            axum::serve(listener, service)
-                .await
-                .expect("the server runs");
-        });
-        TestServer::at(addr, task)
+        TestServer::start_with_connect_info_only(app).await
     }
 
     /// Serves `app` without telling it who the peer is (no `ConnectInfo`, no `PeerAddr`): a
@@ -57,7 +49,6 @@ impl TestServer {
 
     /// Serves `app` as an axum app is served, with `into_make_service_with_connect_info` and
     /// nothing else.
-    #[allow(dead_code, reason = "not every test file needs it")]
     pub(crate) async fn start_with_connect_info_only(app: Router) -> TestServer {
         let listener = bind().await;
         let addr = listener.local_addr().expect("the bound address");
