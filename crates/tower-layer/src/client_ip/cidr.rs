@@ -1,8 +1,16 @@
 //! An IP network: an address masked to a prefix length, like `10.0.0.0/8` or `2001:db8::/32`.
+//!
+//! The network arithmetic is `ipnet`'s. What this type adds is tollgate's reading of an address:
+//! a bare address is a host route, IPv4-mapped IPv6 is IPv4 (in networks and in `contains`),
+//! host bits are cleared rather than refused, and an error names the input it rejects — `ipnet`
+//! alone accepts no bare addresses and keeps mapped networks in IPv6, which would let a
+//! dual-stack listener's `::ffff:10.0.0.7` slip past a `10.0.0.0/8` proxy range.
 
 use std::fmt;
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::net::IpAddr;
 use std::str::FromStr;
+
+use ipnet::IpNet;
 
 use crate::client_ip::canonical_ip;
 
@@ -34,8 +42,7 @@ use crate::client_ip::canonical_ip;
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Cidr {
-    addr: IpAddr,
-    prefix: u8,
+    net: IpNet,
 }
 
 impl Cidr {
@@ -83,50 +90,35 @@ impl Cidr {
     pub fn host(addr: IpAddr) -> Self {
         let addr = canonical_ip(addr);
         Self {
-            addr,
-            prefix: max_prefix(addr),
+            net: IpNet::from(addr),
         }
     }
 
     /// Builds the network with `prefix` clamped to the address family's length, canonicalising
     /// an IPv4-mapped network into IPv4. Callers that took `prefix` from outside validate first.
     pub(crate) fn masked(addr: IpAddr, prefix: u8) -> Self {
-        match addr {
-            IpAddr::V4(v4) => {
-                let prefix = prefix.min(32);
-                let mask = u32::MAX.checked_shl(u32::from(32 - prefix)).unwrap_or(0);
-                Self {
-                    addr: IpAddr::V4(Ipv4Addr::from(u32::from(v4) & mask)),
-                    prefix,
-                }
-            }
-            IpAddr::V6(v6) => {
-                let prefix = prefix.min(128);
-                // The mapped range is ::ffff:0:0/96; a network inside it is an IPv4 network.
-                if prefix >= 96
-                    && let Some(v4) = v6.to_ipv4_mapped()
-                {
-                    return Self::masked(IpAddr::V4(v4), prefix - 96);
-                }
-                let mask = u128::MAX.checked_shl(u32::from(128 - prefix)).unwrap_or(0);
-                Self {
-                    addr: IpAddr::V6(Ipv6Addr::from(u128::from(v6) & mask)),
-                    prefix,
-                }
-            }
+        // The mapped range is ::ffff:0:0/96; a network inside it is an IPv4 network.
+        if let IpAddr::V6(v6) = addr
+            && prefix >= 96
+            && let Some(v4) = v6.to_ipv4_mapped()
+        {
+            return Self::masked(IpAddr::V4(v4), prefix - 96);
         }
+        let prefix = prefix.min(max_prefix(addr));
+        let net = IpNet::new(addr, prefix).unwrap_or_else(|_| IpNet::from(addr));
+        Self { net: net.trunc() }
     }
 
     /// The network address (host bits cleared).
     #[must_use]
     pub fn addr(&self) -> IpAddr {
-        self.addr
+        self.net.network()
     }
 
     /// The prefix length: how many leading bits of [`addr`](Cidr::addr) name the network.
     #[must_use]
     pub fn prefix(&self) -> u8 {
-        self.prefix
+        self.net.prefix_len()
     }
 
     /// Whether `ip` (after [`canonical_ip`]) lies inside this network.
@@ -134,8 +126,7 @@ impl Cidr {
     /// An IPv4 address is never inside an IPv6 network and the other way round.
     #[must_use]
     pub fn contains(&self, ip: IpAddr) -> bool {
-        let ip = canonical_ip(ip);
-        same_family(self.addr, ip) && Self::masked(ip, self.prefix).addr == self.addr
+        self.net.contains(&canonical_ip(ip))
     }
 }
 
@@ -144,10 +135,6 @@ fn max_prefix(addr: IpAddr) -> u8 {
         IpAddr::V4(_) => 32,
         IpAddr::V6(_) => 128,
     }
-}
-
-fn same_family(a: IpAddr, b: IpAddr) -> bool {
-    a.is_ipv4() == b.is_ipv4()
 }
 
 impl From<IpAddr> for Cidr {
@@ -160,7 +147,7 @@ impl From<IpAddr> for Cidr {
 impl fmt::Display for Cidr {
     /// `addr/prefix`, always with the prefix (`192.0.2.1/32`), so the text parses back.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}/{}", self.addr, self.prefix)
+        write!(f, "{}/{}", self.net.network(), self.net.prefix_len())
     }
 }
 
