@@ -299,7 +299,7 @@ fn a_refund_marker_lives_as_long_as_the_charge_could_matter() {
 /// wrote, or the refund marker of its charge, should live: a token bucket until its token is
 /// back (one of ten a minute: 6 s), a window until it has passed (a sliding counter one window
 /// later), a log one window after its newest entry.
-fn lifetimes() -> [(Quota, u64, u64); 4] {
+fn lifetimes() -> [(Quota, i64, i64); 4] {
     let hour = Duration::from_secs(3_600);
     [
         (
