@@ -1,22 +1,24 @@
 //! A hello-world axum server for `scripts/bench-http`: bare, behind tollgate, or behind
 //! tower_governor.
 //!
-//! `cargo run --release --features tower --example bench_server -- MODE` with MODE one of
+//! `cargo run --release --features axum --example bench_server -- MODE` with MODE one of
 //! `bare`, `tollgate` (in-memory store, two rules: per client IP and per account from the
 //! `x-account` header, RateLimit headers on), `tollgate-lean` (one per-IP rule, no rate-limit
-//! headers: like for like with governor) or `governor` (tower_governor per peer IP). Every
+//! headers: like for like with governor), `tollgate-escalating` (`tollgate` with escalation on
+//! the per-IP rule) or `governor` (tower_governor per peer IP). Every
 //! quota allows a million requests a second per key, so the benchmark measures overhead, not
 //! refusals. The server listens on 127.0.0.1 on a free port and prints `listening on PORT`.
 
 #![allow(clippy::print_stdout)] // The port is the example's output.
 
 use std::net::SocketAddr;
+use std::time::Duration;
 
 use axum::Router;
 use axum::routing::get;
 use tollgate::tower::headers::HeaderStyle;
 use tollgate::tower::key::{HeaderKey, PeerIp};
-use tollgate::tower::{RateLimitLayer, Rule};
+use tollgate::tower::{Escalation, RateLimitLayer, Rule};
 use tollgate::{MemoryStore, Quota, Rate};
 use tower_governor::GovernorLayer;
 use tower_governor::governor::GovernorConfigBuilder;
@@ -34,6 +36,18 @@ fn app(mode: &str) -> Result<Router, Box<dyn std::error::Error>> {
             hello.layer(
                 RateLimitLayer::new(MemoryStore::new())
                     .rule(Rule::new("per-ip", quota, PeerIp::new())?)
+                    .rule(Rule::new("per-account", quota, account)?),
+            )
+        }
+        "tollgate-escalating" => {
+            // As `tollgate`, with a per-IP rule that escalates: its block is read in the same
+            // store call as the rules.
+            let quota = Quota::token_bucket(PER_SECOND, Rate::per_second(PER_SECOND))?;
+            let account = HeaderKey::new(axum::http::HeaderName::from_static("x-account"));
+            let hammering = Escalation::new(20, Duration::from_secs(60), Duration::from_secs(600))?;
+            hello.layer(
+                RateLimitLayer::new(MemoryStore::new())
+                    .rule(Rule::new("per-ip", quota, PeerIp::new())?.escalate(hammering)?)
                     .rule(Rule::new("per-account", quota, account)?),
             )
         }
@@ -56,7 +70,8 @@ fn app(mode: &str) -> Result<Router, Box<dyn std::error::Error>> {
         }
         other => {
             return Err(format!(
-                "unknown mode {other:?}: bare, tollgate, tollgate-lean or governor"
+                "unknown mode {other:?}: bare, tollgate, tollgate-lean, tollgate-escalating or \
+                 governor"
             )
             .into());
         }

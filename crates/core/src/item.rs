@@ -89,8 +89,19 @@ impl<'a> Item<'a> {
         self.mode
     }
 
-    /// Whether this item can refuse the request.
+    /// Whether this item can refuse the request (an enforcing or a read-only item).
     pub fn is_enforcing(&self) -> bool {
+        matches!(self.mode, Mode::Enforce | Mode::Gate)
+    }
+
+    /// Whether this item is only read, never charged ([`Mode::Gate`]).
+    pub fn is_read_only(&self) -> bool {
+        self.mode == Mode::Gate
+    }
+
+    /// Whether an allowed check charges this item at once (an enforcing item; a shadow item is
+    /// charged only once the request goes ahead, a read-only one never).
+    pub(crate) fn charges_at_once(&self) -> bool {
         self.mode == Mode::Enforce
     }
 

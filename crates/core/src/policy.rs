@@ -10,6 +10,11 @@ pub enum Mode {
     /// request goes ahead and it would have allowed it, and its would-be refusals are reported.
     /// Roll new or tighter limits out this way first.
     Shadow,
+    /// Read only: the item is checked at its cost and **never charged**, but a refusal stops
+    /// the request like an enforcing item's, so nothing else in the batch is charged either.
+    /// For a condition that must hold before anything is counted, read in the same store call:
+    /// a block set by escalation (a token bucket of one token that a block empties).
+    Gate,
 }
 
 /// What a rule does when its store cannot answer (down, slow, unreachable). Chosen per rule, in

@@ -20,8 +20,10 @@ use crate::{
 /// * [`check`](Store::check) takes **all** items of one request in one call and answers
 ///   all-or-nothing over the enforcing items: if any refuses, none is charged. Shadow items are
 ///   evaluated as if enforced on their own, charged only if the request goes ahead and they
-///   would allow it, and their would-be refusals are reported. Several pacing items are all
-///   scheduled at the latest of their earliest slots.
+///   would allow it, and their would-be refusals are reported. Read-only items
+///   ([`Mode::Gate`](crate::Mode::Gate)) are checked at their cost and never charged, and their
+///   refusal refuses the request like an enforcing item's (a block read in the same call).
+///   Several pacing items are all scheduled at the latest of their earliest slots.
 /// * [`peek`](Store::peek) answers "would this cost pass now?" without charging.
 /// * [`refund`](Store::refund) undoes exactly the charge a [`Receipt`] describes, once, and only
 ///   as much of it as the caller's state can still be holding.
@@ -325,12 +327,13 @@ impl BatchDecision {
     }
 
     /// How long to wait before going ahead, given the items checked: the longest delay of an
-    /// enforcing pacing item (zero without pacing; shadow items only report theirs).
+    /// enforcing pacing item (zero without pacing; shadow and read-only items only report
+    /// theirs).
     pub fn delay(&self, items: &[Item<'_>]) -> Duration {
         items
             .iter()
             .zip(&self.items)
-            .filter(|(item, _)| item.is_enforcing())
+            .filter(|(item, _)| item.charges_at_once())
             .map(|(_, answer)| answer.decision.delay())
             .max()
             .unwrap_or(Duration::ZERO)

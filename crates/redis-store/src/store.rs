@@ -163,6 +163,7 @@ impl RedisStore {
             quota: *item.quota(),
             cost: item.cost(),
             enforcing: item.is_enforcing(),
+            read_only: item.is_read_only(),
         })
     }
 
@@ -257,7 +258,10 @@ pub(crate) struct Planned {
     pub(crate) key: String,
     pub(crate) quota: Quota,
     pub(crate) cost: u64,
+    /// Whether a refusal stops the request (an enforcing or a read-only item).
     pub(crate) enforcing: bool,
+    /// Whether the item is only read, never charged.
+    pub(crate) read_only: bool,
 }
 
 impl Planned {
@@ -265,7 +269,7 @@ impl Planned {
         KeyArgs {
             key: &self.key,
             quota: &self.quota,
-            extra: [self.cost, u64::from(self.enforcing), 0, 0],
+            extra: [self.cost, self.mode_arg(), 0, 0],
         }
     }
 
@@ -279,9 +283,21 @@ impl Planned {
         }
     }
 
+    /// The script's mode argument: 1 enforcing, 0 shadow, 2 read-only.
+    fn mode_arg(&self) -> u64 {
+        match (self.read_only, self.enforcing) {
+            (true, _) => 2,
+            (false, true) => 1,
+            (false, false) => 0,
+        }
+    }
+
     /// Whether this is an enforcing pacing item that takes a slot.
     pub(crate) fn paces(&self) -> bool {
-        self.enforcing && self.cost > 0 && self.quota.algorithm() == Algorithm::LeakyBucket
+        self.enforcing
+            && !self.read_only
+            && self.cost > 0
+            && self.quota.algorithm() == Algorithm::LeakyBucket
     }
 }
 

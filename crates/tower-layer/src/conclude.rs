@@ -57,6 +57,9 @@ pub(crate) fn conclude(
         Ok(batch) => batch,
         Err(error) => return store_failed(settings, rules, plan, &error),
     };
+    if let Some((position, block)) = closed_gate(rules, plan, &batch) {
+        return blocked(settings, rules, plan, position, block);
+    }
     let answers = || plan.rules(rules).zip(batch.items()).enumerate();
     for (_, ((planned, rule), answer)) in answers() {
         let decision = answer.decision();
@@ -111,13 +114,26 @@ pub(crate) fn conclude(
     }
 }
 
-/// The caller is blocked by the escalating rule at `position` of `plan` until `decision` says.
-pub(crate) fn blocked(
+/// The first escalation block that refused the request: the plan position of its rule, and the
+/// block's own decision (its wait is the rest of the block).
+fn closed_gate(rules: &RuleSet, plan: &Plan, batch: &BatchDecision) -> Option<(usize, Decision)> {
+    if batch.is_allowed() {
+        return None;
+    }
+    batch.items().iter().enumerate().find_map(|(at, answer)| {
+        let position = plan.gated_rule(rules, at)?;
+        (!answer.decision().is_allowed()).then(|| (position, *answer.decision()))
+    })
+}
+
+/// The caller is blocked by the escalating rule at `position` of `plan` until `block` (the
+/// block's refused decision) says.
+fn blocked(
     settings: &Settings,
     rules: &RuleSet,
     plan: &Plan,
     position: usize,
-    decision: Decision,
+    block: Decision,
 ) -> Conclusion {
     let Some((planned, rule)) = plan.rules(rules).nth(position) else {
         return Conclusion::Respond {
@@ -125,6 +141,10 @@ pub(crate) fn blocked(
             refused_by: None,
         };
     };
+    // The rule's own policy refuses, for as long as the block lasts.
+    let until = block.retry_after();
+    let limit = planned.quota.limit();
+    let decision = Decision::refused(Refusal::LimitReached, limit, 0, until, until);
     events::refusal(settings, rule, &planned.key, &decision, true);
     let shown = rule
         .is_disclosed()

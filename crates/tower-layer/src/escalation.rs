@@ -8,23 +8,24 @@
 //! * a refusal that finds the strikes used up (more than `after_refusals` refusals within the
 //!   window) empties the block bucket, a token bucket of one token that comes back after
 //!   `block_for`;
-//! * while the block bucket is empty, the rule refuses the caller before anything is counted,
-//!   with `Retry-After` saying when the block ends.
+//! * while the block bucket is empty, the rule refuses the caller and nothing is counted, with
+//!   `Retry-After` saying when the block ends. The block is read in the request's own store
+//!   call, as a read-only item ([`Mode::Gate`](tollgate_core::Mode::Gate)) beside the rules' items,
+//!   so escalation costs no extra round trip for a request that is not refused; recording a
+//!   strike after a refusal is one more call, for refused requests only.
 
 use std::future::Future;
-use std::pin::pin;
 use std::sync::Arc;
-use std::task::{Context, Poll, Waker};
+use std::task::{Context, Waker};
 use std::time::Duration;
 
 use tollgate_core::{
-    Decision, Item, Key, Quota, QuotaError, Rate, RuleId, RuleIdError, Store, StoreError,
+    Item, Key, Mode, OnStoreFailure, Quota, QuotaError, Rate, RuleId, RuleIdError, Store,
+    StoreError,
 };
 
 use crate::Rule;
 use crate::layer::Core;
-use crate::plan::{Plan, is_enforcing};
-use crate::route::RuleSet;
 use crate::settings::KeyLogging;
 
 /// How a rule escalates: after `after_refusals` refusals within `within`, the caller is blocked
@@ -85,35 +86,17 @@ impl Escalated {
         Item::new(&self.block_rule, self.escalation.block, key)
     }
 
+    /// The read of the block that goes with the request's own store call: a read-only item
+    /// that refuses the request while the block bucket is empty, and charges nothing.
+    pub(crate) fn block_gate<'a>(&'a self, key: &'a Key, policy: OnStoreFailure) -> Item<'a> {
+        self.block(key)
+            .with_mode(Mode::Gate)
+            .with_store_failure(policy)
+    }
+
     fn strike<'a>(&'a self, key: &'a Key) -> Item<'a> {
         Item::new(&self.strikes_rule, self.escalation.strikes, key)
     }
-}
-
-/// The first enforcing rule of `plan` whose caller is blocked: its position in the plan and a
-/// refusal lasting until the block ends.
-pub(crate) async fn blocked<St: Store>(
-    store: &St,
-    rules: &RuleSet,
-    plan: &Plan,
-) -> Result<Option<(usize, Decision)>, StoreError> {
-    for (position, (planned, rule)) in plan.rules(rules).enumerate() {
-        let Some(escalated) = rule.escalation.as_ref() else {
-            continue;
-        };
-        if !is_enforcing(rule) {
-            continue;
-        }
-        let block = store.peek(&escalated.block(&planned.key)).await?;
-        if !block.is_allowed() {
-            let until = block.retry_after();
-            let limit = planned.quota.limit();
-            let refusal =
-                Decision::refused(tollgate_core::Refusal::LimitReached, limit, 0, until, until);
-            return Ok(Some((position, refusal)));
-        }
-    }
-    Ok(None)
 }
 
 /// Records a refusal of `key` by `rule`: one strike, and a block once the strikes run out.
@@ -174,16 +157,4 @@ fn log_failure(escalated: &Escalated, error: &StoreError) {
         error = %error,
         "could not record a strike for escalation"
     );
-}
-
-/// Polls `future` once: its output if it is ready at once (the in-memory store's futures are).
-pub(crate) fn poll_now<F: Future>(future: F) -> Option<F::Output> {
-    let mut future = pin!(future);
-    match future
-        .as_mut()
-        .poll(&mut Context::from_waker(Waker::noop()))
-    {
-        Poll::Ready(output) => Some(output),
-        Poll::Pending => None,
-    }
 }

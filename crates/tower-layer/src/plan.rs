@@ -5,6 +5,7 @@ use http::request::Parts;
 use smallvec::SmallVec;
 use tollgate_core::{Item, Key, Mode, Quota};
 
+use crate::escalation::Escalated;
 use crate::route::{RuleRef, RuleSet};
 use crate::{MissingKey, QuotaRegistry, RefusalAction, Rule};
 
@@ -69,21 +70,41 @@ impl Plan {
         Ok(plan)
     }
 
-    /// The store items, in plan order. Rules that flag instead of refusing go as shadow items:
-    /// they must never stop the request, and are charged only when it goes ahead.
+    /// The store items: the rules' own, in plan order, then one read-only item per enforcing
+    /// escalating rule reading its caller's block, so the block is read in the same store call
+    /// (see [`gated_rule`](Plan::gated_rule)). Rules that flag instead of refusing go as shadow
+    /// items: they must never stop the request, and are charged only when it goes ahead.
     pub(crate) fn items<'a>(&'a self, rules: &'a RuleSet) -> SmallVec<[Item<'a>; 4]> {
-        self.entries
-            .iter()
-            .filter_map(|planned| {
-                let rule = rules.get(planned.rule)?;
-                Some(
-                    Item::new(&rule.id, planned.quota, &planned.key)
-                        .with_cost(planned.cost)
-                        .with_mode(store_mode(rule))
-                        .with_store_failure(rule.on_store_failure),
-                )
+        let own = self.rules(rules).map(|(planned, rule)| {
+            Item::new(&rule.id, planned.quota, &planned.key)
+                .with_cost(planned.cost)
+                .with_mode(store_mode(rule))
+                .with_store_failure(rule.on_store_failure)
+        });
+        let blocks = self.escalating(rules).map(|(_, planned, rule, escalated)| {
+            escalated.block_gate(&planned.key, rule.on_store_failure)
+        });
+        own.chain(blocks).collect()
+    }
+
+    /// The plan position of the rule whose block the item at `position` of
+    /// [`items`](Plan::items) reads; `None` for the rules' own items.
+    pub(crate) fn gated_rule(&self, rules: &RuleSet, position: usize) -> Option<usize> {
+        let gate = position.checked_sub(self.rules(rules).count())?;
+        self.escalating(rules).nth(gate).map(|(at, ..)| at)
+    }
+
+    /// The enforcing escalating rules of the plan, with their plan positions.
+    fn escalating<'a>(
+        &'a self,
+        rules: &'a RuleSet,
+    ) -> impl Iterator<Item = (usize, &'a Planned, &'a Rule, &'a Escalated)> {
+        self.rules(rules)
+            .enumerate()
+            .filter(|(_, (_, rule))| is_enforcing(rule))
+            .filter_map(|(at, (planned, rule))| {
+                Some((at, planned, rule, rule.escalation.as_ref()?))
             })
-            .collect()
     }
 
     /// The rules of the plan, in order (every entry's rule exists in `rules`).

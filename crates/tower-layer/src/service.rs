@@ -10,7 +10,7 @@ use tollgate_core::Store;
 use tower_service::Service;
 
 use crate::ResponseBody;
-use crate::conclude::{self, Charges, Conclusion, conclude};
+use crate::conclude::{Charges, Conclusion, conclude};
 use crate::disclosure::Disclosure;
 use crate::escalation;
 use crate::future::{ResponseFuture, finish};
@@ -117,25 +117,6 @@ where
         };
         if plan.entries.is_empty() {
             return call_inner(&mut self.inner, parts, body, Disclosure::nothing(), None);
-        }
-        if plan
-            .rules(&rules)
-            .any(|(_, rule)| rule.escalation.is_some())
-        {
-            match escalation::poll_now(escalation::blocked(&self.core.store, &rules, &plan)) {
-                Some(Ok(Some((position, decision)))) => {
-                    let conclusion =
-                        conclude::blocked(&self.settings, &rules, &plan, position, decision);
-                    return self.respond(conclusion, &rules, &plan, parts, body);
-                }
-                // A block that cannot be read is no block; the check below meets the same store.
-                Some(Ok(None) | Err(_)) => {}
-                None => {
-                    let (core, settings) = (Arc::clone(&self.core), Arc::clone(&self.settings));
-                    let inner = self.take_ready_inner();
-                    return call_after_store(inner, core, settings, rules, plan, parts, body);
-                }
-            }
         }
         let items = plan.items(&rules);
         let Some(answer) = self.core.store.check_now(&items) else {
@@ -278,15 +259,10 @@ where
     ResBody: Send + 'static,
 {
     ResponseFuture::boxed(Box::pin(async move {
-        let conclusion = match escalation::blocked(&core.store, &rules, &plan).await {
-            Ok(Some((position, decision))) => {
-                conclude::blocked(&settings, &rules, &plan, position, decision)
-            }
-            Ok(None) | Err(_) => {
-                let items = plan.items(&rules);
-                let answer = core.store.check(&items).await;
-                conclude(&settings, &rules, &plan, &items, answer, &mut parts)
-            }
+        let conclusion = {
+            let items = plan.items(&rules);
+            let answer = core.store.check(&items).await;
+            conclude(&settings, &rules, &plan, &items, answer, &mut parts)
         };
         match conclusion {
             Conclusion::Respond {

@@ -283,6 +283,9 @@ impl<C: Clock> Inner<C> {
     /// the lock is held only for the decision itself.
     #[inline]
     fn check_one(&self, item: &Item<'_>) -> ItemDecision {
+        if item.is_read_only() {
+            return ItemDecision::new(self.peek(item), None);
+        }
         let at = self.locate(item.rule(), item.key());
         let now = self.clock.now();
         if let Some(answer) = self.check_known_timestamp(item, at, now) {
@@ -340,7 +343,7 @@ impl<C: Clock> Inner<C> {
             .iter()
             .zip(&locations)
             .filter(|(item, _)| {
-                item.is_enforcing()
+                item.charges_at_once()
                     && item.cost() > 0
                     && item.quota().algorithm() == Algorithm::LeakyBucket
             })
@@ -350,7 +353,12 @@ impl<C: Clock> Inner<C> {
         let mut answers = Answers::with_capacity(items.len());
         let mut allowed = true;
         for (item, at) in items.iter().zip(&locations) {
-            let (decision, charge) = if item.is_enforcing() {
+            let (decision, charge) = if item.is_read_only() {
+                (
+                    ops::peek(&guards[slot(at)], *at, item, item.cost(), now),
+                    None,
+                )
+            } else if item.is_enforcing() {
                 ops::evaluate(&mut guards[slot(at)], *at, item, now, not_before, self)
             } else {
                 // Filled in below, once the request's fate is known.
@@ -372,7 +380,7 @@ impl<C: Clock> Inner<C> {
             }
             let pairs = items.iter().zip(&locations).zip(answers.iter_mut());
             for ((item, at), answer) in pairs {
-                if item.is_enforcing() && answer.decision.is_allowed() {
+                if item.charges_at_once() && answer.decision.is_allowed() {
                     answer.decision = ops::peek(&guards[slot(at)], *at, item, 0, now);
                 }
             }

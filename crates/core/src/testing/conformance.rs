@@ -56,6 +56,7 @@ macro_rules! conformance_suite {
             sliding_window_counter_weights_the_previous_window,
             batch_where_the_second_rule_refuses_charges_neither,
             shadow_items_act_alone_and_are_charged_only_when_the_request_goes_ahead,
+            read_only_items_are_never_charged_and_their_refusal_refuses_the_batch,
             cost_10_takes_10,
             cost_above_the_limit_is_refused_with_its_own_reason,
             refund_with_a_receipt_restores_exactly,
@@ -461,6 +462,63 @@ pub async fn shadow_items_act_alone_and_are_charged_only_when_the_request_goes_a
         1,
         "uncharged"
     );
+}
+
+/// A read-only ([`Mode::Gate`]) item is checked at its cost and never charged, alone or in a
+/// batch; when it would refuse, the whole batch is refused and nothing in it is charged.
+pub async fn read_only_items_are_never_charged_and_their_refusal_refuses_the_batch<S: Store>(
+    make: &impl Fn(ManualClock) -> S,
+) {
+    let store = make(ManualClock::new(START));
+    let (posting, block) = (rule("posting"), rule("posting.block"));
+    let key = Key::new("user77");
+    let post = Item::new(
+        &posting,
+        Quota::token_bucket(5, Rate::per_hour(1)).expect("valid"),
+        &key,
+    );
+    let one_token = Quota::token_bucket(1, Rate::per_hour(1)).expect("valid");
+    let gate = Item::new(&block, one_token, &key).with_mode(Mode::Gate);
+    for round in 0..3 {
+        let alone = check_one(&store, gate).await;
+        assert!(alone.is_allowed(), "round {round}: an open gate allows");
+        assert!(alone.items()[0].charge().is_none(), "never charged");
+        let batch = store.check(&[gate, post]).await.expect("store answers");
+        assert!(batch.is_allowed());
+        assert!(
+            batch.items()[0].charge().is_none(),
+            "the gate is not charged"
+        );
+        assert!(batch.items()[1].charge().is_some(), "the rest is");
+    }
+    assert_eq!(peek(&store, post.with_cost(0)).await.remaining(), 2);
+    // Close the gate: its one token spent (as escalation's block is).
+    assert!(
+        check_one(&store, Item::new(&block, one_token, &key))
+            .await
+            .is_allowed()
+    );
+    let refused = store.check(&[post, gate]).await.expect("store answers");
+    assert!(!refused.is_allowed(), "a closed gate refuses the request");
+    assert!(
+        refused.items()[0].charge().is_none(),
+        "nothing else is charged"
+    );
+    let closed = refused.items()[1].decision();
+    assert_eq!(closed.refusal(), Some(Refusal::LimitReached));
+    assert!(
+        closed.retry_after() > secs(3_500),
+        "the gate says when it opens"
+    );
+    let items = [post, gate];
+    let (refusing, _) = refused.refusing(&items).expect("a refusing item");
+    assert_eq!(refusing.rule(), &block);
+    assert_eq!(
+        peek(&store, post.with_cost(0)).await.remaining(),
+        2,
+        "unchanged"
+    );
+    assert!(!check_one(&store, gate).await.is_allowed(), "alone, too");
 }
 
 /// A cost of 10 takes 10.

@@ -6,7 +6,8 @@
 -- arguments per item:
 --   kind ('g' GCRA / token bucket, 'p' pacing, 'w' fixed window, 's' sliding counter,
 --   'l' sliding log), limit, interval µs, span µs, then
---   check, enforce, peek and start: cost, enforcing (1 or 0), 0, 0;
+--   check, enforce, peek and start: cost, mode (1 enforcing, 0 shadow, 2 read-only: checked
+--   like an enforcing item, never charged), 0, 0;
 --   refund: charge kind, charge a, charge b, the cost to report the state at afterwards.
 -- KEYS: one state key per item; a refund may follow them with one refund marker per item
 -- (`<prefix>:r1:{<the state key's hash tag>}:<receipt id>`): the refund is applied only if it
@@ -136,6 +137,9 @@ for i, it in ipairs(items) do
   if it.b == 1 then
     decisions[i], charges[i] = check(it, it.a, not_before)
     if decisions[i][1] ~= 0 then allowed_all = false end
+  elseif it.b == 2 then
+    decisions[i] = peek(state_of(it), it, it.a)
+    if decisions[i][1] ~= 0 then allowed_all = false end
   end
 end
 
@@ -152,7 +156,7 @@ if not allowed_all then
   for i, it in ipairs(items) do
     if it.b == 0 then
       decisions[i] = peek(state_of(it), it, it.a)
-    elseif decisions[i][1] == 0 then
+    elseif it.b == 1 and decisions[i][1] == 0 then
       decisions[i] = peek(state_of(it), it, 0)
     end
   end
