@@ -63,7 +63,7 @@ pub(crate) async fn charge(
     };
     for (check, answer) in checks.iter().zip(batch.items()) {
         if !answer.decision().is_allowed() {
-            let enforced = check.mode == Mode::Enforce;
+            let enforced = check.item().is_enforcing();
             record_refusal(
                 &check.rule,
                 &check.key,
@@ -112,7 +112,7 @@ fn store_failed(
     error: &StoreError,
 ) -> Result<Charged, LimitRejection> {
     let closed = checks.iter().find(|check| {
-        check.mode == Mode::Enforce && check.on_store_failure == OnStoreFailure::Closed
+        check.item().is_enforcing() && check.on_store_failure == OnStoreFailure::Closed
     });
     if let Some(check) = closed {
         tracing::error!(target: "tollgate::store", rule = %check.rule, %error, "store failed; the limit fails closed");

@@ -789,3 +789,37 @@ async fn an_open_limit_let_through_uncounted_by_a_fallback_discloses_nothing() {
         follow.headers
     );
 }
+
+/// A read-only typed limit that fails closed answers 503 when the store is down, as an
+/// enforcing one does.
+#[tokio::test]
+async fn a_read_only_limit_that_fails_closed_answers_503_when_the_store_is_down() {
+    struct Gate;
+    impl Limit for Gate {
+        const ID: &'static str = "gate-limit";
+        fn default_quota() -> Result<Quota, QuotaError> {
+            Quota::token_bucket(1, tollgate_core::Rate::per_hour(1))
+        }
+        fn mode() -> Mode {
+            Mode::Gate
+        }
+        fn on_store_failure() -> OnStoreFailure {
+            OnStoreFailure::Closed
+        }
+    }
+    async fn gated(limiter: Limiter) -> Result<&'static str, LimitRejection> {
+        limiter.check::<Gate>(&Key::new("u")).await?;
+        Ok("handler ran")
+    }
+    let app = Router::new()
+        .route("/gated", post(gated))
+        .layer(Extension(Tollgate::new(DownStore)));
+    let server = Server::start(app).await;
+    let reply = server.post_anonymously("/gated").await;
+    assert_eq!(
+        reply.status,
+        StatusCode::SERVICE_UNAVAILABLE,
+        "{}",
+        reply.body
+    );
+}

@@ -117,6 +117,14 @@ pub enum RuleIdError {
         /// The first character that is not allowed.
         found: char,
     },
+    /// The id ends in a suffix reserved for state a rule keeps beside its own (escalation's
+    /// `.strikes` and `.block`): a rule of that name would share another rule's strikes or
+    /// block. Such ids are made only by [`RuleId::derived`](crate::RuleId::derived).
+    #[error("rule ids ending in {suffix:?} are reserved for escalation state; choose another name")]
+    Reserved {
+        /// The reserved suffix.
+        suffix: &'static str,
+    },
 }
 
 /// A store could not answer. Never a refusal: the rule's store-failure policy decides what

@@ -77,5 +77,5 @@ pub use policy::{Mode, OnStoreFailure};
 pub use quota::{Algorithm, Quota};
 pub use rate::Rate;
 pub use receipt::{Charge, Receipt, RefundError, RefundNow};
-pub use rule_id::RuleId;
+pub use rule_id::{DerivedSuffix, RuleId};
 pub use store::{BatchDecision, CountedIn, ItemDecision, Store};

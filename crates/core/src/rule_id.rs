@@ -42,8 +42,36 @@ impl RuleId {
     /// The most distinct ids one process can make.
     pub const MAX_DISTINCT: usize = 1 << 20;
 
-    /// Checks and wraps `id`.
+    /// Checks and wraps `id`. Ids ending in a [`DerivedSuffix`] (`.strikes`, `.block`) are
+    /// refused: they name state another rule keeps (see [`derived`](RuleId::derived)).
     pub fn new(id: &str) -> Result<RuleId, RuleIdError> {
+        if let Some(suffix) = DerivedSuffix::ALL
+            .iter()
+            .map(|suffix| suffix.as_str())
+            .find(|suffix| id.ends_with(suffix))
+        {
+            return Err(RuleIdError::Reserved { suffix });
+        }
+        RuleId::checked(id)
+    }
+
+    /// The id of state this rule keeps beside its own, `<id><suffix>` (escalation's strikes and
+    /// block): no id made by [`new`](RuleId::new) can equal it. An error only when the result
+    /// would be too long.
+    ///
+    /// ```
+    /// use tollgate_core::{DerivedSuffix, RuleId};
+    /// let login = RuleId::new("login")?;
+    /// assert_eq!(login.derived(DerivedSuffix::Block)?.as_str(), "login.block");
+    /// assert!(RuleId::new("login.block").is_err());
+    /// # Ok::<(), tollgate_core::RuleIdError>(())
+    /// ```
+    pub fn derived(&self, suffix: DerivedSuffix) -> Result<RuleId, RuleIdError> {
+        RuleId::checked(&format!("{}{}", self.name, suffix.as_str()))
+    }
+
+    /// Checks length and characters, and interns.
+    fn checked(id: &str) -> Result<RuleId, RuleIdError> {
         if id.is_empty() {
             return Err(RuleIdError::Empty);
         }
@@ -88,6 +116,28 @@ impl RuleId {
     /// This id's number in this process: equal ids have equal numbers.
     pub(crate) fn number(&self) -> u32 {
         self.number
+    }
+}
+
+/// A suffix reserved for state a rule keeps beside its own; see [`RuleId::derived`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum DerivedSuffix {
+    /// `.strikes`: an escalating rule's count of refusals.
+    Strikes,
+    /// `.block`: an escalating rule's block.
+    Block,
+}
+
+impl DerivedSuffix {
+    const ALL: [DerivedSuffix; 2] = [DerivedSuffix::Strikes, DerivedSuffix::Block];
+
+    /// The suffix as text.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DerivedSuffix::Strikes => ".strikes",
+            DerivedSuffix::Block => ".block",
+        }
     }
 }
 

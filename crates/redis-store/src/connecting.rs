@@ -2,7 +2,7 @@
 //! during an outage and its rules' failure plans apply until Redis is back.
 
 use std::future::Future;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, OnceLock, Weak};
 use std::time::Duration;
 
 use redis::RedisError;
@@ -46,7 +46,7 @@ impl<T: Send + Sync + 'static> Connecting<T> {
             }
             Err(error) => {
                 log_failure(&what, &error);
-                let target = Arc::clone(&established);
+                let target = Arc::downgrade(&established);
                 tokio::spawn(async move { retry(what, connect, target).await });
             }
         }
@@ -59,7 +59,9 @@ impl<T: Send + Sync + 'static> Connecting<T> {
     }
 }
 
-async fn retry<T, F, Fut>(what: String, connect: F, target: Arc<OnceLock<T>>)
+/// Tries again until an attempt succeeds or every clone of the connection is gone (then the
+/// task ends: a store dropped while its Redis is unreachable leaves nothing running).
+async fn retry<T, F, Fut>(what: String, connect: F, target: Weak<OnceLock<T>>)
 where
     F: Fn() -> Fut,
     Fut: Future<Output = Result<T, RedisError>>,
@@ -68,9 +70,14 @@ where
     let mut logged = Instant::now();
     loop {
         tokio::time::sleep(pause).await;
+        if target.strong_count() == 0 {
+            return;
+        }
         match connect().await {
             Ok(connection) => {
-                let _ = target.set(connection);
+                if let Some(target) = target.upgrade() {
+                    let _ = target.set(connection);
+                }
                 tracing::info!(target: "tollgate::store", "connected to {what}");
                 return;
             }

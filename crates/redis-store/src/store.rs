@@ -275,7 +275,13 @@ impl Planned {
 
     fn refund_args(&self, charge: Option<&Charge>) -> KeyArgs<'_> {
         let [kind, a, b] = charge.map_or([0; 3], script::charge_args);
-        let report_at = if self.enforcing { 0 } else { self.cost };
+        // As a refused batch reports them: charged items at cost 0, shadow and read-only items
+        // at their cost.
+        let report_at = if self.enforcing && !self.read_only {
+            0
+        } else {
+            self.cost
+        };
         KeyArgs {
             key: &self.key,
             quota: &self.quota,

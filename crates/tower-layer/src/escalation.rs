@@ -20,8 +20,8 @@ use std::task::{Context, Waker};
 use std::time::Duration;
 
 use tollgate_core::{
-    Item, Key, Mode, OnStoreFailure, Quota, QuotaError, Rate, RuleId, RuleIdError, Store,
-    StoreError,
+    DerivedSuffix, Item, Key, Mode, OnStoreFailure, Quota, QuotaError, Rate, RuleId, RuleIdError,
+    Store, StoreError,
 };
 
 use crate::Rule;
@@ -77,8 +77,8 @@ impl Escalated {
     pub(crate) fn new(rule: &RuleId, escalation: Escalation) -> Result<Self, RuleIdError> {
         Ok(Escalated {
             escalation,
-            strikes_rule: RuleId::new(&format!("{rule}.strikes"))?,
-            block_rule: RuleId::new(&format!("{rule}.block"))?,
+            strikes_rule: rule.derived(DerivedSuffix::Strikes)?,
+            block_rule: rule.derived(DerivedSuffix::Block)?,
         })
     }
 
@@ -111,9 +111,9 @@ pub(crate) fn record_refusal<St: Store>(
     let Some(escalated) = rule.escalation.clone() else {
         return;
     };
-    let (core, key) = (Arc::clone(core), key.clone());
+    let (core, key, policy) = (Arc::clone(core), key.clone(), rule.on_store_failure);
     let mut recording = Box::pin(async move {
-        if let Err(error) = strike(&core.store, &escalated, &key, logging).await {
+        if let Err(error) = strike(&core.store, &escalated, &key, policy, logging).await {
             log_failure(&escalated, &error);
         }
     });
@@ -131,15 +131,20 @@ pub(crate) fn record_refusal<St: Store>(
     }
 }
 
+/// Charges a strike and, once the strikes run out, the block; both under the rule's own failure
+/// plan, so a gateway counting locally through an outage blocks locally too.
 async fn strike<St: Store>(
     store: &St,
     escalated: &Escalated,
     key: &Key,
+    policy: OnStoreFailure,
     logging: KeyLogging,
 ) -> Result<(), StoreError> {
-    let strike = store.check_one(&escalated.strike(key)).await?;
+    let strike = escalated.strike(key).with_store_failure(policy);
+    let strike = store.check_one(&strike).await?;
     if !strike.decision().is_allowed() {
-        store.check_one(&escalated.block(key)).await?;
+        let block = escalated.block(key).with_store_failure(policy);
+        store.check_one(&block).await?;
         tracing::warn!(
             target: "tollgate::refusal",
             rule = %escalated.block_rule,

@@ -146,7 +146,7 @@ fn without_key(rule: &Rule, request: &Parts) -> Result<(), Unplanned> {
 
 /// Whether a rule can stop a request: enforced and not a flag rule.
 pub(crate) fn is_enforcing(rule: &Rule) -> bool {
-    store_mode(rule) == Mode::Enforce
+    matches!(store_mode(rule), Mode::Enforce | Mode::Gate)
 }
 
 /// How a rule is sent to the store.

@@ -198,7 +198,8 @@ impl Rule {
     /// Whether the policy is shown in headers.
     pub fn is_disclosed(&self) -> bool {
         self.disclose.unwrap_or(
-            self.mode == Mode::Enforce && matches!(self.on_refusal, RefusalAction::Reject),
+            matches!(self.mode, Mode::Enforce | Mode::Gate)
+                && matches!(self.on_refusal, RefusalAction::Reject),
         )
     }
 

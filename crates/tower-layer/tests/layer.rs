@@ -651,6 +651,32 @@ async fn behind_a_fallback_store_local_rules_count_in_local_memory() {
     assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
 }
 
+#[tokio::test]
+async fn a_read_only_rule_that_fails_closed_answers_503_during_an_outage() {
+    let layer = RateLimitLayer::new(FallbackStore::builder(DeadStore).build())
+        .rule(per_minute("posts", 2).on_store_failure(OnStoreFailure::Local))
+        .rule(
+            per_minute("posts-gate", 2)
+                .mode(tollgate_core::Mode::Gate)
+                .on_store_failure(OnStoreFailure::Closed),
+        );
+    let response = send(&layer.layer(service_fn(ok)), get("/posts")).await;
+    assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+}
+
+#[test]
+fn a_rule_cannot_take_the_name_of_another_rules_escalation_state() {
+    for reserved in ["login.block", "login.strikes"] {
+        let error = Rule::new(
+            reserved,
+            Quota::fixed_window(3, Duration::from_secs(60)).expect("a valid quota"),
+            PeerIp::new(),
+        )
+        .expect_err("a reserved suffix");
+        assert!(error.to_string().contains("reserved"), "{error}");
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Shared state, exemptions
 // ---------------------------------------------------------------------------------------------

@@ -470,7 +470,7 @@ pub async fn read_only_items_are_never_charged_and_their_refusal_refuses_the_bat
     make: &impl Fn(ManualClock) -> S,
 ) {
     let store = make(ManualClock::new(START));
-    let (posting, block) = (rule("posting"), rule("posting.block"));
+    let (posting, block) = (rule("posting"), rule("posting-block"));
     let key = Key::new("user77");
     let post = Item::new(
         &posting,
