@@ -81,15 +81,40 @@ const BUSY: &str = "local t0 = redis.call('TIME') local s = t0[1]*1000000+t0[2] 
     if t[1]*1000000+t[2]-s > 300000 then break end end return 1";
 
 fn redis_cli(port: u16, args: &[&str], stdin: Stdio) -> Child {
+    redis_cli_with(port, args, stdin, Stdio::null())
+}
+
+fn redis_cli_with(port: u16, args: &[&str], stdin: Stdio, stdout: Stdio) -> Child {
     Command::new("redis-cli")
         .arg("-p")
         .arg(port.to_string())
         .args(args)
         .stdin(stdin)
-        .stdout(Stdio::null())
+        .stdout(stdout)
         .stderr(Stdio::null())
         .spawn()
         .expect("redis-cli runs")
+}
+
+/// Waits until the server on `port` stops answering: a `PING` on a fresh connection gets no
+/// reply within 50 ms (a script is running). Fails after a generous deadline.
+fn wait_until_busy(port: u16) {
+    let started = std::time::Instant::now();
+    loop {
+        let mut probe = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
+        probe
+            .set_read_timeout(Some(Duration::from_millis(50)))
+            .expect("a read timeout");
+        probe.write_all(b"PING\r\n").expect("write");
+        let mut reply = [0_u8; 16];
+        if std::io::Read::read(&mut probe, &mut reply).is_err() {
+            return;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "the busy script never started on port {port}"
+        );
+    }
 }
 
 /// A check queued behind a slow script, whose connection is killed right after the script
@@ -124,24 +149,33 @@ fn a_check_whose_answer_was_lost_is_never_sent_twice() {
         // Connections opened now, to send CLIENT KILL the moment the busy script ends.
         let mut killers: Vec<Child> = ports
             .iter()
-            .map(|&port| redis_cli(port, &[], Stdio::piped()))
+            .map(|&port| redis_cli_with(port, &[], Stdio::piped(), Stdio::piped()))
             .collect();
+        // Each killer is connected once its PING is answered.
         for killer in &mut killers {
             let stdin = killer.stdin.as_mut().expect("piped");
             writeln!(stdin, "ping").expect("write");
+            let stdout = killer.stdout.as_mut().expect("piped");
+            let mut pong = [0_u8; 4];
+            std::io::Read::read_exact(stdout, &mut pong).expect("PONG");
+            assert_eq!(&pong, b"PONG");
         }
-        std::thread::sleep(Duration::from_millis(100));
         let busy: Vec<Child> = ports
             .iter()
             .map(|&port| redis_cli(port, &["eval", BUSY, "0"], Stdio::null()))
             .collect();
-        std::thread::sleep(Duration::from_millis(60));
+        for &port in &ports {
+            wait_until_busy(port);
+        }
         let check = {
             let (store, rule, key) = (store.clone(), rule.clone(), key.clone());
             std::thread::spawn(move || {
                 common::block_on(async move { store.check(&[Item::new(&rule, quota, &key)]).await })
             })
         };
+        // The check has no observable state while the servers are busy; this pause only makes
+        // the lost-answer case likely. The assertion below holds either way: whether the
+        // check's answer was lost or not, the key is charged at most once.
         std::thread::sleep(Duration::from_millis(60));
         for killer in &mut killers {
             let stdin = killer.stdin.as_mut().expect("piped");
@@ -152,16 +186,19 @@ fn a_check_whose_answer_was_lost_is_never_sent_twice() {
             let _ = child.wait();
         }
         let _ = check.join().expect("the check does not panic");
-        let mut left = None;
-        for _ in 0..50 {
+        // Wait for the cluster to answer again (its nodes were busy, their clients killed).
+        let started = std::time::Instant::now();
+        let left = loop {
             let peek = common::block_on(store.peek(&Item::new(&rule, quota, &key).with_cost(0)));
             if let Ok(decision) = peek {
-                left = Some(decision.remaining());
-                break;
+                break decision.remaining();
             }
+            assert!(
+                started.elapsed() < Duration::from_secs(30),
+                "the cluster never answered again"
+            );
             std::thread::sleep(Duration::from_millis(100));
-        }
-        let left = left.expect("the cluster answers again");
+        };
         assert!(
             left >= 4,
             "round {round}: one check charged {} times",

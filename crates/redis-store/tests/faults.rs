@@ -1,12 +1,15 @@
-//! Faults, each bounded in time, on a redis-server of the test's own: killed under load, then
-//! restarted; paused with SIGSTOP, then resumed. The store is wrapped in `FallbackStore` as in
-//! production, with short deadlines (these are the only tests with short timeouts; they assert
-//! "within the timeout plus slack", the slack allowing for a loaded CI machine).
+//! Faults on a redis-server of the test's own: killed under load, then restarted; paused with
+//! SIGSTOP, then resumed. The store is wrapped in `FallbackStore` as in production, with short
+//! deadlines. The tests assert what happened — who answered (the fallback's counters: timeouts,
+//! short-circuited calls, breaker openings), what was allowed — and wait on state (Redis holding
+//! a fresh key again) with a generous deadline; they never assert how long a call took, which a
+//! busy machine decides. That each call waits at most the deadline is `FallbackStore`'s
+//! contract, tested on paused time in tollgate-core.
 
 mod common;
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use tollgate_core::{FallbackStore, Item, Key, OnStoreFailure, Quota, RuleId, Store};
@@ -15,9 +18,8 @@ use tollgate_redis_harness::RedisServer;
 
 const TIMEOUT: Duration = Duration::from_millis(50);
 const COOL_DOWN: Duration = Duration::from_millis(200);
-/// What a loaded 2-core machine may add to a deadline.
-const SLACK: Duration = Duration::from_millis(250);
-const BACK_WITHIN: Duration = Duration::from_secs(2);
+/// How long Redis may take to be used again after it is back, however busy the machine.
+const BACK_WITHIN: Duration = Duration::from_secs(30);
 
 type Guarded = FallbackStore<RedisStore>;
 
@@ -45,52 +47,51 @@ fn quota() -> Quota {
     Quota::fixed_window(1 << 40, Duration::from_secs(86_400)).expect("valid")
 }
 
-/// Checks one item and says how long it took and whether the store allowed it (`None`: error).
-async fn timed_check(
-    store: &Guarded,
-    policy: OnStoreFailure,
-    key: &Key,
-) -> (Duration, Option<bool>) {
+/// Checks one item and says whether the store allowed it (`None`: an error).
+async fn check(store: &Guarded, policy: OnStoreFailure, key: &Key) -> Option<bool> {
     let rule = RuleId::new("fault").expect("id");
     let item = Item::new(&rule, quota(), key).with_store_failure(policy);
-    let started = Instant::now();
     let answer = store.check_one(&item).await;
-    (
-        started.elapsed(),
-        answer.ok().map(|answer| answer.decision().is_allowed()),
-    )
+    answer.ok().map(|answer| answer.decision().is_allowed())
 }
 
-/// Background load: tasks checking until told to stop; panics surface when they are joined.
+/// Background load: tasks checking until told to stop, each an open rule that must always be
+/// allowed; how many checks they made so far; panics surface when they are joined.
 fn load(
     store: &Arc<Guarded>,
     tasks: usize,
-) -> (Arc<AtomicBool>, Vec<tokio::task::JoinHandle<u64>>) {
+) -> (
+    Arc<AtomicBool>,
+    Arc<AtomicU64>,
+    Vec<tokio::task::JoinHandle<u64>>,
+) {
     let stop = Arc::new(AtomicBool::new(false));
+    let made = Arc::new(AtomicU64::new(0));
     let handles = (0..tasks)
         .map(|task| {
-            let (store, stop) = (Arc::clone(store), Arc::clone(&stop));
+            let (store, stop, made) = (Arc::clone(store), Arc::clone(&stop), Arc::clone(&made));
             tokio::spawn(async move {
                 let key = Key::new(format!("load-{task}"));
                 let mut checks = 0;
                 while !stop.load(Ordering::Relaxed) {
-                    let (took, _) = timed_check(&store, OnStoreFailure::Open, &key).await;
-                    assert!(took <= TIMEOUT + SLACK, "a check under load took {took:?}");
+                    let allowed = check(&store, OnStoreFailure::Open, &key).await;
+                    assert_eq!(allowed, Some(true), "an open rule under load is allowed");
                     checks += 1;
+                    made.fetch_add(1, Ordering::Relaxed);
                     tokio::task::yield_now().await;
                 }
                 checks
             })
         })
         .collect();
-    (stop, handles)
+    (stop, made, handles)
 }
 
 /// Whether Redis itself holds the state of a fresh key checked through `store`.
 async fn counted_in_redis(store: &Guarded, server: &RedisServer, attempt: u32) -> bool {
     let rule = RuleId::new("fault").expect("id");
     let key = Key::new(format!("probe-{attempt}"));
-    let _ = timed_check(store, OnStoreFailure::Open, &key).await;
+    let _ = check(store, OnStoreFailure::Open, &key).await;
     let name = store
         .primary()
         .stored_key(&rule, &key, quota().algorithm())
@@ -100,11 +101,11 @@ async fn counted_in_redis(store: &Guarded, server: &RedisServer, attempt: u32) -
         .is_ok_and(|answer| answer.trim() == "1")
 }
 
-/// Polls until Redis counts again; how long that took, or `None` after `BACK_WITHIN` × 3.
+/// Polls until Redis counts again; how long that took, or `None` after `BACK_WITHIN`.
 async fn time_until_counted_in_redis(store: &Guarded, server: &RedisServer) -> Option<Duration> {
     let started = Instant::now();
     let mut attempt = 0;
-    while started.elapsed() < BACK_WITHIN * 3 {
+    while started.elapsed() < BACK_WITHIN {
         attempt += 1;
         if counted_in_redis(store, server, attempt).await {
             return Some(started.elapsed());
@@ -121,26 +122,33 @@ fn a_killed_server_fails_open_and_closed_rules_as_planned_and_is_used_again_soon
         let store = guarded(&server).await;
         let key = Key::new("user77");
         assert_eq!(
-            timed_check(&store, OnStoreFailure::Closed, &key).await.1,
+            check(&store, OnStoreFailure::Closed, &key).await,
             Some(true)
         );
-        let (stop, handles) = load(&store, 8);
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        let (stop, made, handles) = load(&store, 8);
+        // The load is running once it has made some checks.
+        let started = Instant::now();
+        while made.load(Ordering::Relaxed) < 16 {
+            assert!(started.elapsed() < BACK_WITHIN, "the load never started");
+            tokio::task::yield_now().await;
+        }
 
         server.kill().expect("kill redis-server");
         for _ in 0..20 {
-            let (took, open) = timed_check(&store, OnStoreFailure::Open, &key).await;
+            let open = check(&store, OnStoreFailure::Open, &key).await;
             assert_eq!(open, Some(true), "an open rule allows while Redis is down");
-            assert!(took <= TIMEOUT + SLACK, "open rule answered in {took:?}");
-            let (took, closed) = timed_check(&store, OnStoreFailure::Closed, &key).await;
+            let closed = check(&store, OnStoreFailure::Closed, &key).await;
             assert_eq!(
                 closed, None,
                 "a closed rule fails (the layer answers 503), never refuses"
             );
-            assert!(took <= TIMEOUT + SLACK, "closed rule answered in {took:?}");
         }
         let stats = store.stats();
         assert!(stats.breaker_open && stats.breaker_opened >= 1, "{stats:?}");
+        assert!(
+            stats.short_circuited >= 1,
+            "the open breaker answers at once: {stats:?}"
+        );
 
         server.restart().expect("restart redis-server");
         let back = time_until_counted_in_redis(&store, &server).await;
@@ -148,13 +156,9 @@ fn a_killed_server_fails_open_and_closed_rules_as_planned_and_is_used_again_soon
         for handle in handles {
             assert!(handle.await.expect("no check panicked") > 0);
         }
-        let back = back.expect("Redis is used again after the restart");
-        assert!(
-            back <= BACK_WITHIN,
-            "back on Redis {back:?} after the restart"
-        );
+        back.expect("Redis is used again after the restart");
         assert_eq!(
-            timed_check(&store, OnStoreFailure::Closed, &key).await.1,
+            check(&store, OnStoreFailure::Closed, &key).await,
             Some(true)
         );
         assert!(store.stats().breaker_closed >= 1);
@@ -162,59 +166,50 @@ fn a_killed_server_fails_open_and_closed_rules_as_planned_and_is_used_again_soon
 }
 
 #[test]
-fn a_paused_server_adds_at_most_the_timeout_and_opens_the_breaker() {
+fn a_paused_server_times_out_opens_the_breaker_and_is_used_again_once_resumed() {
     let server = RedisServer::start().expect("start redis-server");
     common::block_on(async {
         let store = guarded(&server).await;
         let key = Key::new("user77");
-        assert_eq!(
-            timed_check(&store, OnStoreFailure::Open, &key).await.1,
-            Some(true)
-        );
+        assert_eq!(check(&store, OnStoreFailure::Open, &key).await, Some(true));
 
         server.pause().expect("SIGSTOP redis-server");
-        let mut latencies = Vec::new();
         for _ in 0..10 {
-            let (took, allowed) = timed_check(&store, OnStoreFailure::Open, &key).await;
-            assert_eq!(allowed, Some(true));
-            latencies.push(took);
+            let allowed = check(&store, OnStoreFailure::Open, &key).await;
+            assert_eq!(allowed, Some(true), "an open rule allows while Redis hangs");
         }
         let stats = store.stats();
         server.resume().expect("SIGCONT redis-server");
         assert!(
-            latencies.iter().all(|took| *took <= TIMEOUT + SLACK),
-            "latencies while paused: {latencies:?}"
+            stats.timeouts >= 3,
+            "calls to the hung server time out: {stats:?}"
         );
-        assert!(stats.timeouts >= 3, "{stats:?}");
         assert!(
             stats.breaker_opened >= 1 && stats.short_circuited >= 1,
-            "{stats:?}"
-        );
-        // Once open, calls do not wait on Redis at all.
-        let after_open = &latencies[4..];
-        assert!(
-            after_open.iter().any(|took| *took < TIMEOUT),
-            "{latencies:?}"
+            "then the breaker answers without waiting: {stats:?}"
         );
 
         let back = time_until_counted_in_redis(&store, &server).await;
-        let back = back.expect("Redis is used again after SIGCONT");
-        assert!(back <= BACK_WITHIN, "back on Redis {back:?} after resuming");
+        back.expect("Redis is used again after SIGCONT");
         assert!(store.stats().breaker_closed >= 1);
     });
 }
 
 #[test]
-fn a_server_that_was_never_there_fails_fast_and_never_refuses() {
+fn a_server_that_is_gone_is_answered_by_the_fallback_and_never_refuses() {
     let server = RedisServer::start().expect("start redis-server");
     common::block_on(async {
         let store = guarded(&server).await;
         server.kill().expect("kill redis-server");
         let key = Key::new("user77");
         for policy in [OnStoreFailure::Open, OnStoreFailure::Local] {
-            let (took, allowed) = timed_check(&store, policy, &key).await;
+            let allowed = check(&store, policy, &key).await;
             assert_eq!(allowed, Some(true), "{policy:?}");
-            assert!(took <= TIMEOUT + SLACK, "{policy:?} took {took:?}");
         }
+        assert_eq!(
+            store.stats().fallback_checks,
+            2,
+            "both answered by the fallback"
+        );
     });
 }
