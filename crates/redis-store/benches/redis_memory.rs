@@ -28,7 +28,8 @@
 //!
 //! Run: `cargo bench -p tollgate-redis --bench redis_memory -- [--keys N] [--callers ipv4]
 //! [NAME]` (NAME: only the cases whose name contains it), or `scripts/bench-redis`. About half
-//! a minute. Without `--bench` (as `cargo test --all-targets` runs it) it does nothing.
+//! a minute. Without `--bench` (as `cargo test --all-targets` runs it) it makes a smoke run with
+//! 200 keys per case.
 
 #![allow(clippy::print_stdout, reason = "a bench binary prints its table")]
 
@@ -155,11 +156,7 @@ struct Bench {
 }
 
 fn main() {
-    let options = Options::from_env();
-    if !options.is_bench() {
-        eprintln!("redis_memory: run it with `cargo bench -p tollgate-redis --bench redis_memory`");
-        return;
-    }
+    let options = Options::from_env().or_smoke(&["--keys", "200"]);
     let keys: usize = options.get("keys", 100_000);
     let callers: Callers = options.get("callers", Callers::Accounts);
     let filter = options.filter();

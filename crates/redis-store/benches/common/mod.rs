@@ -25,10 +25,21 @@ impl Options {
     }
 
     /// Whether `cargo bench` started this binary (it passes `--bench`). `cargo test
-    /// --all-targets` runs bench binaries without it; they then only say how to run them, so
-    /// no test run starts servers or load.
+    /// --all-targets` runs bench binaries without it: they then make a short smoke run (see
+    /// [`or_smoke`](Options::or_smoke)), so a bench that no longer works fails as a test.
     pub(crate) fn is_bench(&self) -> bool {
         self.args.iter().any(|arg| arg == "--bench")
+    }
+
+    /// These options under `cargo bench`; otherwise (a test run) `smoke`, the few small
+    /// settings of a run that takes seconds and still checks every decision it makes.
+    pub(crate) fn or_smoke(self, smoke: &[&str]) -> Options {
+        if self.is_bench() {
+            return self;
+        }
+        Options {
+            args: smoke.iter().map(|arg| (*arg).to_owned()).collect(),
+        }
     }
 
     /// The value of `--name`, or of `TOLLGATE_BENCH_<NAME>`, or `default`.
