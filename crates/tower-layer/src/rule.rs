@@ -76,6 +76,17 @@ impl Rule {
         })
     }
 
+    /// [`new`](Rule::new) with an extractor already shared (a rule file's).
+    pub(crate) fn with_key(
+        id: &str,
+        quota: Quota,
+        key: Arc<dyn KeyExtractor>,
+    ) -> Result<Rule, RuleIdError> {
+        let mut rule = Rule::new(id, quota, crate::key::Global)?;
+        rule.key = key;
+        Ok(rule)
+    }
+
     /// Blocks a caller for longer once it keeps sending after refusals (see [`Escalation`]).
     /// The strikes and the block live in the store under `<id>.strikes` and `<id>.block`, so
     /// the rule id must leave room for those suffixes (at most 56 bytes).

@@ -1,0 +1,134 @@
+//! What is wrong with a rule file: every mistake, each at its line and column.
+
+use std::fmt;
+
+/// One mistake in a rule file: where it is and what to do about it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigError {
+    /// The file's name as given to [`RuleFile::parse`](crate::config::RuleFile::parse).
+    pub file: String,
+    /// 1-based line.
+    pub line: usize,
+    /// 1-based column, in characters.
+    pub column: usize,
+    /// A sentence a person can act on.
+    pub message: String,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}:{}:{}: {}",
+            self.file, self.line, self.column, self.message
+        )
+    }
+}
+
+/// Every mistake found in a rule file, in the order they appear; never empty.
+///
+/// ```
+/// use tollgate_tower::config::{Extractors, RuleFile};
+///
+/// let text = "[[rule]]\nid = \"r\"\nalgorithm = \"fixed_window\"\nlimit = 0\nwindow = \"1m\"\nkey = \"peer_ip\"\n";
+/// let errors = RuleFile::parse("rules.toml", text, &Extractors::new()).unwrap_err();
+/// assert_eq!(errors.len(), 1);
+/// assert_eq!(errors.to_string(), "rules.toml:4:9: `limit` must be at least 1, not 0");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigErrors(pub(crate) Vec<ConfigError>);
+
+impl ConfigErrors {
+    /// How many mistakes.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Always false: there is at least one mistake.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The mistakes, in file order.
+    pub fn iter(&self) -> impl Iterator<Item = &ConfigError> {
+        self.0.iter()
+    }
+}
+
+impl fmt::Display for ConfigErrors {
+    /// One mistake per line, `file:line:column: message`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (index, error) in self.0.iter().enumerate() {
+            if index > 0 {
+                writeln!(f)?;
+            }
+            write!(f, "{error}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for ConfigErrors {}
+
+/// Collects mistakes against one file's text, turning byte offsets into lines and columns.
+pub(crate) struct Report<'t> {
+    file: &'t str,
+    text: &'t str,
+    errors: Vec<ConfigError>,
+}
+
+impl<'t> Report<'t> {
+    pub(crate) fn new(file: &'t str, text: &'t str) -> Self {
+        Report {
+            file,
+            text,
+            errors: Vec::new(),
+        }
+    }
+
+    /// Records a mistake at byte `offset`.
+    pub(crate) fn at(&mut self, offset: usize, message: impl Into<String>) {
+        let (line, column) = line_and_column(self.text, offset);
+        self.errors.push(ConfigError {
+            file: self.file.to_owned(),
+            line,
+            column,
+            message: message.into(),
+        });
+    }
+
+    /// Whether anything was recorded.
+    pub(crate) fn is_clean(&self) -> bool {
+        self.errors.is_empty()
+    }
+
+    /// The mistakes, in file order.
+    pub(crate) fn into_errors(mut self) -> ConfigErrors {
+        self.errors.sort_by_key(|error| (error.line, error.column));
+        ConfigErrors(self.errors)
+    }
+}
+
+/// The 1-based line and column (in characters) of byte `offset` in `text`.
+fn line_and_column(text: &str, offset: usize) -> (usize, usize) {
+    let offset = offset.min(text.len());
+    let before = text.get(..offset).unwrap_or(text);
+    let line = before.matches('\n').count() + 1;
+    let line_start = before.rfind('\n').map_or(0, |at| at + 1);
+    let column = before[line_start..].chars().count() + 1;
+    (line, column)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn offsets_become_lines_and_columns() {
+        let text = "a = 1\nbé = 2\n";
+        assert_eq!(line_and_column(text, 0), (1, 1));
+        assert_eq!(line_and_column(text, 6), (2, 1));
+        assert_eq!(line_and_column(text, 9), (2, 3), "columns count characters");
+        assert_eq!(line_and_column(text, 999), (3, 1));
+    }
+}

@@ -1,0 +1,159 @@
+//! Rules as data: a TOML rule file, validated as a whole, every mistake reported at its line
+//! and column (feature `config`).
+//!
+//! ```toml
+//! [[rule]]
+//! id = "posting"
+//! match = { method = "POST", path = "/posts" }
+//! algorithm = "token_bucket"
+//! capacity = 5
+//! refill = { amount = 30, per = "1h" }
+//! key = "account"                      # an extractor registered in code
+//!
+//! [[rule]]
+//! id = "signups-per-ip-block"
+//! match = { method = "POST", path = "/signup" }
+//! algorithm = "fixed_window"
+//! limit = 20
+//! window = "1h"
+//! key = { peer_ip = { ipv4_prefix = 24 } }
+//! on_store_failure = "closed"
+//! ```
+//!
+//! A rule without `match` applies to every request; with one, to requests whose path matches
+//! its axum 0.8 pattern (and, if given, one of its methods). The rest of a rule's fields are
+//! those of [`Rule`]'s builder: `cost`, `mode` (`"enforce"`, `"shadow"`), `on_store_failure`
+//! (`"open"`, `"local"`, `"closed"`, `{ open_within = { <quota fields> } }`), `on_missing_key`
+//! (`"skip"`, `"skip_always"`, `{ refuse = 401 }`), `disclose`, `escalate` (`{ after_refusals,
+//! within, block_for }`). Durations are humantime's: `"30s"`, `"15m"`, `"1h 30m"`, `"1d"`.
+//! The key kinds are in [`Extractors`]' module docs.
+//!
+//! [`RuleFile::parse`] reads a whole file and either gives every rule or every mistake (a file
+//! with five mistakes reports five), so a bad file never half-replaces good rules: hand the
+//! result to [`RateLimitLayer::replace_rules`](crate::RateLimitLayer::replace_rules) only when
+//! it is `Ok`.
+
+mod error;
+mod fields;
+mod key;
+mod quota;
+mod rule;
+
+use std::collections::HashMap;
+
+use self::error::Report;
+pub use self::error::{ConfigError, ConfigErrors};
+use self::fields::Fields;
+pub use self::key::Extractors;
+use self::rule::Applies;
+use crate::RuleSet;
+
+/// A rule file, read and checked: the rules it defines.
+///
+/// ```
+/// use tollgate_tower::config::{Extractors, RuleFile};
+///
+/// let text = r#"
+/// [[rule]]
+/// id = "reads"
+/// algorithm = "token_bucket"
+/// capacity = 50
+/// refill = { amount = 10, per = "1s" }
+/// key = "peer_ip"
+/// "#;
+/// let file = RuleFile::parse("rules.toml", text, &Extractors::new())?;
+/// assert_eq!(file.rules().rules().count(), 1);
+/// # Ok::<(), tollgate_tower::config::ConfigErrors>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct RuleFile {
+    rules: RuleSet,
+}
+
+impl RuleFile {
+    /// Reads `text` (named `file` in messages), resolving named keys through `extractors`.
+    /// Never panics, whatever the text.
+    pub fn parse(
+        file: &str,
+        text: &str,
+        extractors: &Extractors,
+    ) -> Result<RuleFile, ConfigErrors> {
+        let mut report = Report::new(file, text);
+        let rules = match toml_span::parse(text) {
+            Ok(document) => rules(&document, extractors, &mut report),
+            Err(error) => {
+                report.at(error.span.start, error.kind.to_string());
+                None
+            }
+        };
+        match rules {
+            Some(rules) if report.is_clean() => Ok(RuleFile { rules }),
+            _ => Err(report.into_errors()),
+        }
+    }
+
+    /// The rules, to give a layer ([`RateLimitLayer::replace_rules`](crate::RateLimitLayer::replace_rules)).
+    pub fn rules(&self) -> &RuleSet {
+        &self.rules
+    }
+
+    /// The rules, owned.
+    pub fn into_rules(self) -> RuleSet {
+        self.rules
+    }
+}
+
+/// Every `[[rule]]` of the document.
+fn rules(
+    document: &toml_span::Value<'_>,
+    extractors: &Extractors,
+    report: &mut Report<'_>,
+) -> Option<RuleSet> {
+    let top = Fields::of(document, "the file", &["rule"], report)?;
+    let mut set = Some(RuleSet::new());
+    let mut seen: HashMap<String, ()> = HashMap::new();
+    if let Some(list) = top.get("rule") {
+        let Some(tables) = list.as_array() else {
+            report.at(list.span.start, "rules are `[[rule]]` tables");
+            return None;
+        };
+        for value in tables {
+            let Some((rule, applies, id_at)) = rule::rule(value, extractors, report) else {
+                set = None;
+                continue;
+            };
+            if seen.insert(rule.id().as_str().to_owned(), ()).is_some() {
+                report.at(
+                    id_at,
+                    format!(
+                        "rule id {:?} is used twice; ids name policies and must be unique",
+                        rule.id().as_str()
+                    ),
+                );
+                set = None;
+                continue;
+            }
+            set = set.map(|set| add(set, rule, applies));
+        }
+    }
+    top.finish("the file", report);
+    set
+}
+
+/// Adds `rule` where it applies (the pattern was checked when read).
+fn add(set: RuleSet, rule: crate::Rule, applies: Applies) -> RuleSet {
+    match applies {
+        Applies::Everywhere => set.rule(rule),
+        Applies::Route { methods, pattern } => {
+            let Ok(pattern) = crate::PathPattern::new(&pattern) else {
+                return set;
+            };
+            if methods.is_empty() {
+                return set.route_pattern(None, pattern, rule);
+            }
+            methods.into_iter().fold(set, |set, method| {
+                set.route_pattern(Some(method), pattern.clone(), rule.clone())
+            })
+        }
+    }
+}

@@ -1,0 +1,131 @@
+//! A quota from a rule's fields: the algorithm and its numbers.
+//!
+//! ```toml
+//! algorithm = "token_bucket"    # or "gcra": capacity, and `refill` per period
+//! capacity = 5
+//! refill = { amount = 30, per = "1h" }
+//!
+//! algorithm = "fixed_window"    # or "sliding_window_counter", "sliding_window_log"
+//! limit = 400
+//! window = "1d"
+//!
+//! algorithm = "pacing"          # leaky bucket as pacing: `rate` per period, `max_delay`
+//! rate = { amount = 10, per = "1s" }
+//! max_delay = "2s"
+//! ```
+
+use tollgate_core::{Quota, Rate};
+use toml_span::Value;
+
+use super::error::Report;
+use super::fields::{Fields, duration, positive, string};
+
+/// The algorithms a file may name.
+pub(crate) const ALGORITHMS: &[&str] = &[
+    "token_bucket",
+    "gcra",
+    "fixed_window",
+    "sliding_window_counter",
+    "sliding_window_log",
+    "pacing",
+];
+
+/// The fields a quota is read from (a rule's table holds them beside its own).
+pub(crate) const QUOTA_FIELDS: &[&str] = &[
+    "algorithm",
+    "capacity",
+    "refill",
+    "limit",
+    "window",
+    "rate",
+    "max_delay",
+];
+
+/// The quota `fields` describe; `None` when a mistake was recorded. `at` locates the table.
+pub(crate) fn quota(fields: &Fields<'_, '_>, at: usize, report: &mut Report<'_>) -> Option<Quota> {
+    let algorithm = fields.required("algorithm", "a rule", at, report)?;
+    let name = string(algorithm, "`algorithm`", report)?;
+    let built = match name {
+        "token_bucket" | "gcra" => {
+            let capacity = positive(
+                fields.required("capacity", name, at, report)?,
+                "`capacity`",
+                report,
+            );
+            let refill = rate(
+                fields.required("refill", name, at, report)?,
+                "`refill`",
+                report,
+            );
+            let (capacity, refill) = (capacity?, refill?);
+            if name == "gcra" {
+                Quota::gcra(refill, capacity)
+            } else {
+                Quota::token_bucket(capacity, refill)
+            }
+        }
+        "fixed_window" | "sliding_window_counter" | "sliding_window_log" => {
+            let limit = positive(
+                fields.required("limit", name, at, report)?,
+                "`limit`",
+                report,
+            );
+            let window = duration(
+                fields.required("window", name, at, report)?,
+                "`window`",
+                report,
+            );
+            let (limit, window) = (limit?, window?);
+            match name {
+                "fixed_window" => Quota::fixed_window(limit, window),
+                "sliding_window_counter" => Quota::sliding_window_counter(limit, window),
+                _ => Quota::sliding_window_log(limit, window),
+            }
+        }
+        "pacing" => {
+            let rate = rate(fields.required("rate", name, at, report)?, "`rate`", report);
+            let max_delay = duration(
+                fields.required("max_delay", name, at, report)?,
+                "`max_delay`",
+                report,
+            );
+            Quota::leaky_bucket(rate?, max_delay?)
+        }
+        other => {
+            let hint = super::fields::nearest(other, ALGORITHMS)
+                .map(|name| format!(" (did you mean {name:?}?)"))
+                .unwrap_or_default();
+            report.at(
+                algorithm.span.start,
+                format!(
+                    "unknown algorithm {other:?}{hint}; one of: {}",
+                    ALGORITHMS.join(", ")
+                ),
+            );
+            return None;
+        }
+    };
+    match built {
+        Ok(quota) => Some(quota),
+        Err(error) => {
+            report.at(
+                algorithm.span.start,
+                format!("this quota is not valid: {error}"),
+            );
+            None
+        }
+    }
+}
+
+/// A rate: `{ amount = 30, per = "1h" }`.
+fn rate(value: &Value<'_>, what: &str, report: &mut Report<'_>) -> Option<Rate> {
+    let fields = Fields::of(value, what, &["amount", "per"], report)?;
+    let amount = fields
+        .required("amount", what, value.span.start, report)
+        .and_then(|amount| positive(amount, "`amount`", report));
+    let per = fields
+        .required("per", what, value.span.start, report)
+        .and_then(|per| duration(per, "`per`", report));
+    fields.finish(what, report);
+    Some(Rate::per(amount?, per?))
+}

@@ -1,0 +1,275 @@
+//! One `[[rule]]` table: its id, where it applies, its quota, who it counts and what it does.
+
+use http::Method;
+use tollgate_core::{Mode, OnStoreFailure};
+use toml_span::Value;
+
+use super::error::Report;
+use super::fields::{Fields, boolean, duration, one_or_many, positive, string};
+use super::key::{Extractors, key};
+use super::quota::{QUOTA_FIELDS, quota};
+use crate::{Escalation, MissingKey, PathPattern, Rule};
+
+/// A rule's fields: its own, then its quota's (see [`QUOTA_FIELDS`]).
+const RULE_FIELDS: &[&str] = &[
+    "id",
+    "match",
+    "key",
+    "cost",
+    "mode",
+    "on_store_failure",
+    "on_missing_key",
+    "disclose",
+    "escalate",
+    "algorithm",
+    "capacity",
+    "refill",
+    "limit",
+    "window",
+    "rate",
+    "max_delay",
+];
+
+/// Where a rule applies.
+pub(crate) enum Applies {
+    /// Every request.
+    Everywhere,
+    /// Requests whose path matches, with one of the methods (none: any method).
+    Route {
+        methods: Vec<Method>,
+        pattern: String,
+    },
+}
+
+/// A rule read from `value`, with where it applies and where its id is (for duplicate checks);
+/// `None` when a mistake was recorded.
+pub(crate) fn rule(
+    value: &Value<'_>,
+    extractors: &Extractors,
+    report: &mut Report<'_>,
+) -> Option<(Rule, Applies, usize)> {
+    debug_assert!(QUOTA_FIELDS.iter().all(|field| RULE_FIELDS.contains(field)));
+    let fields = Fields::of(value, "a `[[rule]]`", RULE_FIELDS, report)?;
+    let at = value.span.start;
+    let id_value = fields.required("id", "a rule", at, report);
+    let id = id_value.and_then(|id| string(id, "`id`", report));
+    let quota = quota(&fields, at, report);
+    let key = fields
+        .required("key", "a rule", at, report)
+        .and_then(|value| key(value, extractors, report));
+    let applies = match fields.get("match") {
+        Some(value) => applies(value, report),
+        None => Some(Applies::Everywhere),
+    };
+    let mut built = match (id, quota, key) {
+        (Some(id), Some(quota), Some(key)) => match Rule::with_key(id, quota, key) {
+            Ok(rule) => Some(rule),
+            Err(error) => {
+                report.at(
+                    id_value.map_or(at, |value| value.span.start),
+                    format!("`id` {id:?}: {error}"),
+                );
+                None
+            }
+        },
+        _ => None,
+    };
+    if let Some(value) = fields.get("cost") {
+        let cost = positive(value, "`cost`", report);
+        built = built.zip(cost).map(|(rule, cost)| rule.cost(cost));
+    }
+    if let Some(value) = fields.get("mode") {
+        let mode = mode(value, report);
+        built = built.zip(mode).map(|(rule, mode)| rule.mode(mode));
+    }
+    if let Some(value) = fields.get("on_store_failure") {
+        let policy = on_store_failure(value, report);
+        built = built
+            .zip(policy)
+            .map(|(rule, policy)| rule.on_store_failure(policy));
+    }
+    if let Some(value) = fields.get("on_missing_key") {
+        let missing = on_missing_key(value, report);
+        built = built
+            .zip(missing)
+            .map(|(rule, missing)| rule.on_missing_key(missing));
+    }
+    if let Some(value) = fields.get("disclose") {
+        let disclose = boolean(value, "`disclose`", report);
+        built = built
+            .zip(disclose)
+            .map(|(rule, disclose)| rule.disclose(disclose));
+    }
+    if let Some(value) = fields.get("escalate") {
+        let escalation = escalation(value, report);
+        built = match built.zip(escalation) {
+            Some((rule, escalation)) => match rule.escalate(escalation) {
+                Ok(rule) => Some(rule),
+                Err(error) => {
+                    report.at(value.span.start, format!("`escalate`: {error}"));
+                    None
+                }
+            },
+            None => None,
+        };
+    }
+    fields.finish("a `[[rule]]`", report);
+    Some((
+        built?,
+        applies?,
+        id_value.map_or(at, |value| value.span.start),
+    ))
+}
+
+/// `match = { path = "/posts", method = "POST" }` (`method` may be a list, or left out for any
+/// method).
+fn applies(value: &Value<'_>, report: &mut Report<'_>) -> Option<Applies> {
+    let fields = Fields::of(value, "`match`", &["path", "method"], report)?;
+    let pattern = fields
+        .required("path", "`match`", value.span.start, report)
+        .and_then(|path| {
+            let text = string(path, "`path`", report)?;
+            match PathPattern::new(text) {
+                Ok(_) => Some(text.to_owned()),
+                Err(error) => {
+                    report.at(path.span.start, error.to_string());
+                    None
+                }
+            }
+        });
+    let methods = match fields.get("method") {
+        Some(value) => methods(value, report),
+        None => Some(Vec::new()),
+    };
+    fields.finish("`match`", report);
+    Some(Applies::Route {
+        methods: methods?,
+        pattern: pattern?,
+    })
+}
+
+fn methods(value: &Value<'_>, report: &mut Report<'_>) -> Option<Vec<Method>> {
+    let mut methods = Vec::new();
+    let mut clean = true;
+    for item in one_or_many(value) {
+        let Some(text) = string(item, "a method", report) else {
+            clean = false;
+            continue;
+        };
+        match Method::from_bytes(text.to_ascii_uppercase().as_bytes()) {
+            Ok(method) => methods.push(method),
+            Err(_) => {
+                report.at(item.span.start, format!("{text:?} is not an HTTP method"));
+                clean = false;
+            }
+        }
+    }
+    clean.then_some(methods)
+}
+
+fn mode(value: &Value<'_>, report: &mut Report<'_>) -> Option<Mode> {
+    match string(value, "`mode`", report)? {
+        "enforce" => Some(Mode::Enforce),
+        "shadow" => Some(Mode::Shadow),
+        other => {
+            report.at(
+                value.span.start,
+                format!("`mode` {other:?} is not \"enforce\" or \"shadow\""),
+            );
+            None
+        }
+    }
+}
+
+/// `"open"`, `"local"`, `"closed"` or `{ open_within = { <a quota> } }`.
+fn on_store_failure(value: &Value<'_>, report: &mut Report<'_>) -> Option<OnStoreFailure> {
+    if let Some(text) = value.as_str() {
+        return match text {
+            "open" => Some(OnStoreFailure::Open),
+            "local" => Some(OnStoreFailure::Local),
+            "closed" => Some(OnStoreFailure::Closed),
+            other => {
+                report.at(value.span.start, format!(
+                    "`on_store_failure` {other:?} is not \"open\", \"local\", \"closed\" or {{ open_within = {{ ... }} }}"
+                ));
+                None
+            }
+        };
+    }
+    let fields = Fields::of(value, "`on_store_failure`", &["open_within"], report)?;
+    let within = fields.required(
+        "open_within",
+        "`on_store_failure`",
+        value.span.start,
+        report,
+    );
+    fields.finish("`on_store_failure`", report);
+    let within = within?;
+    let local = Fields::of(within, "`open_within`", QUOTA_FIELDS, report)?;
+    let quota = quota(&local, within.span.start, report);
+    local.finish("`open_within`", report);
+    quota.map(OnStoreFailure::OpenWithin)
+}
+
+/// `"skip"`, `"skip_always"` or `{ refuse = 401 }`.
+fn on_missing_key(value: &Value<'_>, report: &mut Report<'_>) -> Option<MissingKey> {
+    if let Some(text) = value.as_str() {
+        return match text {
+            "skip" => Some(MissingKey::Skip),
+            "skip_always" => Some(MissingKey::SkipAlways),
+            other => {
+                report.at(value.span.start, format!(
+                    "`on_missing_key` {other:?} is not \"skip\", \"skip_always\" or {{ refuse = 401 }}"
+                ));
+                None
+            }
+        };
+    }
+    let fields = Fields::of(value, "`on_missing_key`", &["refuse"], report)?;
+    let status = fields
+        .required("refuse", "`on_missing_key`", value.span.start, report)
+        .and_then(|status| {
+            let code = positive(status, "`refuse`", report)?;
+            let status_code = u16::try_from(code)
+                .ok()
+                .and_then(|code| http::StatusCode::from_u16(code).ok())
+                .filter(http::StatusCode::is_client_error);
+            if status_code.is_none() {
+                report.at(
+                    status.span.start,
+                    format!("`refuse` {code} is not a client error status (400–499)"),
+                );
+            }
+            status_code
+        });
+    fields.finish("`on_missing_key`", report);
+    status.map(MissingKey::Refuse)
+}
+
+/// `{ after_refusals = 20, within = "1m", block_for = "1h" }`.
+fn escalation(value: &Value<'_>, report: &mut Report<'_>) -> Option<Escalation> {
+    let fields = Fields::of(
+        value,
+        "`escalate`",
+        &["after_refusals", "within", "block_for"],
+        report,
+    )?;
+    let at = value.span.start;
+    let after = fields
+        .required("after_refusals", "`escalate`", at, report)
+        .and_then(|value| positive(value, "`after_refusals`", report));
+    let within = fields
+        .required("within", "`escalate`", at, report)
+        .and_then(|value| duration(value, "`within`", report));
+    let block_for = fields
+        .required("block_for", "`escalate`", at, report)
+        .and_then(|value| duration(value, "`block_for`", report));
+    fields.finish("`escalate`", report);
+    match Escalation::new(after?, within?, block_for?) {
+        Ok(escalation) => Some(escalation),
+        Err(error) => {
+            report.at(at, format!("`escalate` is not valid: {error}"));
+            None
+        }
+    }
+}

@@ -1,0 +1,303 @@
+//! Rules as data: a rule file gives the same decisions as the same rules built in code, and a
+//! bad file reports every mistake at its line and column (and never panics).
+
+#![cfg(feature = "config")]
+
+mod common;
+
+use std::convert::Infallible;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{Method, Request, Response, StatusCode};
+use http_body_util::Empty;
+use proptest::prelude::*;
+use tollgate_core::{MemoryStore, Quota, Rate};
+use tollgate_tower::config::{Extractors, RuleFile};
+use tollgate_tower::key::{ExtensionKey, HeaderKey, PeerIp};
+use tollgate_tower::{RateLimitLayer, Rule, RuleSet};
+use tower::{Layer, ServiceExt, service_fn};
+
+#[derive(Clone)]
+struct Account(&'static str);
+
+fn extractors() -> Extractors {
+    Extractors::new().with("account", ExtensionKey::new(|account: &Account| account.0))
+}
+
+const CHIRP: &str = r#"
+# Reads: bursts of 50, then 10 a second per account.
+[[rule]]
+id = "reads"
+match = { method = "GET", path = "/feed" }
+algorithm = "token_bucket"
+capacity = 50
+refill = { amount = 10, per = "1s" }
+key = "account"
+
+[[rule]]
+id = "posting"
+match = { method = "POST", path = "/posts" }
+algorithm = "token_bucket"
+capacity = 5
+refill = { amount = 30, per = "1h" }
+key = "account"
+
+[[rule]]
+id = "signups-per-device"
+match = { method = "POST", path = "/signup" }
+algorithm = "fixed_window"
+limit = 3
+window = "1d"
+key = { header = "x-device-id" }
+on_store_failure = "closed"
+
+[[rule]]
+id = "per-ip"
+algorithm = "sliding_window_counter"
+limit = 100
+window = "1m"
+key = { peer_ip = { ipv4_prefix = 24 } }
+"#;
+
+/// The same rules, built in code.
+fn chirp_in_code() -> RuleSet {
+    let account = || ExtensionKey::new(|account: &Account| account.0);
+    let per_ip = tollgate_tower::client_ip::IpGrouping::default()
+        .with_ipv4_prefix(24)
+        .expect("a valid prefix");
+    RuleSet::new()
+        .rule(
+            Rule::new(
+                "per-ip",
+                Quota::sliding_window_counter(100, Duration::from_secs(60)).expect("valid"),
+                PeerIp::new().grouping(per_ip),
+            )
+            .expect("id"),
+        )
+        .route(
+            Method::GET,
+            "/feed",
+            Rule::new(
+                "reads",
+                Quota::token_bucket(50, Rate::per_second(10)).expect("valid"),
+                account(),
+            )
+            .expect("id"),
+        )
+        .expect("pattern")
+        .route(
+            Method::POST,
+            "/posts",
+            Rule::new(
+                "posting",
+                Quota::token_bucket(5, Rate::per_hour(30)).expect("valid"),
+                account(),
+            )
+            .expect("id"),
+        )
+        .expect("pattern")
+        .route(
+            Method::POST,
+            "/signup",
+            Rule::new(
+                "signups-per-device",
+                Quota::fixed_window(3, Duration::from_secs(86_400)).expect("valid"),
+                HeaderKey::new(http::HeaderName::from_static("x-device-id")),
+            )
+            .expect("id")
+            .on_store_failure(tollgate_core::OnStoreFailure::Closed),
+        )
+        .expect("pattern")
+}
+
+/// Statuses and `RateLimit-Policy` fields of a fixed sequence of requests through `rules`.
+async fn replay(rules: RuleSet) -> Vec<(StatusCode, String)> {
+    let layer = RateLimitLayer::new(MemoryStore::new());
+    layer.replace_rules(rules);
+    let service = layer.layer(service_fn(|_: Request<()>| async {
+        Ok::<_, Infallible>(Response::new(Empty::<Bytes>::new()))
+    }));
+    let mut seen = Vec::new();
+    for (method, path, device) in [
+        (Method::POST, "/posts", None),
+        (Method::GET, "/feed", None),
+        (Method::POST, "/signup", Some("phone-1")),
+    ] {
+        for _ in 0..6 {
+            let mut request = Request::builder().method(method.clone()).uri(path);
+            if let Some(device) = device {
+                request = request.header("x-device-id", device);
+            }
+            let mut request = request.body(()).expect("a request");
+            request.extensions_mut().insert(Account("ada"));
+            request
+                .extensions_mut()
+                .insert(std::net::SocketAddr::from(([203, 0, 113, 9], 4000)));
+            let response = service.clone().oneshot(request).await.expect("infallible");
+            let policy = response
+                .headers()
+                .get("ratelimit-policy")
+                .map(|value| value.to_str().expect("text").to_owned())
+                .unwrap_or_default();
+            seen.push((response.status(), policy));
+        }
+    }
+    seen
+}
+
+#[tokio::test]
+async fn a_rule_file_decides_exactly_as_the_same_rules_built_in_code() {
+    let file = RuleFile::parse("chirp.toml", CHIRP, &extractors()).expect("a valid file");
+    let from_file = replay(file.into_rules()).await;
+    let from_code = replay(chirp_in_code()).await;
+    assert_eq!(from_file, from_code);
+    assert!(
+        from_file
+            .iter()
+            .any(|(status, _)| *status == StatusCode::TOO_MANY_REQUESTS),
+        "the sequence reaches some limit: {from_file:?}"
+    );
+}
+
+#[test]
+fn the_example_chirp_file_is_valid() {
+    let text = include_str!("../../../examples/rules/chirp.toml");
+    let file =
+        RuleFile::parse("chirp.toml", text, &extractors()).expect("the example file is valid");
+    assert_eq!(file.rules().rules().count(), 8);
+}
+
+/// A file of one rule with `field` set as given (the rest valid).
+fn one_rule(extra: &str) -> String {
+    format!(
+        "[[rule]]\nid = \"r\"\nalgorithm = \"fixed_window\"\nlimit = 5\nwindow = \"1m\"\nkey = \"peer_ip\"\n{extra}\n"
+    )
+}
+
+/// The errors of `text`, as `line:column: message`.
+fn errors(text: &str) -> Vec<String> {
+    match RuleFile::parse("rules.toml", text, &extractors()) {
+        Ok(_) => Vec::new(),
+        Err(errors) => errors
+            .iter()
+            .map(|error| format!("{}:{}: {}", error.line, error.column, error.message))
+            .collect(),
+    }
+}
+
+#[test]
+fn each_mistake_is_reported_at_its_line_and_column_with_a_sentence_to_act_on() {
+    let cases: &[(&str, &str, &str)] = &[
+        ("algoritm = \"gcra\"", "7:1", "did you mean `algorithm`?"),
+        ("cost = 0", "7:8", "`cost` must be at least 1, not 0"),
+        (
+            "escalate = { after_refusals = 3, within = \"5 parsecs\", block_for = \"1h\" }",
+            "7:44",
+            "is not a duration",
+        ),
+        ("mode = \"loud\"", "7:9", "is not \"enforce\" or \"shadow\""),
+        ("match = { path = \"/users/:id\" }", "7:19", "write `{id}`"),
+        (
+            "match = { path = \"/x\", method = \"GE T\" }",
+            "7:34",
+            "is not an HTTP method",
+        ),
+        (
+            "on_missing_key = { refuse = 500 }",
+            "7:29",
+            "not a client error status",
+        ),
+        (
+            "on_store_failure = \"sometimes\"",
+            "7:21",
+            "is not \"open\"",
+        ),
+    ];
+    for (extra, at, message) in cases {
+        let found = errors(&one_rule(extra));
+        assert_eq!(found.len(), 1, "{extra}: {found:?}");
+        assert!(
+            found[0].starts_with(&format!("{at}: ")),
+            "{extra}: {found:?}"
+        );
+        assert!(found[0].contains(message), "{extra}: {found:?}");
+    }
+}
+
+#[test]
+fn wrong_algorithms_keys_ids_networks_and_syntax_are_explained() {
+    let unknown_algorithm =
+        errors("[[rule]]\nid = \"r\"\nalgorithm = \"token-bucket\"\nkey = \"peer_ip\"\n");
+    assert_eq!(unknown_algorithm.len(), 1, "{unknown_algorithm:?}");
+    assert!(
+        unknown_algorithm[0].starts_with(
+            "3:14: unknown algorithm \"token-bucket\" (did you mean \"token_bucket\"?)"
+        )
+    );
+
+    let file = "[[rule]]\nid = \"r\"\nalgorithm = \"fixed_window\"\nlimit = 1\nwindow = \"1m\"\nkey = [\"acount\", { hedaer = \"x\" }]\n";
+    let keys = errors(file);
+    assert_eq!(keys.len(), 2, "{keys:?}");
+    assert!(
+        keys[0].starts_with("6:9: unknown key `acount` (did you mean `account`?)"),
+        "{keys:?}"
+    );
+    assert!(
+        keys[1].starts_with("6:20: unknown key kind `hedaer` (did you mean `header`?)"),
+        "{keys:?}"
+    );
+
+    let proxies = errors(&one_rule("").replace(
+        "key = \"peer_ip\"",
+        "key = { client_ip = { trusted_proxies = [\"10.0.0.0/33\"], header = \"x-forwarded-for\" } }",
+    ));
+    assert_eq!(proxies.len(), 1, "{proxies:?}");
+    assert!(
+        proxies[0].starts_with("6:43: invalid network \"10.0.0.0/33\""),
+        "{proxies:?}"
+    );
+
+    let twice = errors(&format!("{}{}", one_rule(""), one_rule("")));
+    assert_eq!(twice.len(), 1, "{twice:?}");
+    assert!(
+        twice[0].starts_with("9:7: rule id \"r\" is used twice"),
+        "{twice:?}"
+    );
+
+    let bad_id = errors(&one_rule("").replace("id = \"r\"", "id = \"r{1}\""));
+    assert!(bad_id[0].starts_with("2:7: `id` \"r{1}\""), "{bad_id:?}");
+
+    let syntax = errors("[[rule]\nid = 1\n");
+    assert_eq!(syntax.len(), 1, "{syntax:?}");
+    assert!(syntax[0].starts_with("1:"), "{syntax:?}");
+}
+
+#[test]
+fn a_file_with_five_mistakes_reports_five() {
+    let file = "[[rule]]\nid = \"a\"\nalgorithm = \"fixed_window\"\nlimit = 0\nwindow = \"soon\"\nkey = \"peer_ip\"\ncolour = \"red\"\n\n[[rule]]\nid = \"b\"\nalgorithm = \"gcra\"\ncapacity = 3\nrefill = { amount = 1, per = \"1s\" }\nkey = \"nobody\"\nmode = \"loud\"\n";
+    let found = errors(file);
+    assert_eq!(found.len(), 5, "{found:#?}");
+    let lines: Vec<&str> = found
+        .iter()
+        .map(|error| error.split(':').next().unwrap_or(""))
+        .collect();
+    assert_eq!(lines, ["4", "5", "7", "14", "15"], "{found:#?}");
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    #[test]
+    fn any_text_is_answered_without_panicking(text in ".{0,400}") {
+        let _ = RuleFile::parse("fuzz.toml", &text, &extractors());
+    }
+
+    #[test]
+    fn a_valid_file_with_a_byte_changed_is_answered_without_panicking(at in 0..CHIRP.len(), byte in any::<u8>()) {
+        let mut bytes = CHIRP.as_bytes().to_vec();
+        bytes[at] = byte;
+        let text = String::from_utf8_lossy(&bytes);
+        let _ = RuleFile::parse("fuzz.toml", &text, &extractors());
+    }
+}
