@@ -53,6 +53,16 @@ impl ConfigErrors {
     pub fn iter(&self) -> impl Iterator<Item = &ConfigError> {
         self.0.iter()
     }
+
+    /// A file that could not be read at all.
+    pub(crate) fn unreadable(path: &std::path::Path, error: &std::io::Error) -> Self {
+        ConfigErrors(vec![ConfigError {
+            file: path.display().to_string(),
+            line: 1,
+            column: 1,
+            message: format!("cannot read the file: {error}"),
+        }])
+    }
 }
 
 impl fmt::Display for ConfigErrors {

@@ -22,7 +22,7 @@
 //!
 //! A rule without `match` applies to every request; with one, to requests whose path matches
 //! its axum 0.8 pattern (and, if given, one of its methods). The rest of a rule's fields are
-//! those of [`Rule`]'s builder: `cost`, `mode` (`"enforce"`, `"shadow"`), `on_store_failure`
+//! those of [`Rule`](crate::Rule)'s builder: `cost`, `mode` (`"enforce"`, `"shadow"`), `on_store_failure`
 //! (`"open"`, `"local"`, `"closed"`, `{ open_within = { <quota fields> } }`), `on_missing_key`
 //! (`"skip"`, `"skip_always"`, `{ refuse = 401 }`), `disclose`, `escalate` (`{ after_refusals,
 //! within, block_for }`). Durations are humantime's: `"30s"`, `"15m"`, `"1h 30m"`, `"1d"`.
@@ -31,13 +31,14 @@
 //! [`RuleFile::parse`] reads a whole file and either gives every rule or every mistake (a file
 //! with five mistakes reports five), so a bad file never half-replaces good rules: hand the
 //! result to [`RateLimitLayer::replace_rules`](crate::RateLimitLayer::replace_rules) only when
-//! it is `Ok`.
+//! it is `Ok`. [`RuleWatcher`] does that for a file on disk, on every change.
 
 mod error;
 mod fields;
 mod key;
 mod quota;
 mod rule;
+mod watch;
 
 use std::collections::HashMap;
 
@@ -46,6 +47,7 @@ pub use self::error::{ConfigError, ConfigErrors};
 use self::fields::Fields;
 pub use self::key::Extractors;
 use self::rule::Applies;
+pub use self::watch::{RuleWatcher, WatchError, WatchStatus};
 use crate::RuleSet;
 
 /// A rule file, read and checked: the rules it defines.

@@ -1,0 +1,252 @@
+//! Hot reload on one gateway: a rule file watched for changes, each change checked as a whole
+//! and swapped in atomically, or refused with its mistakes while the old rules stay.
+
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, SystemTime};
+
+use notify::{RecommendedWatcher, RecursiveMode, Watcher};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+use super::{ConfigErrors, Extractors, RuleFile};
+use crate::{RateLimitLayer, RuleSet};
+
+/// How long a burst of file events must be quiet before the file is read: editors and
+/// ConfigMap updates write in several steps.
+const DEBOUNCE: Duration = Duration::from_millis(100);
+
+/// Where a watched rule file stands: the version in force, when it was loaded, and the last
+/// mistake, if the newest file was refused.
+#[derive(Debug, Clone, Default)]
+pub struct WatchStatus {
+    /// A fingerprint of the file in force (16 hex digits of a hash of its bytes).
+    pub version: Option<String>,
+    /// When the rules in force were loaded.
+    pub loaded_at: Option<SystemTime>,
+    /// How many times rules were swapped in (the first load included).
+    pub loads: u64,
+    /// The mistakes of the newest file, if it was refused (the previous rules stay in force);
+    /// `None` once a valid file is loaded.
+    pub last_error: Option<ConfigErrors>,
+}
+
+/// Why watching could not start.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum WatchError {
+    /// The file could not be read.
+    #[error("cannot read rule file {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// What the system said.
+        source: io::Error,
+    },
+    /// The file has mistakes: a gateway does not start on a bad rule file.
+    #[error("{0}")]
+    Invalid(ConfigErrors),
+    /// The file system cannot be watched.
+    #[error("cannot watch rule file {path}: {source}")]
+    Watch {
+        /// The file.
+        path: PathBuf,
+        /// What notify said.
+        source: notify::Error,
+    },
+}
+
+/// A rule file watched for changes, feeding one layer's rules.
+///
+/// The directory holding the file is watched, so a file replaced by an atomic rename, or
+/// through a symlink swap as Kubernetes ConfigMaps do, is seen like one edited in place. After
+/// a change (debounced by 100 ms) the whole file is read and checked: valid rules replace the
+/// layer's in one atomic swap (every request is decided wholly by the old rules or wholly by
+/// the new; callers' state carries over, see `tollgate_core::algorithm` on quota changes; a
+/// rule whose algorithm changes family starts afresh); a file with mistakes is refused, logged
+/// at `error` on target `tollgate::config` with each mistake's line and column, and kept as
+/// [`status`](RuleWatcher::status)'s `last_error`, while the rules in force stay.
+///
+/// Watch the layer value the router is built with (or a clone of it): the swap reaches the
+/// services made from it. Dropping the watcher stops watching.
+///
+/// ```no_run
+/// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+/// use tollgate_core::MemoryStore;
+/// use tollgate_tower::RateLimitLayer;
+/// use tollgate_tower::config::{Extractors, RuleWatcher};
+///
+/// let layer = RateLimitLayer::new(MemoryStore::new());
+/// let watcher = RuleWatcher::start("/etc/chirp/rules.toml", Extractors::new(), &layer)?;
+/// // ... serve with `layer` ...
+/// println!("rules version {:?}", watcher.status().version);
+/// # Ok(()) }
+/// ```
+pub struct RuleWatcher {
+    shared: Arc<Shared>,
+    _watcher: RecommendedWatcher,
+    task: JoinHandle<()>,
+}
+
+struct Shared {
+    path: PathBuf,
+    extractors: Extractors,
+    apply: Box<dyn Fn(RuleSet) + Send + Sync>,
+    status: Mutex<WatchStatus>,
+}
+
+impl RuleWatcher {
+    /// Loads `path` into `layer` (an error if it cannot be read or has mistakes) and watches it.
+    /// Needs a tokio runtime.
+    pub fn start<St: Send + Sync + 'static>(
+        path: impl AsRef<Path>,
+        extractors: Extractors,
+        layer: &RateLimitLayer<St>,
+    ) -> Result<RuleWatcher, WatchError> {
+        let path = path.as_ref().to_path_buf();
+        let target = layer.clone();
+        let shared = Arc::new(Shared {
+            path: path.clone(),
+            extractors,
+            apply: Box::new(move |rules| target.replace_rules(rules)),
+            status: Mutex::new(WatchStatus::default()),
+        });
+        match shared.load() {
+            Ok(_) => {}
+            Err(Failure::Read(source)) => return Err(WatchError::Read { path, source }),
+            Err(Failure::Invalid(errors)) => return Err(WatchError::Invalid(errors)),
+        }
+        let (changed, mut changes) = mpsc::unbounded_channel::<()>();
+        let mut watcher =
+            notify::recommended_watcher(move |_event: notify::Result<notify::Event>| {
+                // Any event in the directory may be the file (renames, symlink swaps): reading
+                // it again costs little, and an unchanged file changes nothing.
+                let _ = changed.send(());
+            })
+            .map_err(|source| WatchError::Watch {
+                path: path.clone(),
+                source,
+            })?;
+        let directory = path
+            .parent()
+            .filter(|dir| !dir.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        watcher
+            .watch(directory, RecursiveMode::NonRecursive)
+            .map_err(|source| WatchError::Watch {
+                path: path.clone(),
+                source,
+            })?;
+        let reloading = Arc::clone(&shared);
+        let task = tokio::spawn(async move {
+            while changes.recv().await.is_some() {
+                // Debounce: wait until the events stop for a moment.
+                loop {
+                    tokio::time::sleep(DEBOUNCE).await;
+                    let mut more = false;
+                    while changes.try_recv().is_ok() {
+                        more = true;
+                    }
+                    if !more {
+                        break;
+                    }
+                }
+                let _ = reloading.load();
+            }
+        });
+        Ok(RuleWatcher {
+            shared,
+            _watcher: watcher,
+            task,
+        })
+    }
+
+    /// Reads and applies the file now (SIGHUP, an admin request): `Ok` when the rules in force
+    /// are the file's, the mistakes when it was refused (the old rules stay).
+    pub fn reload(&self) -> Result<(), ConfigErrors> {
+        match self.shared.load() {
+            Ok(_) => Ok(()),
+            Err(Failure::Invalid(errors)) => Err(errors),
+            Err(Failure::Read(error)) => Err(ConfigErrors::unreadable(&self.shared.path, &error)),
+        }
+    }
+
+    /// Where the file stands.
+    pub fn status(&self) -> WatchStatus {
+        self.shared.status()
+    }
+}
+
+impl Drop for RuleWatcher {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl std::fmt::Debug for RuleWatcher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RuleWatcher")
+            .field("path", &self.shared.path)
+            .field("status", &self.shared.status())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Why a load did not apply.
+enum Failure {
+    Read(io::Error),
+    Invalid(ConfigErrors),
+}
+
+impl Shared {
+    fn status(&self) -> WatchStatus {
+        self.status
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Reads, checks and (when valid and changed) applies the file; records the outcome.
+    fn load(&self) -> Result<bool, Failure> {
+        let bytes = match std::fs::read(&self.path) {
+            Ok(bytes) => bytes,
+            Err(error) => {
+                tracing::error!(target: "tollgate::config", path = %self.path.display(), %error, "cannot read the rule file; the rules in force stay");
+                return Err(Failure::Read(error));
+            }
+        };
+        let version = fingerprint(&bytes);
+        let mut status = self.status.lock().unwrap_or_else(PoisonError::into_inner);
+        if status.version.as_deref() == Some(version.as_str()) {
+            status.last_error = None;
+            return Ok(false);
+        }
+        let text = String::from_utf8_lossy(&bytes);
+        let name = self.path.display().to_string();
+        match RuleFile::parse(&name, &text, &self.extractors) {
+            Ok(file) => {
+                (self.apply)(file.into_rules());
+                status.version = Some(version);
+                status.loaded_at = Some(SystemTime::now());
+                status.loads += 1;
+                status.last_error = None;
+                tracing::info!(target: "tollgate::config", path = %name, version = status.version.as_deref().unwrap_or(""), "rule file loaded");
+                Ok(true)
+            }
+            Err(errors) => {
+                tracing::error!(target: "tollgate::config", path = %name, "rule file refused, the rules in force stay:\n{errors}");
+                status.last_error = Some(errors.clone());
+                Err(Failure::Invalid(errors))
+            }
+        }
+    }
+}
+
+/// 16 hex digits of a hash of the file's bytes (to see whether it changed, not a secret).
+fn fingerprint(bytes: &[u8]) -> String {
+    let mut hasher = DefaultHasher::new();
+    bytes.hash(&mut hasher);
+    format!("{:016x}", hasher.finish())
+}

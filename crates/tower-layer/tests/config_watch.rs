@@ -1,0 +1,150 @@
+//! Hot reload of a real rule file: edits and atomic renames are picked up, a bad file is refused
+//! with its mistakes while the rules in force stay, and requests see one rule set or the other.
+
+#![cfg(feature = "config")]
+
+use std::convert::Infallible;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http::{Request, Response, StatusCode};
+use http_body_util::Empty;
+use tollgate_core::MemoryStore;
+use tollgate_tower::RateLimitLayer;
+use tollgate_tower::config::{Extractors, RuleWatcher, WatchError, WatchStatus};
+use tower::{Layer, Service, ServiceExt, service_fn};
+
+/// A file of one global rule `id` allowing `limit` a day.
+fn rules(id: &str, limit: u64) -> String {
+    format!(
+        "[[rule]]\nid = \"{id}\"\nalgorithm = \"fixed_window\"\nlimit = {limit}\nwindow = \"1d\"\nkey = \"global\"\n"
+    )
+}
+
+/// Waits until the watcher's status satisfies `done`, failing after a generous deadline.
+async fn wait_for(
+    watcher: &RuleWatcher,
+    what: &str,
+    done: impl Fn(&WatchStatus) -> bool,
+) -> WatchStatus {
+    let started = Instant::now();
+    loop {
+        let status = watcher.status();
+        if done(&status) {
+            return status;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "never {what}: {status:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// The policy named in a response's `RateLimit-Policy`, and its status.
+async fn policy<S>(service: &mut S) -> (StatusCode, String)
+where
+    S: Service<
+            Request<()>,
+            Response = Response<tollgate_tower::ResponseBody<Empty<Bytes>>>,
+            Error = Infallible,
+        >,
+{
+    let response = service
+        .ready()
+        .await
+        .expect("ready")
+        .call(Request::new(()))
+        .await
+        .expect("infallible");
+    let policy = response
+        .headers()
+        .get("ratelimit-policy")
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.split(';').next())
+        .unwrap_or_default()
+        .trim_matches('"')
+        .to_owned();
+    (response.status(), policy)
+}
+
+fn write(path: &Path, text: &str) {
+    std::fs::write(path, text).expect("write the rule file");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn edits_and_renames_are_applied_and_a_bad_file_keeps_the_rules_in_force() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let path = dir.path().join("rules.toml");
+    write(&path, &rules("first", 100));
+    let layer = RateLimitLayer::new(MemoryStore::new());
+    let watcher = RuleWatcher::start(&path, Extractors::new(), &layer).expect("a valid file");
+    let mut service = layer.layer(service_fn(|_: Request<()>| async {
+        Ok::<_, Infallible>(Response::new(Empty::<Bytes>::new()))
+    }));
+    assert_eq!(
+        policy(&mut service).await,
+        (StatusCode::OK, "first".to_owned())
+    );
+    let first = watcher.status();
+    assert_eq!(first.loads, 1);
+
+    // Edited in place.
+    write(&path, &rules("second", 100));
+    let second = wait_for(&watcher, "loaded the edit", |status| status.loads == 2).await;
+    assert_ne!(second.version, first.version);
+    assert_eq!(policy(&mut service).await.1, "second");
+
+    // A bad file: refused, its mistake located, the second rules still enforced.
+    write(
+        &path,
+        "[[rule]]\nid = \"third\"\nalgorithm = \"fixed_window\"\nlimit = 0\nwindow = \"1d\"\nkey = \"global\"\n",
+    );
+    let refused = wait_for(&watcher, "refused the bad file", |status| {
+        status.last_error.is_some()
+    })
+    .await;
+    let mistakes = refused.last_error.expect("the mistakes");
+    let mistake = mistakes.iter().next().expect("one mistake");
+    assert_eq!((mistake.line, mistake.column), (4, 9), "{mistakes}");
+    assert_eq!(
+        refused.version, second.version,
+        "the second rules stay in force"
+    );
+    assert_eq!(policy(&mut service).await.1, "second");
+    assert!(
+        watcher.reload().is_err(),
+        "reloading by hand reports the same mistakes"
+    );
+
+    // Replaced by an atomic rename, as deploy tools and ConfigMaps do.
+    let staged = dir.path().join(".rules.toml.new");
+    write(&staged, &rules("third", 1));
+    std::fs::rename(&staged, &path).expect("rename over the file");
+    wait_for(&watcher, "loaded the renamed file", |status| {
+        status.loads == 3 && status.last_error.is_none()
+    })
+    .await;
+    assert_eq!(
+        policy(&mut service).await,
+        (StatusCode::OK, "third".to_owned())
+    );
+    assert_eq!(
+        policy(&mut service).await,
+        (StatusCode::TOO_MANY_REQUESTS, "third".to_owned())
+    );
+}
+
+#[tokio::test]
+async fn a_gateway_does_not_start_on_a_bad_or_missing_rule_file() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let path = dir.path().join("rules.toml");
+    let layer = RateLimitLayer::new(MemoryStore::new());
+    let missing = RuleWatcher::start(&path, Extractors::new(), &layer).expect_err("no file");
+    assert!(matches!(missing, WatchError::Read { .. }), "{missing}");
+    write(&path, "[[rule]]\nid = 1\n");
+    let invalid = RuleWatcher::start(&path, Extractors::new(), &layer).expect_err("a bad file");
+    assert!(matches!(invalid, WatchError::Invalid(_)), "{invalid}");
+    assert!(invalid.to_string().contains("rules.toml:2:6"), "{invalid}");
+}
