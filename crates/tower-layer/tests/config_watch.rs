@@ -3,8 +3,12 @@
 
 #![cfg(feature = "config")]
 
+mod common;
+
 use std::convert::Infallible;
 use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -147,4 +151,96 @@ async fn a_gateway_does_not_start_on_a_bad_or_missing_rule_file() {
     let invalid = RuleWatcher::start(&path, Extractors::new(), &layer).expect_err("a bad file");
     assert!(matches!(invalid, WatchError::Invalid(_)), "{invalid}");
     assert!(invalid.to_string().contains("rules.toml:2:6"), "{invalid}");
+}
+
+/// 8 clients over real HTTP while the file is rewritten 100 times — two valid rule sets and a
+/// bad file in turn: no transport error and no 5xx, every response names exactly one of the two
+/// policies, and after each bad file the rules in force are the previous ones.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reloads_under_load_never_mix_rule_sets_or_fail_a_request() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let path = dir.path().join("rules.toml");
+    let valid = [rules("set-a", 1_000_000), rules("set-b", 1_000_000)];
+    let bad = "[[rule]]\nid = \"set-c\"\nalgorithm = \"fixed_window\"\nlimit = 0\nwindow = \"1d\"\nkey = \"global\"\n";
+    write(&path, &valid[0]);
+    let layer = RateLimitLayer::new(MemoryStore::new());
+    let watcher = RuleWatcher::start(&path, Extractors::new(), &layer).expect("a valid file");
+    let app = axum::Router::new()
+        .route("/", axum::routing::get(|| async { "ok" }))
+        .layer(layer);
+    let server = Arc::new(common::server::TestServer::start(app).await);
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let clients: Vec<_> = (0..8)
+        .map(|_| {
+            let (server, stop) = (Arc::clone(&server), Arc::clone(&stop));
+            tokio::spawn(async move {
+                let mut seen = Vec::new();
+                while !stop.load(Ordering::Relaxed) {
+                    let reply =
+                        common::server::Reply::send(server.client.get(server.url("/"))).await;
+                    let policy = reply
+                        .headers
+                        .get("ratelimit-policy")
+                        .and_then(|value| value.to_str().ok())
+                        .unwrap_or_default()
+                        .to_owned();
+                    seen.push((reply.status, policy));
+                }
+                seen
+            })
+        })
+        .collect();
+
+    let mut in_force = 0;
+    for round in 0..100 {
+        let loads = watcher.status().loads;
+        if round % 3 == 2 {
+            write(&path, bad);
+            wait_for(&watcher, "refused the bad file", |status| {
+                status.last_error.is_some()
+            })
+            .await;
+            let reply = common::server::Reply::send(server.client.get(server.url("/"))).await;
+            let shown = reply
+                .headers
+                .get("ratelimit-policy")
+                .and_then(|value| value.to_str().ok())
+                .unwrap_or_default()
+                .to_owned();
+            let expected = if in_force == 0 {
+                "\"set-a\""
+            } else {
+                "\"set-b\""
+            };
+            assert!(
+                shown.starts_with(expected),
+                "round {round}: {shown} after a bad file"
+            );
+        } else {
+            in_force = 1 - in_force;
+            write(&path, &valid[in_force]);
+            wait_for(&watcher, "loaded the file", |status| {
+                status.loads > loads && status.last_error.is_none()
+            })
+            .await;
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    let mut answers = 0;
+    for client in clients {
+        for (status, policy) in client.await.expect("no client panicked") {
+            answers += 1;
+            assert!(status.is_success(), "{status} during a reload");
+            let names: Vec<&str> = ["\"set-a\"", "\"set-b\""]
+                .into_iter()
+                .filter(|name| policy.contains(name))
+                .collect();
+            assert_eq!(names.len(), 1, "one rule set per response: {policy:?}");
+        }
+    }
+    assert!(
+        answers > 100,
+        "the clients made requests throughout ({answers})"
+    );
 }
