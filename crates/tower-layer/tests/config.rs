@@ -285,6 +285,66 @@ fn a_file_with_five_mistakes_reports_five() {
     assert_eq!(lines, ["4", "5", "7", "14", "15"], "{found:#?}");
 }
 
+#[test]
+fn files_that_would_limit_nothing_or_everything_are_refused() {
+    for empty in ["", "   \n", "# every rule commented out\n", "rule = []\n"] {
+        let found = errors(empty);
+        assert_eq!(found.len(), 1, "{empty:?}: {found:?}");
+        assert!(found[0].contains("defines no rules"), "{found:?}");
+    }
+    let misspelt = errors(&one_rule("match = { path = \"/x\", method = \"POTS\" }"));
+    assert!(
+        misspelt[0].contains("(did you mean \"POST\"?)"),
+        "{misspelt:?}"
+    );
+    let none = errors(&one_rule("match = { path = \"/x\", method = [] }"));
+    assert!(none[0].contains("lists no method"), "{none:?}");
+    let too_costly = errors(&one_rule("cost = 10"));
+    assert!(
+        too_costly[0].starts_with("7:8: `cost` 10 is above the quota's limit 5"),
+        "{too_costly:?}"
+    );
+    let too_long = errors(&one_rule("").replace("window = \"1m\"", "window = \"1000y\""));
+    assert!(
+        too_long[0].starts_with("5:11: this quota is not valid"),
+        "{too_long:?}"
+    );
+    let syntax = errors("[[rule]]\nid = \"r\"\nid = \"s\"\n");
+    assert!(
+        syntax[0].contains("not valid TOML: `id` is set twice"),
+        "{syntax:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_get_and_head_rule_charges_a_head_request_once() {
+    let text = one_rule("match = { path = \"/x\", method = [\"GET\", \"HEAD\", \"get\"] }");
+    let file = RuleFile::parse("rules.toml", &text, &extractors()).expect("a valid file");
+    let layer = RateLimitLayer::new(MemoryStore::new());
+    layer.replace_rules(file.into_rules());
+    let service = layer.layer(service_fn(|_: Request<()>| async {
+        Ok::<_, Infallible>(Response::new(Empty::<Bytes>::new()))
+    }));
+    let mut allowed = 0;
+    for _ in 0..8 {
+        let mut request = Request::head("/x").body(()).expect("a request");
+        request
+            .extensions_mut()
+            .insert(std::net::SocketAddr::from(([203, 0, 113, 9], 4000)));
+        if service
+            .clone()
+            .oneshot(request)
+            .await
+            .expect("infallible")
+            .status()
+            == StatusCode::OK
+        {
+            allowed += 1;
+        }
+    }
+    assert_eq!(allowed, 5, "the limit, each HEAD charged once");
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(512))]
 

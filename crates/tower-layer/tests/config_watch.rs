@@ -244,3 +244,38 @@ async fn reloads_under_load_never_mix_rule_sets_or_fail_a_request() {
         "the clients made requests throughout ({answers})"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_busy_neighbour_does_not_hold_reloads_back_and_a_vanished_file_shows_in_the_status() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let path = dir.path().join("rules.toml");
+    write(&path, &rules("first", 100));
+    let layer = RateLimitLayer::new(MemoryStore::new());
+    let watcher = RuleWatcher::start(&path, Extractors::new(), &layer).expect("a valid file");
+    let stop = Arc::new(AtomicBool::new(false));
+    let neighbour = {
+        let (log, stop) = (dir.path().join("access.log"), Arc::clone(&stop));
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                std::fs::write(&log, "GET /\n").expect("write the neighbour");
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        })
+    };
+    write(&path, &rules("second", 100));
+    wait_for(&watcher, "loaded the edit beside a busy log", |status| {
+        status.loads == 2
+    })
+    .await;
+    stop.store(true, Ordering::Relaxed);
+    neighbour.join().expect("the neighbour stops");
+
+    std::fs::remove_file(&path).expect("remove the rule file");
+    let gone = wait_for(&watcher, "noticed the file is gone", |status| {
+        status.last_error.is_some()
+    })
+    .await;
+    let message = gone.last_error.expect("the error").to_string();
+    assert!(message.contains("cannot read the file"), "{message}");
+    assert_eq!(gone.loads, 2, "the rules in force stay");
+}

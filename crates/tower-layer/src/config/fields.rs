@@ -170,7 +170,7 @@ pub(crate) fn kind(value: &Value<'_>) -> &'static str {
 pub(crate) fn nearest<'k>(name: &str, known: &[&'k str]) -> Option<&'k str> {
     known
         .iter()
-        .map(|candidate| (strsim::levenshtein(name, candidate), *candidate))
+        .map(|candidate| (strsim::osa_distance(name, candidate), *candidate))
         .filter(|(distance, candidate)| *distance <= candidate.len().max(3) / 3)
         .min_by_key(|(distance, _)| *distance)
         .map(|(_, candidate)| candidate)

@@ -29,7 +29,9 @@
 //! The key kinds are in [`Extractors`]' module docs.
 //!
 //! [`RuleFile::parse`] reads a whole file and either gives every rule or every mistake (a file
-//! with five mistakes reports five), so a bad file never half-replaces good rules: hand the
+//! with five mistakes reports five); a file that defines no rules is a mistake too, since it
+//! would turn limiting off (an editor's truncated file looks just like that). So a bad file
+//! never half-replaces good rules: hand the
 //! result to [`RateLimitLayer::replace_rules`](crate::RateLimitLayer::replace_rules) only when
 //! it is `Ok`. [`RuleWatcher`] does that for a file on disk, on every change.
 
@@ -84,7 +86,7 @@ impl RuleFile {
         let rules = match toml_span::parse(text) {
             Ok(document) => rules(&document, extractors, &mut report),
             Err(error) => {
-                report.at(error.span.start, error.kind.to_string());
+                report.at(error.span.start, syntax(&error.kind));
                 None
             }
         };
@@ -103,6 +105,23 @@ impl RuleFile {
     pub fn into_rules(self) -> RuleSet {
         self.rules
     }
+}
+
+/// A TOML syntax error as a sentence.
+fn syntax(kind: &toml_span::ErrorKind) -> String {
+    use toml_span::ErrorKind;
+    let what = match kind {
+        ErrorKind::UnexpectedEof => "the file ends in the middle of a value".to_owned(),
+        ErrorKind::ExceededDepthLimit => "values are nested too deeply".to_owned(),
+        ErrorKind::UnterminatedString => "a string is not closed: add the missing quote".to_owned(),
+        ErrorKind::InvalidNumber => "this is not a valid number".to_owned(),
+        ErrorKind::Unexpected(found) => format!("unexpected {found:?} here"),
+        ErrorKind::DuplicateKey { key, .. } => format!("`{key}` is set twice in the same table"),
+        ErrorKind::DuplicateTable { name, .. } => format!("table `{name}` is defined twice"),
+        ErrorKind::Wanted { expected, found } => format!("expected {expected}, found {found}"),
+        other => other.to_string(),
+    };
+    format!("not valid TOML: {what}")
 }
 
 /// Every `[[rule]]` of the document.
@@ -139,6 +158,11 @@ fn rules(
         }
     }
     top.finish("the file", report);
+    if set.as_ref().is_some_and(RuleSet::is_empty) {
+        // An empty file (or one truncated while being written) would turn limiting off.
+        report.at(0, "the file defines no rules; an empty rule set would limit nothing, so it is refused (write at least one `[[rule]]`)");
+        return None;
+    }
     set
 }
 

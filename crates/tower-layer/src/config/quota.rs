@@ -41,9 +41,15 @@ pub(crate) const QUOTA_FIELDS: &[&str] = &[
     "max_delay",
 ];
 
-/// The quota `fields` describe; `None` when a mistake was recorded. `at` locates the table.
-pub(crate) fn quota(fields: &Fields<'_, '_>, at: usize, report: &mut Report<'_>) -> Option<Quota> {
-    let algorithm = fields.required("algorithm", "a rule", at, report)?;
+/// The quota `fields` describe (in `owner`, for messages: "a rule"); `None` when a mistake was
+/// recorded. `at` locates the table.
+pub(crate) fn quota(
+    fields: &Fields<'_, '_>,
+    owner: &str,
+    at: usize,
+    report: &mut Report<'_>,
+) -> Option<Quota> {
+    let algorithm = fields.required("algorithm", owner, at, report)?;
     let name = string(algorithm, "`algorithm`", report)?;
     let built = match name {
         "token_bucket" | "gcra" => {
@@ -108,10 +114,12 @@ pub(crate) fn quota(fields: &Fields<'_, '_>, at: usize, report: &mut Report<'_>)
     match built {
         Ok(quota) => Some(quota),
         Err(error) => {
-            report.at(
-                algorithm.span.start,
-                format!("this quota is not valid: {error}"),
-            );
+            // Point at the field that sets the period or the size, whichever this algorithm has.
+            let culprit = ["window", "max_delay", "refill", "rate", "limit", "capacity"]
+                .into_iter()
+                .find_map(|name| fields.get(name))
+                .map_or(algorithm.span.start, |value| value.span.start);
+            report.at(culprit, format!("this quota is not valid: {error}"));
             None
         }
     }

@@ -53,7 +53,7 @@ pub(crate) fn rule(
     let at = value.span.start;
     let id_value = fields.required("id", "a rule", at, report);
     let id = id_value.and_then(|id| string(id, "`id`", report));
-    let quota = quota(&fields, at, report);
+    let quota = quota(&fields, "a rule", at, report);
     let key = fields
         .required("key", "a rule", at, report)
         .and_then(|value| key(value, extractors, report));
@@ -75,7 +75,13 @@ pub(crate) fn rule(
         _ => None,
     };
     if let Some(value) = fields.get("cost") {
-        let cost = positive(value, "`cost`", report);
+        let cost = positive(value, "`cost`", report).filter(|&cost| {
+            let limit = built.as_ref().map_or(u64::MAX, |rule: &Rule| rule.quota().limit());
+            if cost > limit {
+                report.at(value.span.start, format!("`cost` {cost} is above the quota's limit {limit}: every request would be refused"));
+            }
+            cost <= limit
+        });
         built = built.zip(cost).map(|(rule, cost)| rule.cost(cost));
     }
     if let Some(value) = fields.get("mode") {
@@ -148,21 +154,52 @@ fn applies(value: &Value<'_>, report: &mut Report<'_>) -> Option<Applies> {
     })
 }
 
+/// The standard methods a rule may name.
+const METHODS: &[&str] = &[
+    "GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "CONNECT", "TRACE",
+];
+
+/// One method or a non-empty list of standard methods, each once. `HEAD` next to `GET` is
+/// dropped: a GET row already counts HEAD requests (servers answer them with the GET handler),
+/// and two rows would charge a HEAD request twice.
 fn methods(value: &Value<'_>, report: &mut Report<'_>) -> Option<Vec<Method>> {
-    let mut methods = Vec::new();
+    let items = one_or_many(value);
+    if items.is_empty() {
+        report.at(
+            value.span.start,
+            "`method` lists no method; leave it out to match any method",
+        );
+        return None;
+    }
+    let mut methods: Vec<Method> = Vec::new();
     let mut clean = true;
-    for item in one_or_many(value) {
+    for item in items {
         let Some(text) = string(item, "a method", report) else {
             clean = false;
             continue;
         };
-        match Method::from_bytes(text.to_ascii_uppercase().as_bytes()) {
-            Ok(method) => methods.push(method),
-            Err(_) => {
-                report.at(item.span.start, format!("{text:?} is not an HTTP method"));
-                clean = false;
-            }
+        let upper = text.to_ascii_uppercase();
+        if !METHODS.contains(&upper.as_str()) {
+            let hint = super::fields::nearest(&upper, METHODS)
+                .map(|name| format!(" (did you mean {name:?}?)"))
+                .unwrap_or_default();
+            report.at(
+                item.span.start,
+                format!(
+                    "{text:?} is not an HTTP method{hint}; one of: {}",
+                    METHODS.join(", ")
+                ),
+            );
+            clean = false;
+            continue;
         }
+        let method = Method::from_bytes(upper.as_bytes()).unwrap_or(Method::GET);
+        if !methods.contains(&method) {
+            methods.push(method);
+        }
+    }
+    if methods.contains(&Method::GET) {
+        methods.retain(|method| *method != Method::HEAD);
     }
     clean.then_some(methods)
 }
@@ -206,7 +243,7 @@ fn on_store_failure(value: &Value<'_>, report: &mut Report<'_>) -> Option<OnStor
     fields.finish("`on_store_failure`", report);
     let within = within?;
     let local = Fields::of(within, "`open_within`", QUOTA_FIELDS, report)?;
-    let quota = quota(&local, within.span.start, report);
+    let quota = quota(&local, "`open_within`", within.span.start, report);
     local.finish("`open_within`", report);
     quota.map(OnStoreFailure::OpenWithin)
 }

@@ -69,8 +69,12 @@ pub enum WatchError {
 /// at `error` on target `tollgate::config` with each mistake's line and column, and kept as
 /// [`status`](RuleWatcher::status)'s `last_error`, while the rules in force stay.
 ///
-/// Watch the layer value the router is built with (or a clone of it): the swap reaches the
-/// services made from it. Dropping the watcher stops watching.
+/// Only events about the file itself (or a `..`-named entry, the data directory a ConfigMap
+/// swaps) count, and reads do not: the watcher's own reads and a busy log beside the file never
+/// wake it. Watch the layer value the router is built with (or a clone of it): the swap reaches
+/// the services made from it. Dropping the watcher stops watching. The directory is watched as
+/// it was when the watcher started: replacing the whole directory (renaming another into its
+/// place) is not followed; call [`reload`](RuleWatcher::reload) or restart the watcher then.
 ///
 /// ```no_run
 /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
@@ -113,17 +117,18 @@ impl RuleWatcher {
             apply: Box::new(move |rules| target.replace_rules(rules)),
             status: Mutex::new(WatchStatus::default()),
         });
-        match shared.load() {
-            Ok(_) => {}
-            Err(Failure::Read(source)) => return Err(WatchError::Read { path, source }),
-            Err(Failure::Invalid(errors)) => return Err(WatchError::Invalid(errors)),
-        }
+        // Watch first, then read: a change made while starting is seen, not lost.
         let (changed, mut changes) = mpsc::unbounded_channel::<()>();
+        let file_name = path.file_name().map(std::ffi::OsStr::to_os_string);
         let mut watcher =
-            notify::recommended_watcher(move |_event: notify::Result<notify::Event>| {
-                // Any event in the directory may be the file (renames, symlink swaps): reading
-                // it again costs little, and an unchanged file changes nothing.
-                let _ = changed.send(());
+            notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+                let Ok(event) = event else {
+                    let _ = changed.send(());
+                    return;
+                };
+                if concerns(&event, file_name.as_deref()) {
+                    let _ = changed.send(());
+                }
             })
             .map_err(|source| WatchError::Watch {
                 path: path.clone(),
@@ -139,6 +144,11 @@ impl RuleWatcher {
                 path: path.clone(),
                 source,
             })?;
+        match shared.load() {
+            Ok(_) => {}
+            Err(Failure::Read(source)) => return Err(WatchError::Read { path, source }),
+            Err(Failure::Invalid(errors)) => return Err(WatchError::Invalid(errors)),
+        }
         let reloading = Arc::clone(&shared);
         let task = tokio::spawn(async move {
             while changes.recv().await.is_some() {
@@ -194,6 +204,20 @@ impl std::fmt::Debug for RuleWatcher {
     }
 }
 
+/// Whether a file event may have changed the watched file: not a mere read (the watcher's own
+/// reads would wake it again), and about the file itself or a `..`-named entry (the symlinked
+/// data directory a Kubernetes ConfigMap swaps). Other files of the directory are ignored, so a
+/// busy neighbour (a log) cannot hold reloads back.
+fn concerns(event: &notify::Event, file_name: Option<&std::ffi::OsStr>) -> bool {
+    if matches!(event.kind, notify::EventKind::Access(_)) {
+        return false;
+    }
+    event.paths.iter().any(|path| {
+        path.file_name()
+            .is_some_and(|name| Some(name) == file_name || name.to_string_lossy().starts_with(".."))
+    })
+}
+
 /// Why a load did not apply.
 enum Failure {
     Read(io::Error),
@@ -210,15 +234,17 @@ impl Shared {
 
     /// Reads, checks and (when valid and changed) applies the file; records the outcome.
     fn load(&self) -> Result<bool, Failure> {
+        // Read under the lock, so two loads at once apply in the order they read.
+        let mut status = self.status.lock().unwrap_or_else(PoisonError::into_inner);
         let bytes = match std::fs::read(&self.path) {
             Ok(bytes) => bytes,
             Err(error) => {
                 tracing::error!(target: "tollgate::config", path = %self.path.display(), %error, "cannot read the rule file; the rules in force stay");
+                status.last_error = Some(ConfigErrors::unreadable(&self.path, &error));
                 return Err(Failure::Read(error));
             }
         };
         let version = fingerprint(&bytes);
-        let mut status = self.status.lock().unwrap_or_else(PoisonError::into_inner);
         if status.version.as_deref() == Some(version.as_str()) {
             status.last_error = None;
             return Ok(false);
