@@ -2,7 +2,8 @@
 //! and, behind `FallbackStore`, an outage of Redis and its recovery leave the breaker closed
 //! again: no dropped read takes the breaker's single probe. Real HTTP, a real redis-server.
 
-use std::net::SocketAddr;
+mod common;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -10,9 +11,8 @@ use std::time::{Duration, Instant};
 use axum::Router;
 use axum::http::StatusCode;
 use axum::routing::get;
-use tokio::net::TcpListener;
 use tollgate::core::FallbackStore;
-use tollgate::redis::{ConnectionSettings, RedisStore};
+use tollgate::redis::RedisStore;
 use tollgate::tower::key::PeerIp;
 use tollgate::tower::{Escalation, RateLimitLayer, Rule};
 use tollgate::{
@@ -50,14 +50,7 @@ type Guarded = FallbackStore<Counting<RedisStore>>;
 /// A gateway with one escalating rule (`limit` an hour per peer; more than 2 refusals a minute
 /// block for an hour) that counts locally while Redis is down.
 async fn gateway(server: &RedisServer, limit: u64) -> (String, Guarded, Arc<AtomicU64>) {
-    let redis = RedisStore::builder()
-        .settings(ConnectionSettings {
-            connect_timeout: Duration::from_millis(200),
-            response_timeout: Duration::from_millis(200),
-        })
-        .connect(&server.url())
-        .await
-        .expect("a valid address");
+    let redis = common::redis_store(server).await;
     let checks = Arc::new(AtomicU64::new(0));
     let counting = Counting {
         inner: redis,
@@ -78,20 +71,7 @@ async fn gateway(server: &RedisServer, limit: u64) -> (String, Guarded, Arc<Atom
     let app = Router::new()
         .route("/", get(|| async { "ok" }))
         .layer(RateLimitLayer::new(store.clone()).rule(rule));
-    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let addr = listener.local_addr().expect("address");
-    tokio::spawn(async move {
-        let service = app.into_make_service_with_connect_info::<SocketAddr>();
-        axum::serve(listener, service).await.expect("serve");
-    });
-    (format!("http://{addr}/"), store, checks)
-}
-
-fn client() -> reqwest::Client {
-    reqwest::Client::builder()
-        .no_proxy()
-        .build()
-        .expect("client")
+    (format!("{}/", common::serve(app).await), store, checks)
 }
 
 async fn status(client: &reqwest::Client, url: &str) -> StatusCode {
@@ -107,7 +87,7 @@ async fn status(client: &reqwest::Client, url: &str) -> StatusCode {
 async fn an_allowed_request_under_an_escalating_rule_costs_one_store_call() {
     let server = RedisServer::start().expect("start redis-server");
     let (url, _store, checks) = gateway(&server, 1_000).await;
-    let client = client();
+    let client = common::client();
     for _ in 0..10 {
         assert_eq!(status(&client, &url).await, StatusCode::OK);
     }
@@ -122,7 +102,7 @@ async fn an_allowed_request_under_an_escalating_rule_costs_one_store_call() {
 async fn after_an_outage_the_breaker_closes_and_a_block_still_holds() {
     let server = RedisServer::start().expect("start redis-server");
     let (url, store, _checks) = gateway(&server, 2).await;
-    let client = client();
+    let client = common::client();
 
     // Two allowed, then refusals until the third strike blocks the caller for an hour.
     assert_eq!(status(&client, &url).await, StatusCode::OK);

@@ -2,14 +2,14 @@
 //! in a real redis-server, over real HTTP: a caller's requests count wherever they land, and a
 //! caller blocked by escalation on one gateway is blocked on the other.
 
-use std::net::SocketAddr;
+mod common;
+
 use std::time::Duration;
 
 use axum::Router;
 use axum::http::StatusCode;
 use axum::routing::get;
 use reqwest::header::RETRY_AFTER;
-use tokio::net::TcpListener;
 use tollgate::redis::RedisStore;
 use tollgate::tower::key::PeerIp;
 use tollgate::tower::{Escalation, RateLimitLayer, Rule};
@@ -34,13 +34,7 @@ async fn gateway(redis_url: &str) -> String {
     let app = Router::new()
         .route("/", get(|| async { "ok" }))
         .layer(RateLimitLayer::new(store).rule(rule));
-    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let addr = listener.local_addr().expect("address");
-    tokio::spawn(async move {
-        let service = app.into_make_service_with_connect_info::<SocketAddr>();
-        axum::serve(listener, service).await.expect("serve");
-    });
-    format!("http://{addr}/")
+    format!("{}/", common::serve(app).await)
 }
 
 async fn status_and_retry(client: &reqwest::Client, url: &str) -> (StatusCode, Option<u64>) {
@@ -56,10 +50,7 @@ async fn status_and_retry(client: &reqwest::Client, url: &str) -> (StatusCode, O
 async fn two_gateways_share_counts_and_blocks_through_redis() {
     let server = RedisServer::start().expect("start redis-server");
     let (first, second) = (gateway(&server.url()).await, gateway(&server.url()).await);
-    let client = reqwest::Client::builder()
-        .no_proxy()
-        .build()
-        .expect("client");
+    let client = common::client();
 
     assert_eq!(status_and_retry(&client, &first).await.0, StatusCode::OK);
     assert_eq!(status_and_retry(&client, &second).await.0, StatusCode::OK);

@@ -4,7 +4,8 @@
 //! answer 503 with `Retry-After` — and none of them answers 429 because of the outage. After a
 //! restart, closed rules work again within two seconds.
 
-use std::net::SocketAddr;
+mod common;
+
 use std::time::{Duration, Instant};
 
 use axum::Router;
@@ -12,9 +13,7 @@ use axum::http::Method;
 use axum::http::StatusCode;
 use axum::routing::{get, post};
 use reqwest::header::RETRY_AFTER;
-use tokio::net::TcpListener;
 use tollgate::core::FallbackStore;
-use tollgate::redis::{ConnectionSettings, RedisStore};
 use tollgate::tower::key::PeerIp;
 use tollgate::tower::{RateLimitLayer, Rule};
 use tollgate::{OnStoreFailure, Quota};
@@ -28,14 +27,7 @@ fn rule(id: &str, limit: u64, policy: OnStoreFailure) -> Rule {
 }
 
 async fn serve(server: &RedisServer) -> String {
-    let redis = RedisStore::builder()
-        .settings(ConnectionSettings {
-            connect_timeout: Duration::from_millis(200),
-            response_timeout: Duration::from_millis(200),
-        })
-        .connect(&server.url())
-        .await
-        .expect("connect to redis-server");
+    let redis = common::redis_store(server).await;
     let store = FallbackStore::builder(redis)
         .timeout(Duration::from_millis(50))
         .cool_down(Duration::from_millis(200))
@@ -75,23 +67,14 @@ async fn serve(server: &RedisServer) -> String {
         .route("/login", post(|| async { "welcome" }))
         .route("/search", get(|| async { "results" }))
         .layer(limits);
-    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let addr = listener.local_addr().expect("address");
-    tokio::spawn(async move {
-        let service = app.into_make_service_with_connect_info::<SocketAddr>();
-        axum::serve(listener, service).await.expect("serve");
-    });
-    format!("http://{addr}")
+    common::serve(app).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_outage_is_handled_per_rule_over_http() {
     let server = RedisServer::start().expect("start redis-server");
     let base = serve(&server).await;
-    let client = reqwest::Client::builder()
-        .no_proxy()
-        .build()
-        .expect("client");
+    let client = common::client();
     let login = || client.post(format!("{base}/login")).send();
     let get = |path: &str| client.get(format!("{base}{path}")).send();
     assert_eq!(login().await.expect("answers").status(), StatusCode::OK);
@@ -188,10 +171,7 @@ async fn a_gateway_starts_while_redis_is_down_and_reaches_it_once_it_is_up() {
     let server = RedisServer::start().expect("start redis-server");
     server.kill().expect("kill redis-server");
     let base = serve(&server).await;
-    let client = reqwest::Client::builder()
-        .no_proxy()
-        .build()
-        .expect("client");
+    let client = common::client();
     let get = |path: &str| client.get(format!("{base}{path}")).send();
     let login = || client.post(format!("{base}/login")).send();
 

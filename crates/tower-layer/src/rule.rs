@@ -60,10 +60,19 @@ impl Rule {
     /// bytes) allowing `quota` per caller that `key` names. It enforces, costs 1, answers 429,
     /// skips requests without a key and fails open; change any of that with the methods below.
     pub fn new(id: &str, quota: Quota, key: impl KeyExtractor) -> Result<Rule, RuleIdError> {
+        Rule::with_key(id, quota, Arc::new(key))
+    }
+
+    /// [`new`](Rule::new) with an extractor already shared (a rule file's).
+    pub(crate) fn with_key(
+        id: &str,
+        quota: Quota,
+        key: Arc<dyn KeyExtractor>,
+    ) -> Result<Rule, RuleIdError> {
         Ok(Rule {
             id: RuleId::new(id)?,
             quota,
-            key: Arc::new(key),
+            key,
             cost: Cost::Fixed(1),
             mode: Mode::Enforce,
             on_refusal: RefusalAction::Reject,
@@ -74,17 +83,6 @@ impl Rule {
             escalation: None,
             notices: Arc::default(),
         })
-    }
-
-    /// [`new`](Rule::new) with an extractor already shared (a rule file's).
-    pub(crate) fn with_key(
-        id: &str,
-        quota: Quota,
-        key: Arc<dyn KeyExtractor>,
-    ) -> Result<Rule, RuleIdError> {
-        let mut rule = Rule::new(id, quota, crate::key::Global)?;
-        rule.key = key;
-        Ok(rule)
     }
 
     /// Blocks a caller for longer once it keeps sending after refusals (see [`Escalation`]).
