@@ -80,6 +80,8 @@ impl Default for ConnectionSettings {
 #[derive(Clone)]
 pub struct RedisConnection {
     backend: Backend,
+    /// The URLs it was made from (a cluster's seed nodes): what a pub/sub subscriber dials.
+    urls: std::sync::Arc<[String]>,
 }
 
 #[derive(Clone)]
@@ -114,6 +116,7 @@ impl RedisConnection {
         .await;
         Ok(RedisConnection {
             backend: Backend::Standalone(manager),
+            urls: std::sync::Arc::from([url.to_owned()]),
         })
     }
 
@@ -130,6 +133,7 @@ impl RedisConnection {
         settings: ConnectionSettings,
     ) -> Result<Self, ConnectError> {
         let nodes: Vec<&str> = nodes.iter().map(AsRef::as_ref).collect();
+        let urls: std::sync::Arc<[String]> = nodes.iter().map(|url| (*url).to_owned()).collect();
         let what = format!("the redis cluster at {}", nodes.join(", "));
         // No retries inside the client: it would also resend a script whose connection dropped
         // after the script ran (charging twice). `invoke` retries only what never ran.
@@ -145,6 +149,7 @@ impl RedisConnection {
         .await;
         Ok(RedisConnection {
             backend: Backend::Cluster(connection),
+            urls,
         })
     }
 
@@ -209,6 +214,12 @@ impl RedisConnection {
             .await?;
         let answer = answers.pop().ok_or_else(|| redirection.clone())?;
         T::from_redis_value(answer).map_err(Into::into)
+    }
+
+    /// The URLs it was made from: the server's, or the cluster's seed nodes.
+    #[cfg_attr(not(feature = "fleet"), allow(dead_code))]
+    pub(crate) fn urls(&self) -> &[String] {
+        &self.urls
     }
 
     /// Runs a command.

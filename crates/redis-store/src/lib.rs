@@ -116,6 +116,8 @@ mod connecting;
 mod connection;
 mod cross_slot;
 mod error;
+#[cfg(feature = "fleet")]
+pub mod fleet;
 mod layout;
 mod script;
 mod split;

@@ -279,3 +279,113 @@ async fn a_busy_neighbour_does_not_hold_reloads_back_and_a_vanished_file_shows_i
     assert!(message.contains("cannot read the file"), "{message}");
     assert_eq!(gone.loads, 2, "the rules in force stay");
 }
+
+/// The `q=` of every policy a response names, by id.
+async fn limits<S>(service: &mut S) -> Vec<(String, u64)>
+where
+    S: Service<
+            Request<()>,
+            Response = Response<tollgate_tower::ResponseBody<Empty<Bytes>>>,
+            Error = Infallible,
+        >,
+{
+    let response = service
+        .ready()
+        .await
+        .expect("ready")
+        .call(Request::new(()))
+        .await
+        .expect("infallible");
+    let header = response
+        .headers()
+        .get("ratelimit-policy")
+        .and_then(|value| value.to_str().ok())
+        .unwrap_or_default()
+        .to_owned();
+    let mut limits: Vec<(String, u64)> = header
+        .split(',')
+        .filter_map(|policy| {
+            let mut parts = policy.trim().split(';');
+            let id = parts.next()?.trim_matches('"').to_owned();
+            let limit = parts
+                .find_map(|part| part.strip_prefix("q="))?
+                .parse()
+                .ok()?;
+            Some((id, limit))
+        })
+        .collect();
+    limits.sort();
+    limits
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fleet_document_overrides_the_rules_it_names_and_file_edits_to_them_wait() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let path = dir.path().join("rules.toml");
+    write(
+        &path,
+        &format!("{}{}", rules("reads", 100), rules("posts", 10)),
+    );
+    let layer = RateLimitLayer::new(MemoryStore::new());
+    let watcher = RuleWatcher::start(&path, Extractors::new(), &layer).expect("a valid file");
+    let mut service = layer.layer(service_fn(|_: Request<()>| async {
+        Ok::<_, Infallible>(Response::new(Empty::<Bytes>::new()))
+    }));
+    let overlay = watcher.overlay();
+
+    overlay
+        .apply("1", &format!("{}{}", rules("reads", 50), rules("extra", 7)))
+        .expect("a valid document");
+    assert_eq!(watcher.status().overridden, ["reads"]);
+    assert_eq!(
+        limits(&mut service).await,
+        [
+            ("extra".into(), 7),
+            ("posts".into(), 10),
+            ("reads".into(), 50)
+        ]
+    );
+
+    // The file changes both rules: `posts` follows it, `reads` stays the fleet's.
+    write(
+        &path,
+        &format!("{}{}", rules("reads", 5), rules("posts", 20)),
+    );
+    wait_for(&watcher, "loaded the edit", |status| status.loads == 3).await;
+    assert_eq!(
+        limits(&mut service).await,
+        [
+            ("extra".into(), 7),
+            ("posts".into(), 20),
+            ("reads".into(), 50)
+        ]
+    );
+
+    // A document with mistakes is refused whole: nothing of it applies.
+    let refused = overlay
+        .apply("2", &format!("{}{}", rules("reads", 1), rules("extra", 0)))
+        .expect_err("a zero limit");
+    assert!(
+        refused.to_string().starts_with("fleet document 2:"),
+        "{refused}"
+    );
+    let status = watcher.status();
+    assert_eq!(status.overlay_version.as_deref(), Some("1"));
+    assert!(status.overlay_error.is_some());
+    assert_eq!(
+        limits(&mut service).await,
+        [
+            ("extra".into(), 7),
+            ("posts".into(), 20),
+            ("reads".into(), 50)
+        ]
+    );
+
+    // Withdrawn: the file decides every rule again, including the edit that waited.
+    overlay.clear();
+    assert!(watcher.status().overridden.is_empty());
+    assert_eq!(
+        limits(&mut service).await,
+        [("posts".into(), 20), ("reads".into(), 5)]
+    );
+}

@@ -38,6 +38,7 @@
 mod error;
 mod fields;
 mod key;
+mod live;
 mod quota;
 mod rule;
 mod watch;
@@ -48,6 +49,7 @@ use self::error::Report;
 pub use self::error::{ConfigError, ConfigErrors};
 use self::fields::Fields;
 pub use self::key::Extractors;
+pub use self::live::RuleOverlay;
 use self::rule::Applies;
 pub use self::watch::{RuleWatcher, WatchError, WatchStatus};
 use crate::RuleSet;
@@ -71,7 +73,15 @@ use crate::RuleSet;
 /// ```
 #[derive(Debug, Clone)]
 pub struct RuleFile {
+    entries: Vec<Entry>,
     rules: RuleSet,
+}
+
+/// One rule of a file and where it applies.
+#[derive(Debug, Clone)]
+struct Entry {
+    rule: crate::Rule,
+    applies: Applies,
 }
 
 impl RuleFile {
@@ -83,17 +93,84 @@ impl RuleFile {
         extractors: &Extractors,
     ) -> Result<RuleFile, ConfigErrors> {
         let mut report = Report::new(file, text);
-        let rules = match toml_span::parse(text) {
-            Ok(document) => rules(&document, extractors, &mut report),
+        let entries = match toml_span::parse(text) {
+            Ok(document) => entries(&document, extractors, &mut report),
             Err(error) => {
                 report.at(error.span.start, syntax(&error.kind));
                 None
             }
         };
-        match rules {
-            Some(rules) if report.is_clean() => Ok(RuleFile { rules }),
+        match entries {
+            Some(entries) if report.is_clean() => Ok(RuleFile::of(entries)),
             _ => Err(report.into_errors()),
         }
+    }
+
+    fn of(entries: Vec<Entry>) -> RuleFile {
+        let rules = entries.iter().fold(RuleSet::new(), |set, entry| {
+            add(set, entry.rule.clone(), &entry.applies)
+        });
+        RuleFile { entries, rules }
+    }
+
+    /// The ids of the file's rules, in the order written.
+    pub fn ids(&self) -> impl Iterator<Item = &str> {
+        self.entries.iter().map(|entry| entry.rule.id().as_str())
+    }
+
+    /// These rules overridden by `overrides`' (a fleet document's): a rule of `overrides`
+    /// takes the place of this file's rule with the same id — its quota, key, route and
+    /// policies all — and rules only `overrides` defines are added after this file's.
+    ///
+    /// ```
+    /// use tollgate_tower::config::{Extractors, RuleFile};
+    ///
+    /// let local = RuleFile::parse("local.toml", r#"
+    /// [[rule]]
+    /// id = "reads"
+    /// algorithm = "fixed_window"
+    /// limit = 50
+    /// window = "1s"
+    /// key = "peer_ip"
+    /// "#, &Extractors::new())?;
+    /// let fleet = RuleFile::parse("fleet", r#"
+    /// [[rule]]
+    /// id = "reads"
+    /// algorithm = "fixed_window"
+    /// limit = 20
+    /// window = "1s"
+    /// key = "peer_ip"
+    /// "#, &Extractors::new())?;
+    /// let merged = local.overridden_by(&fleet);
+    /// assert_eq!(merged.rules().rules().next().map(|rule| rule.quota().limit()), Some(20));
+    /// # Ok::<(), tollgate_tower::config::ConfigErrors>(())
+    /// ```
+    #[must_use]
+    pub fn overridden_by(&self, overrides: &RuleFile) -> RuleFile {
+        let replacement = |id: &str| {
+            overrides
+                .entries
+                .iter()
+                .find(|entry| entry.rule.id().as_str() == id)
+        };
+        let mut entries: Vec<Entry> = self
+            .entries
+            .iter()
+            .map(|entry| {
+                replacement(entry.rule.id().as_str())
+                    .unwrap_or(entry)
+                    .clone()
+            })
+            .collect();
+        let own: Vec<&str> = self.ids().collect();
+        entries.extend(
+            overrides
+                .entries
+                .iter()
+                .filter(|entry| !own.contains(&entry.rule.id().as_str()))
+                .cloned(),
+        );
+        RuleFile::of(entries)
     }
 
     /// The rules, to give a layer ([`RateLimitLayer::replace_rules`](crate::RateLimitLayer::replace_rules)).
@@ -125,13 +202,13 @@ fn syntax(kind: &toml_span::ErrorKind) -> String {
 }
 
 /// Every `[[rule]]` of the document.
-fn rules(
+fn entries(
     document: &toml_span::Value<'_>,
     extractors: &Extractors,
     report: &mut Report<'_>,
-) -> Option<RuleSet> {
+) -> Option<Vec<Entry>> {
     let top = Fields::of(document, "the file", &["rule"], report)?;
-    let mut set = Some(RuleSet::new());
+    let mut set = Some(Vec::new());
     let mut seen: HashMap<String, ()> = HashMap::new();
     if let Some(list) = top.get("rule") {
         let Some(tables) = list.as_array() else {
@@ -154,11 +231,13 @@ fn rules(
                 set = None;
                 continue;
             }
-            set = set.map(|set| add(set, rule, applies));
+            if let Some(set) = set.as_mut() {
+                set.push(Entry { rule, applies });
+            }
         }
     }
     top.finish("the file", report);
-    if set.as_ref().is_some_and(RuleSet::is_empty) {
+    if set.as_ref().is_some_and(Vec::is_empty) {
         // An empty file (or one truncated while being written) would turn limiting off.
         report.at(0, "the file defines no rules; an empty rule set would limit nothing, so it is refused (write at least one `[[rule]]`)");
         return None;
@@ -167,18 +246,18 @@ fn rules(
 }
 
 /// Adds `rule` where it applies (the pattern was checked when read).
-fn add(set: RuleSet, rule: crate::Rule, applies: Applies) -> RuleSet {
+fn add(set: RuleSet, rule: crate::Rule, applies: &Applies) -> RuleSet {
     match applies {
         Applies::Everywhere => set.rule(rule),
         Applies::Route { methods, pattern } => {
-            let Ok(pattern) = crate::PathPattern::new(&pattern) else {
+            let Ok(pattern) = crate::PathPattern::new(pattern) else {
                 return set;
             };
             if methods.is_empty() {
                 return set.route_pattern(None, pattern, rule);
             }
-            methods.into_iter().fold(set, |set, method| {
-                set.route_pattern(Some(method), pattern.clone(), rule.clone())
+            methods.iter().fold(set, |set, method| {
+                set.route_pattern(Some(method.clone()), pattern.clone(), rule.clone())
             })
         }
     }

@@ -31,6 +31,7 @@ const RULE_FIELDS: &[&str] = &[
 ];
 
 /// Where a rule applies.
+#[derive(Debug, Clone)]
 pub(crate) enum Applies {
     /// Every request.
     Everywhere,

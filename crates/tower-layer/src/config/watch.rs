@@ -4,33 +4,42 @@
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use notify::{RecommendedWatcher, RecursiveMode, Watcher};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
+use super::live::{Live, RuleOverlay};
 use super::{ConfigErrors, Extractors, RuleFile};
-use crate::{RateLimitLayer, RuleSet};
+use crate::RateLimitLayer;
 
 /// How long a burst of file events must be quiet before the file is read: editors and
 /// ConfigMap updates write in several steps.
 const DEBOUNCE: Duration = Duration::from_millis(100);
 
 /// Where a watched rule file stands: the version in force, when it was loaded, and the last
-/// mistake, if the newest file was refused.
+/// mistake, if the newest file was refused; and the fleet document over it, if any
+/// ([`RuleOverlay`]).
 #[derive(Debug, Clone, Default)]
 pub struct WatchStatus {
     /// A fingerprint of the file in force (16 hex digits of a hash of its bytes).
     pub version: Option<String>,
-    /// When the rules in force were loaded.
+    /// When the rules in force were last swapped in (file or fleet document).
     pub loaded_at: Option<SystemTime>,
     /// How many times rules were swapped in (the first load included).
     pub loads: u64,
     /// The mistakes of the newest file, if it was refused (the previous rules stay in force);
     /// `None` once a valid file is loaded.
     pub last_error: Option<ConfigErrors>,
+    /// The version of the fleet document in force over the file, if any.
+    pub overlay_version: Option<String>,
+    /// The mistakes of the newest fleet document, if it was refused (the rules in force stay).
+    pub overlay_error: Option<ConfigErrors>,
+    /// The ids of the file's rules that the fleet document replaces: edits to them in the file
+    /// wait until the document is withdrawn.
+    pub overridden: Vec<String>,
 }
 
 /// Why watching could not start.
@@ -96,9 +105,7 @@ pub struct RuleWatcher {
 
 struct Shared {
     path: PathBuf,
-    extractors: Extractors,
-    apply: Box<dyn Fn(RuleSet) + Send + Sync>,
-    status: Mutex<WatchStatus>,
+    live: Arc<Live>,
 }
 
 impl RuleWatcher {
@@ -113,9 +120,10 @@ impl RuleWatcher {
         let target = layer.clone();
         let shared = Arc::new(Shared {
             path: path.clone(),
-            extractors,
-            apply: Box::new(move |rules| target.replace_rules(rules)),
-            status: Mutex::new(WatchStatus::default()),
+            live: Arc::new(Live::new(
+                extractors,
+                Box::new(move |rules| target.replace_rules(rules)),
+            )),
         });
         // Watch first, then read: a change made while starting is seen, not lost.
         let (changed, mut changes) = mpsc::unbounded_channel::<()>();
@@ -187,6 +195,14 @@ impl RuleWatcher {
     pub fn status(&self) -> WatchStatus {
         self.shared.status()
     }
+
+    /// A handle that puts a fleet document over this file (see [`RuleOverlay`] for the
+    /// precedence).
+    pub fn overlay(&self) -> RuleOverlay {
+        RuleOverlay {
+            live: Arc::clone(&self.shared.live),
+        }
+    }
 }
 
 impl Drop for RuleWatcher {
@@ -226,16 +242,14 @@ enum Failure {
 
 impl Shared {
     fn status(&self) -> WatchStatus {
-        self.status
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+        self.live.lock().status.clone()
     }
 
     /// Reads, checks and (when valid and changed) applies the file; records the outcome.
     fn load(&self) -> Result<bool, Failure> {
         // Read under the lock, so two loads at once apply in the order they read.
-        let mut status = self.status.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut state = self.live.lock();
+        let status = &mut state.status;
         let bytes = match std::fs::read(&self.path) {
             Ok(bytes) => bytes,
             Err(error) => {
@@ -251,14 +265,12 @@ impl Shared {
         }
         let text = String::from_utf8_lossy(&bytes);
         let name = self.path.display().to_string();
-        match RuleFile::parse(&name, &text, &self.extractors) {
+        match RuleFile::parse(&name, &text, &self.live.extractors) {
             Ok(file) => {
-                (self.apply)(file.into_rules());
                 status.version = Some(version);
-                status.loaded_at = Some(SystemTime::now());
-                status.loads += 1;
                 status.last_error = None;
-                tracing::info!(target: "tollgate::config", path = %name, version = status.version.as_deref().unwrap_or(""), "rule file loaded");
+                self.live.set_local(&mut state, file);
+                tracing::info!(target: "tollgate::config", path = %name, version = state.status.version.as_deref().unwrap_or(""), overridden_by_fleet = ?state.status.overridden, "rule file loaded");
                 Ok(true)
             }
             Err(errors) => {

@@ -1,0 +1,336 @@
+//! Fleet-wide rule changes through Redis (feature `fleet`): one gateway publishes a rule
+//! document, every gateway on that Redis puts it over its own rule file within moments.
+//!
+//! A document is a rule file (the format of `tollgate_tower::config`), stored under one key,
+//! `tollgate:fleet:{<name>}` (a hash: version, text, signature), and announced on the channel
+//! `tollgate:fleet:<name>`. Each gateway follows it with [`FleetRules`]:
+//!
+//! - **Promptly**: a subscription to the channel; each announcement makes the gateway read the
+//!   version in Redis and, when it is newer than the one it holds, fetch and apply the document.
+//!   The announcement carries nothing but the version, and is never trusted for more.
+//! - **Surely**: a gateway that missed announcements (restarting, its subscription dropped —
+//!   `CLIENT KILL TYPE pubsub`, a failover) reads the version again as soon as it subscribes
+//!   again and on a slow poll ([`FleetBuilder::poll_every`], default 10 s), so it converges
+//!   within one poll interval whatever happened to the channel. A gateway that starts reads the
+//!   document before it serves ([`FleetBuilder::follow`] returns after the first read).
+//! - **Whole or not at all**: a document is checked as a whole, like a rule file; one with
+//!   mistakes is refused on that gateway (logged at `error` on target `tollgate::config` with
+//!   each mistake's line and column, kept in [`FleetStatus::refused`]) and the rules in force
+//!   stay. So is a document above the size cap ([`FleetBuilder::max_document_bytes`], default
+//!   256 KiB; checked with `HSTRLEN` before it is fetched) and, when a signing key is set, one
+//!   whose HMAC-SHA256 signature does not match: with [`FleetBuilder::signing_key`], write
+//!   access to Redis alone cannot change limits. The signature covers the document's name,
+//!   version and text. It does not stop a replay of an older signed document to a gateway
+//!   that has not seen a newer one (a fresh start); rotate the key to retire old documents.
+//!
+//! Versions are `max(previous + 1, Unix time in ms)`, written only if the version is still the
+//! one the publisher read, in one Lua step that also announces it: two publishers at once
+//! cannot both win, and versions keep rising even if Redis lost the key.
+//!
+//! **Precedence** is the overlay's (`tollgate_tower::config::RuleOverlay`): a rule of the
+//! document replaces the gateway's file rule with the same id, rules only the document defines
+//! are added, the file decides the rest; the document replaces the previous document whole (to
+//! change one rule's quota, publish a document holding that rule). [`FleetRules::withdraw`]
+//! hands every rule back to the files.
+//!
+//! **Redis Cluster**: the document is one key (one slot); a subscriber dials any seed node,
+//! since every node of a cluster hears every `PUBLISH`.
+//!
+//! ```no_run
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! use std::time::Duration;
+//! use tollgate_core::FallbackStore;
+//! use tollgate_redis::RedisStore;
+//! use tollgate_redis::fleet::FleetRules;
+//! use tollgate_tower::RateLimitLayer;
+//! use tollgate_tower::config::{Extractors, RuleWatcher};
+//!
+//! let store = RedisStore::connect("redis://127.0.0.1:6379/").await?;
+//! let connection = store.connection().clone();
+//! let layer = RateLimitLayer::new(FallbackStore::new(store));
+//! let watcher = RuleWatcher::start("/etc/chirp/rules.toml", Extractors::new(), &layer)?;
+//! let fleet = FleetRules::builder("chirp")
+//!     .signing_key(std::env::var("RULES_KEY")?)
+//!     .poll_every(Duration::from_secs(5))
+//!     .follow(&connection, watcher.overlay())
+//!     .await?;
+//! // During an incident, on any one gateway:
+//! let version = fleet.publish(r#"
+//! [[rule]]
+//! id = "posting"
+//! match = { method = "POST", path = "/posts" }
+//! algorithm = "token_bucket"
+//! capacity = 5
+//! refill = { amount = 20, per = "1h" }
+//! key = "peer_ip"
+//! "#).await?;
+//! println!("published version {version}");
+//! # Ok(()) }
+//! ```
+
+mod document;
+mod follow;
+
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use tokio::task::JoinHandle;
+use tollgate_tower::config::{ConfigErrors, RuleFile, RuleOverlay};
+
+use self::document::Place;
+use crate::RedisConnection;
+
+/// The default poll interval.
+const POLL_EVERY: Duration = Duration::from_secs(10);
+
+/// The default size cap of a document.
+const MAX_DOCUMENT_BYTES: usize = 256 * 1024;
+
+/// How many times a publisher tries when other publishers keep winning.
+const PUBLISH_ATTEMPTS: u32 = 5;
+
+/// How to follow (and publish) a fleet document: [`FleetRules::builder`].
+#[derive(Debug, Clone)]
+#[must_use]
+pub struct FleetBuilder {
+    name: String,
+    signing_key: Option<Vec<u8>>,
+    poll_every: Duration,
+    max_bytes: usize,
+    connect_timeout: Duration,
+}
+
+impl FleetBuilder {
+    /// Signs what this gateway publishes and refuses documents not signed with `key`
+    /// (HMAC-SHA256; use at least 32 random bytes, the same on every gateway). Default: none —
+    /// anyone who can write to Redis can change limits.
+    pub fn signing_key(mut self, key: impl Into<Vec<u8>>) -> Self {
+        self.signing_key = Some(key.into());
+        self
+    }
+
+    /// How often the version in Redis is read even without an announcement (default 10 s): the
+    /// bound on how long a gateway that missed an announcement runs on old rules. Set to
+    /// at least 10 ms.
+    pub fn poll_every(mut self, interval: Duration) -> Self {
+        self.poll_every = interval.max(Duration::from_millis(10));
+        self
+    }
+
+    /// The largest document published or accepted, in bytes (default 256 KiB).
+    pub fn max_document_bytes(mut self, bytes: usize) -> Self {
+        self.max_bytes = bytes;
+        self
+    }
+
+    /// Reads the current document into `overlay` (when there is one and Redis answers: a
+    /// gateway starts during an outage on its file's rules) and follows it in a background
+    /// task until the returned value is dropped. An error only for a name that is not 1–64
+    /// letters, digits, `-`, `_` or `.`. Needs a tokio runtime.
+    pub async fn follow(
+        self,
+        connection: &RedisConnection,
+        overlay: RuleOverlay,
+    ) -> Result<FleetRules, FleetNameError> {
+        let valid = (1..=64).contains(&self.name.len())
+            && self
+                .name
+                .bytes()
+                .all(|byte| byte.is_ascii_alphanumeric() || b"-_.".contains(&byte));
+        if !valid {
+            return Err(FleetNameError { name: self.name });
+        }
+        let inner = Arc::new(Inner {
+            place: Place::new(&self.name),
+            connection: connection.clone(),
+            overlay,
+            signing_key: self.signing_key,
+            max_bytes: self.max_bytes,
+            poll_every: self.poll_every,
+            connect_timeout: self.connect_timeout,
+            handled: tokio::sync::Mutex::new(0),
+            status: Mutex::new(FleetStatus::default()),
+        });
+        inner.check().await;
+        let task = tokio::spawn(follow::follow(Arc::clone(&inner)));
+        Ok(FleetRules { inner, task })
+    }
+}
+
+/// A fleet document name that cannot be used.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("fleet document name {name:?} is not 1–64 letters, digits, '-', '_' or '.'")]
+pub struct FleetNameError {
+    name: String,
+}
+
+/// Where this gateway stands with the fleet document.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct FleetStatus {
+    /// The version in force on this gateway (applied, or withdrawn), if any.
+    pub version: Option<u64>,
+    /// The newest version refused here, and why (the rules in force stay); cleared when a later
+    /// version is applied.
+    pub refused: Option<(u64, FleetRefusal)>,
+    /// Whether the announcement channel is subscribed right now (polls go on either way).
+    pub subscribed: bool,
+    /// When the version in Redis was last read (or tried).
+    pub last_checked: Option<SystemTime>,
+    /// The last failure to read from Redis, until a read succeeds.
+    pub last_redis_error: Option<String>,
+}
+
+/// Why a gateway refused a fleet document.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum FleetRefusal {
+    /// Not signed with this gateway's key (tampered with, or written without the key).
+    #[error("the document's signature does not match this gateway's signing key")]
+    BadSignature,
+    /// Above the size cap.
+    #[error("the document is {bytes} bytes, above the cap of {max}")]
+    TooLarge {
+        /// Its size.
+        bytes: usize,
+        /// The cap.
+        max: usize,
+    },
+    /// Not UTF-8 text.
+    #[error("the document is not UTF-8 text")]
+    NotUtf8,
+    /// Rules with mistakes, each at its line and column.
+    #[error("{0}")]
+    Invalid(ConfigErrors),
+}
+
+/// Why a document was not published.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PublishError {
+    /// The rules have mistakes (checked here before anything is written).
+    #[error("{0}")]
+    Invalid(ConfigErrors),
+    /// Above the size cap.
+    #[error("the document is {bytes} bytes, above the cap of {max}")]
+    TooLarge {
+        /// Its size.
+        bytes: usize,
+        /// The cap.
+        max: usize,
+    },
+    /// Redis failed; nothing was published, or (if the answer was lost) the document may have
+    /// been: read [`FleetRules::status`] after the next check.
+    #[error("redis: {0}")]
+    Redis(#[from] redis::RedisError),
+    /// Other publishers kept writing first; nothing was published.
+    #[error("other publishers kept changing the document; try again")]
+    Contended,
+}
+
+/// A gateway following a fleet document (and able to publish one). Dropping it stops following;
+/// the rules in force stay.
+pub struct FleetRules {
+    inner: Arc<Inner>,
+    task: JoinHandle<()>,
+}
+
+struct Inner {
+    place: Place,
+    connection: RedisConnection,
+    overlay: RuleOverlay,
+    signing_key: Option<Vec<u8>>,
+    max_bytes: usize,
+    poll_every: Duration,
+    connect_timeout: Duration,
+    /// The newest version handled (applied or refused); checks hold it while they run.
+    handled: tokio::sync::Mutex<u64>,
+    status: Mutex<FleetStatus>,
+}
+
+impl FleetRules {
+    /// Follows the document `name` (see [`FleetBuilder`] for the settings).
+    pub fn builder(name: impl Into<String>) -> FleetBuilder {
+        FleetBuilder {
+            name: name.into(),
+            signing_key: None,
+            poll_every: POLL_EVERY,
+            max_bytes: MAX_DOCUMENT_BYTES,
+            connect_timeout: Duration::from_secs(1),
+        }
+    }
+
+    /// Checks `text` as a rule file (with this gateway's registered extractors) and publishes
+    /// it as the fleet document, signed when a key is set; applies it here before returning and
+    /// gives its version. Nothing is written when the text has mistakes or is too large.
+    pub async fn publish(&self, text: &str) -> Result<u64, PublishError> {
+        self.check_size(text.len())?;
+        RuleFile::parse("fleet document", text, self.inner.overlay.extractors())
+            .map_err(PublishError::Invalid)?;
+        self.publish_raw(text.as_bytes()).await
+    }
+
+    /// Withdraws the fleet document: every gateway goes back to its own file's rules.
+    pub async fn withdraw(&self) -> Result<u64, PublishError> {
+        self.publish_raw(b"").await
+    }
+
+    /// Reads the version in Redis now and applies it if it is newer (as the poll does).
+    pub async fn refresh(&self) {
+        self.inner.check().await;
+    }
+
+    /// Where this gateway stands.
+    pub fn status(&self) -> FleetStatus {
+        self.inner
+            .status
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    fn check_size(&self, bytes: usize) -> Result<(), PublishError> {
+        if bytes > self.inner.max_bytes {
+            return Err(PublishError::TooLarge {
+                bytes,
+                max: self.inner.max_bytes,
+            });
+        }
+        Ok(())
+    }
+
+    async fn publish_raw(&self, body: &[u8]) -> Result<u64, PublishError> {
+        let inner = &self.inner;
+        for _ in 0..PUBLISH_ATTEMPTS {
+            let seen = document::version(&inner.connection, &inner.place).await?;
+            let now_ms = SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |since| {
+                    u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
+                });
+            let next = (seen + 1).max(now_ms);
+            let mac = document::sign(inner.signing_key.as_deref(), &inner.place.name, next, body);
+            if document::write(&inner.connection, &inner.place, seen, next, body, &mac).await? {
+                tracing::info!(target: "tollgate::config", document = %inner.place.name, version = next, bytes = body.len(), "fleet document published");
+                inner.check().await;
+                return Ok(next);
+            }
+        }
+        Err(PublishError::Contended)
+    }
+}
+
+impl Drop for FleetRules {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl std::fmt::Debug for FleetRules {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FleetRules")
+            .field("name", &self.inner.place.name)
+            .field("status", &self.status())
+            .finish_non_exhaustive()
+    }
+}

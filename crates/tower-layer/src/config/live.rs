@@ -1,0 +1,169 @@
+//! The rules in force on one gateway: its own rule file, overridden by a fleet document when
+//! one is in force, merged and swapped into the layer as one rule set.
+
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::SystemTime;
+
+use super::{ConfigErrors, Extractors, RuleFile, WatchStatus};
+use crate::RuleSet;
+
+/// The two sources and what the layer was given.
+pub(super) struct Live {
+    pub(super) extractors: Extractors,
+    apply: Box<dyn Fn(RuleSet) + Send + Sync>,
+    state: Mutex<State>,
+}
+
+#[derive(Default)]
+pub(super) struct State {
+    local: Option<RuleFile>,
+    overlay: Option<RuleFile>,
+    pub(super) status: WatchStatus,
+}
+
+impl Live {
+    pub(super) fn new(extractors: Extractors, apply: Box<dyn Fn(RuleSet) + Send + Sync>) -> Live {
+        Live {
+            extractors,
+            apply,
+            state: Mutex::new(State::default()),
+        }
+    }
+
+    /// The state, locked: loads hold it while they read, check and apply, so two loads at once
+    /// apply in the order they read.
+    pub(super) fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Installs a checked local file (its version already recorded by the caller).
+    pub(super) fn set_local(&self, state: &mut State, file: RuleFile) {
+        state.local = Some(file);
+        self.install(state);
+    }
+
+    /// Reads a fleet document and, when valid, puts it over the local file; a document with
+    /// mistakes is refused and recorded, and the rules in force stay.
+    pub(super) fn set_overlay(&self, version: &str, text: &str) -> Result<(), ConfigErrors> {
+        let mut state = self.lock();
+        let name = format!("fleet document {version}");
+        match RuleFile::parse(&name, text, &self.extractors) {
+            Ok(file) => {
+                state.overlay = Some(file);
+                state.status.overlay_version = Some(version.to_owned());
+                state.status.overlay_error = None;
+                self.install(&mut state);
+                tracing::info!(target: "tollgate::config", version, overridden = ?state.status.overridden, "fleet document applied");
+                Ok(())
+            }
+            Err(errors) => {
+                tracing::error!(target: "tollgate::config", version, "fleet document refused, the rules in force stay:\n{errors}");
+                state.status.overlay_error = Some(errors.clone());
+                Err(errors)
+            }
+        }
+    }
+
+    /// Withdraws the fleet document: the local file alone decides again.
+    pub(super) fn clear_overlay(&self) {
+        let mut state = self.lock();
+        if state.overlay.take().is_some() {
+            state.status.overlay_version = None;
+            state.status.overlay_error = None;
+            self.install(&mut state);
+            tracing::info!(target: "tollgate::config", "fleet document withdrawn; the local rule file alone is in force");
+        }
+    }
+
+    /// Gives the layer the local file overridden by the overlay (nothing before the local
+    /// file is loaded: a gateway starts only on its own valid file).
+    fn install(&self, state: &mut State) {
+        let Some(local) = &state.local else {
+            return;
+        };
+        let (merged, overridden) = match &state.overlay {
+            Some(overlay) => {
+                let fleet: Vec<&str> = overlay.ids().collect();
+                let overridden = local
+                    .ids()
+                    .filter(|id| fleet.contains(id))
+                    .map(str::to_owned)
+                    .collect();
+                (local.overridden_by(overlay), overridden)
+            }
+            None => (local.clone(), Vec::new()),
+        };
+        (self.apply)(merged.into_rules());
+        state.status.overridden = overridden;
+        state.status.loaded_at = Some(SystemTime::now());
+        state.status.loads += 1;
+    }
+}
+
+/// A handle that puts a fleet document over a watched rule file
+/// ([`RuleWatcher::overlay`](super::RuleWatcher::overlay)); what a fleet follower (such as
+/// `tollgate_redis::fleet`) drives.
+///
+/// **Precedence:** a rule of the fleet document replaces the file's rule with the same id
+/// (quota, key, route, policies — the whole rule), and rules only the document defines are
+/// added; every other rule is the file's. A later change of the file applies at once to the
+/// rules the document does not define, and not to the ones it does: a file edited on one
+/// machine never silently overrides the fleet ([`WatchStatus::overridden`] lists the file's
+/// rules the document replaces). Withdrawing the document ([`clear`](RuleOverlay::clear))
+/// gives the file back every rule.
+///
+/// ```
+/// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+/// # let dir = tempfile::tempdir()?;
+/// # let path = dir.path().join("rules.toml");
+/// # std::fs::write(&path, "[[rule]]\nid = \"reads\"\nalgorithm = \"fixed_window\"\nlimit = 50\nwindow = \"1s\"\nkey = \"peer_ip\"\n")?;
+/// use tollgate_core::MemoryStore;
+/// use tollgate_tower::RateLimitLayer;
+/// use tollgate_tower::config::{Extractors, RuleWatcher};
+///
+/// let layer = RateLimitLayer::new(MemoryStore::new());
+/// let watcher = RuleWatcher::start(&path, Extractors::new(), &layer)?;
+/// let overlay = watcher.overlay();
+/// overlay.apply("7", "[[rule]]\nid = \"reads\"\nalgorithm = \"fixed_window\"\nlimit = 20\nwindow = \"1s\"\nkey = \"peer_ip\"\n")?;
+/// assert_eq!(watcher.status().overridden, ["reads"]);
+/// overlay.clear();
+/// assert!(watcher.status().overridden.is_empty());
+/// # Ok(()) }
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(run()).unwrap();
+/// ```
+#[derive(Clone)]
+pub struct RuleOverlay {
+    pub(super) live: std::sync::Arc<Live>,
+}
+
+impl RuleOverlay {
+    /// Checks `text` (a rule file, named `fleet document <version>` in messages) and puts it
+    /// over the local file; its mistakes when refused (the rules in force stay, and the
+    /// mistakes are kept as [`WatchStatus::overlay_error`]).
+    pub fn apply(&self, version: &str, text: &str) -> Result<(), ConfigErrors> {
+        self.live.set_overlay(version, text)
+    }
+
+    /// Withdraws the fleet document: the local file decides every rule again.
+    pub fn clear(&self) {
+        self.live.clear_overlay();
+    }
+
+    /// The version of the fleet document in force.
+    pub fn version(&self) -> Option<String> {
+        self.live.lock().status.overlay_version.clone()
+    }
+
+    /// The registered extractors, to check a document before publishing it.
+    pub fn extractors(&self) -> &Extractors {
+        &self.live.extractors
+    }
+}
+
+impl std::fmt::Debug for RuleOverlay {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RuleOverlay")
+            .field("version", &self.version())
+            .finish()
+    }
+}

@@ -1,0 +1,362 @@
+//! Fleet-wide rule changes through a real redis-server (and a real cluster): gateways — each an
+//! axum server with its own rule file and its own Redis connection — follow one published
+//! document, over real HTTP.
+
+mod common;
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::http::StatusCode;
+use axum::routing::get;
+use tollgate::redis::fleet::{FleetRefusal, FleetRules, FleetStatus, PublishError};
+use tollgate::redis::{RedisConnection, RedisStore};
+use tollgate::tower::RateLimitLayer;
+use tollgate::tower::config::{Extractors, RuleWatcher};
+use tollgate_redis_harness::{RedisCluster, RedisServer};
+
+const SECRET: &[u8] = b"0123456789abcdef0123456789abcdef";
+
+/// One global rule `reads` allowing `limit` a day (one rule file, or one fleet document).
+fn reads(limit: u64) -> String {
+    format!(
+        "[[rule]]\nid = \"reads\"\nalgorithm = \"fixed_window\"\nlimit = {limit}\nwindow = \"1d\"\nkey = \"global\"\n"
+    )
+}
+
+/// A gateway: its rule file (`reads(1000)`), its layer over Redis, a server, and its fleet
+/// follower.
+struct Gateway {
+    url: String,
+    watcher: RuleWatcher,
+    fleet: FleetRules,
+    _dir: tempfile::TempDir,
+}
+
+struct Setup<'a> {
+    connection: RedisConnection,
+    prefix: &'a str,
+    name: &'a str,
+    poll_every: Duration,
+    key: Option<&'a [u8]>,
+    max_bytes: usize,
+}
+
+impl Setup<'_> {
+    async fn start(&self) -> Gateway {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let path: PathBuf = dir.path().join("rules.toml");
+        std::fs::write(&path, reads(1000)).expect("write the rule file");
+        let store = RedisStore::builder()
+            .prefix(self.prefix)
+            .build(self.connection.clone())
+            .expect("a valid prefix");
+        let layer = RateLimitLayer::new(store);
+        let watcher = RuleWatcher::start(&path, Extractors::new(), &layer).expect("a valid file");
+        let mut builder = FleetRules::builder(self.name)
+            .poll_every(self.poll_every)
+            .max_document_bytes(self.max_bytes);
+        if let Some(key) = self.key {
+            builder = builder.signing_key(key);
+        }
+        let fleet = builder
+            .follow(&self.connection, watcher.overlay())
+            .await
+            .expect("a valid name");
+        let app = Router::new()
+            .route("/", get(|| async { "ok" }))
+            .layer(layer);
+        Gateway {
+            url: format!("{}/", common::serve(app).await),
+            watcher,
+            fleet,
+            _dir: dir,
+        }
+    }
+}
+
+async fn standalone(server: &RedisServer) -> RedisConnection {
+    RedisConnection::connect(&server.url())
+        .await
+        .expect("a valid address")
+}
+
+/// Waits until `gateway`'s fleet status satisfies `done`, failing after a generous deadline.
+async fn wait_for(
+    gateway: &Gateway,
+    what: &str,
+    done: impl Fn(&FleetStatus) -> bool,
+) -> FleetStatus {
+    let started = Instant::now();
+    loop {
+        let status = gateway.fleet.status();
+        if done(&status) {
+            return status;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "never {what}: {status:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// The `reads` limit a gateway's responses announce (`RateLimit-Policy: "reads";q=N;...`).
+async fn announced_limit(gateway: &Gateway) -> u64 {
+    let response = common::client()
+        .get(&gateway.url)
+        .send()
+        .await
+        .expect("the gateway answers");
+    let policy = response
+        .headers()
+        .get("ratelimit-policy")
+        .and_then(|value| value.to_str().ok())
+        .unwrap_or_default()
+        .to_owned();
+    policy
+        .split(';')
+        .find_map(|part| part.strip_prefix("q="))
+        .and_then(|limit| limit.parse().ok())
+        .unwrap_or_else(|| panic!("no q= in {policy:?}"))
+}
+
+async fn status_of(gateway: &Gateway) -> StatusCode {
+    let response = common::client().get(&gateway.url).send().await;
+    response.expect("the gateway answers").status()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_change_published_on_one_gateway_is_enforced_by_the_other_through_the_announcement() {
+    let server = RedisServer::start().expect("start redis-server");
+    let setup = Setup {
+        connection: standalone(&server).await,
+        prefix: "announce",
+        name: "chirp",
+        // No poll to speak of: only the pub/sub announcement can bring the change.
+        poll_every: Duration::from_secs(3_600),
+        key: None,
+        max_bytes: 256 * 1024,
+    };
+    let (first, second) = (setup.start().await, setup.start().await);
+    wait_for(&second, "subscribed", |status| status.subscribed).await;
+    assert_eq!(announced_limit(&second).await, 1000);
+
+    let version = first.fleet.publish(&reads(3)).await.expect("published");
+    assert_eq!(
+        first.fleet.status().version,
+        Some(version),
+        "applied where published"
+    );
+    wait_for(&second, "applied the document", |status| {
+        status.version == Some(version)
+    })
+    .await;
+    assert_eq!(second.watcher.status().overridden, ["reads"]);
+    // Enforced: 3 a day in all, counted in the shared Redis (one request above already counted).
+    assert_eq!(announced_limit(&second).await, 3);
+    assert_eq!(status_of(&first).await, StatusCode::OK);
+    assert_eq!(status_of(&second).await, StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(status_of(&first).await, StatusCode::TOO_MANY_REQUESTS);
+
+    // Withdrawn: the files' rules again.
+    let withdrawn = second.fleet.withdraw().await.expect("withdrawn");
+    wait_for(&first, "applied the withdrawal", |status| {
+        status.version == Some(withdrawn)
+    })
+    .await;
+    assert!(first.watcher.status().overridden.is_empty());
+    assert_eq!(announced_limit(&first).await, 1000);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gateway_whose_subscription_is_killed_still_converges() {
+    let server = RedisServer::start().expect("start redis-server");
+    let setup = Setup {
+        connection: standalone(&server).await,
+        prefix: "killed",
+        name: "chirp",
+        poll_every: Duration::from_secs(1),
+        key: None,
+        max_bytes: 256 * 1024,
+    };
+    let (first, second) = (setup.start().await, setup.start().await);
+    wait_for(&second, "subscribed", |status| status.subscribed).await;
+    wait_for(&first, "subscribed", |status| status.subscribed).await;
+
+    let killed = server
+        .cli(&["CLIENT", "KILL", "TYPE", "pubsub"])
+        .expect("CLIENT KILL");
+    assert_eq!(killed.trim(), "2", "both subscriptions killed");
+    let version = first.fleet.publish(&reads(5)).await.expect("published");
+    wait_for(&second, "converged", |status| {
+        status.version == Some(version)
+    })
+    .await;
+    assert_eq!(announced_limit(&second).await, 5);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gateway_started_after_the_change_starts_with_it() {
+    let server = RedisServer::start().expect("start redis-server");
+    let setup = Setup {
+        connection: standalone(&server).await,
+        prefix: "late",
+        name: "chirp",
+        poll_every: Duration::from_secs(3_600),
+        key: Some(SECRET),
+        max_bytes: 256 * 1024,
+    };
+    let first = setup.start().await;
+    let version = first.fleet.publish(&reads(7)).await.expect("published");
+
+    let late = setup.start().await;
+    // `follow` read the document before returning: the first request already sees it.
+    assert_eq!(late.fleet.status().version, Some(version));
+    assert_eq!(announced_limit(&late).await, 7);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tampered_signed_document_is_refused_and_the_rules_in_force_stay() {
+    let server = RedisServer::start().expect("start redis-server");
+    let setup = Setup {
+        connection: standalone(&server).await,
+        prefix: "signed",
+        name: "chirp",
+        poll_every: Duration::from_secs(1),
+        key: Some(SECRET),
+        max_bytes: 256 * 1024,
+    };
+    let (first, second) = (setup.start().await, setup.start().await);
+    let version = first.fleet.publish(&reads(9)).await.expect("published");
+    wait_for(&second, "applied", |status| status.version == Some(version)).await;
+
+    // Someone with write access to Redis but not the key raises the limit.
+    let forged = (version + 1).to_string();
+    let key = "tollgate:fleet:{chirp}";
+    server
+        .cli(&["HSET", key, "version", &forged, "body", &reads(1_000_000)])
+        .expect("HSET");
+    server
+        .cli(&["PUBLISH", "tollgate:fleet:chirp", &forged])
+        .expect("PUBLISH");
+    let status = wait_for(&second, "refused the forgery", |status| {
+        status.refused.is_some()
+    })
+    .await;
+    assert!(
+        matches!(status.refused, Some((v, FleetRefusal::BadSignature)) if v.to_string() == forged),
+        "{status:?}"
+    );
+    assert_eq!(status.version, Some(version), "the signed version stays");
+    assert_eq!(announced_limit(&second).await, 9);
+
+    // A gateway without the key publishes unsigned: refused by the signed ones too.
+    let unsigned = Setup { key: None, ..setup };
+    let rogue = unsigned.start().await;
+    let rogue_version = rogue.fleet.publish(&reads(50)).await.expect("written");
+    let status = wait_for(&second, "refused the unsigned document", |status| {
+        status
+            .refused
+            .as_ref()
+            .is_some_and(|(v, _)| *v == rogue_version)
+    })
+    .await;
+    assert!(matches!(
+        status.refused,
+        Some((_, FleetRefusal::BadSignature))
+    ));
+    assert_eq!(announced_limit(&second).await, 9);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_or_oversized_documents_are_refused_whole_and_never_published() {
+    let server = RedisServer::start().expect("start redis-server");
+    let setup = Setup {
+        connection: standalone(&server).await,
+        prefix: "bad",
+        name: "chirp",
+        poll_every: Duration::from_secs(1),
+        key: None,
+        max_bytes: 4 * 1024,
+    };
+    let gateway = setup.start().await;
+    let mistakes = "[[rule]]\nid = \"reads\"\nalgorithm = \"fixed_window\"\nlimit = 0\nwindow = \"1d\"\nkey = \"global\"\n";
+    match gateway.fleet.publish(mistakes).await {
+        Err(PublishError::Invalid(errors)) => {
+            assert!(errors.to_string().contains("fleet document:4:"), "{errors}");
+        }
+        other => panic!("published a document with mistakes: {other:?}"),
+    }
+    let huge = format!("{}# {}\n", reads(3), "x".repeat(8 * 1024));
+    assert!(matches!(
+        gateway.fleet.publish(&huge).await,
+        Err(PublishError::TooLarge { .. })
+    ));
+    assert_eq!(
+        gateway.fleet.status().version,
+        None,
+        "nothing was published"
+    );
+
+    // Written behind the publisher's back: refused on arrival, with the line of the mistake.
+    let key = "tollgate:fleet:{chirp}";
+    server
+        .cli(&["HSET", key, "version", "10", "body", mistakes])
+        .expect("HSET");
+    gateway.fleet.refresh().await;
+    let status = gateway.fleet.status();
+    match &status.refused {
+        Some((10, FleetRefusal::Invalid(errors))) => {
+            assert!(
+                errors.to_string().contains("fleet document 10:4:"),
+                "{errors}"
+            );
+        }
+        other => panic!("not refused as invalid: {other:?}"),
+    }
+    assert_eq!(gateway.watcher.status().overlay_version, None);
+    server
+        .cli(&["HSET", key, "version", "11", "body", &huge])
+        .expect("HSET");
+    gateway.fleet.refresh().await;
+    assert!(matches!(
+        gateway.fleet.status().refused,
+        Some((11, FleetRefusal::TooLarge { .. }))
+    ));
+    assert_eq!(
+        announced_limit(&gateway).await,
+        1000,
+        "the file's rules stay"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_change_reaches_every_gateway_on_a_redis_cluster() {
+    let cluster = RedisCluster::shared().expect("start a redis cluster");
+    let urls = cluster.urls();
+    let connect = || async {
+        RedisConnection::connect_cluster(&urls)
+            .await
+            .expect("valid addresses")
+    };
+    let setup = Setup {
+        connection: connect().await,
+        prefix: "fleet-cluster",
+        name: "chirp-cluster",
+        poll_every: Duration::from_secs(3_600),
+        key: Some(SECRET),
+        max_bytes: 256 * 1024,
+    };
+    let first = setup.start().await;
+    let other = Setup {
+        connection: connect().await,
+        ..setup
+    };
+    let second = other.start().await;
+    wait_for(&second, "subscribed", |status| status.subscribed).await;
+    let version = first.fleet.publish(&reads(4)).await.expect("published");
+    wait_for(&second, "applied", |status| status.version == Some(version)).await;
+    assert_eq!(announced_limit(&second).await, 4);
+}
