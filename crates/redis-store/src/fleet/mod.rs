@@ -47,7 +47,7 @@
 //!
 //! let store = RedisStore::connect("redis://127.0.0.1:6379/").await?;
 //! let connection = store.connection().clone();
-//! let layer = RateLimitLayer::new(FallbackStore::new(store));
+//! let layer = RateLimitLayer::new(FallbackStore::builder(store).build());
 //! let watcher = RuleWatcher::start("/etc/chirp/rules.toml", Extractors::new(), &layer)?;
 //! let fleet = FleetRules::builder("chirp")
 //!     .signing_key(std::env::var("RULES_KEY")?)
