@@ -95,7 +95,10 @@ pub(crate) fn conclude(
                 .counted_quota(items.get(position)?)?;
             Some((&rule.id, quota, decision))
         });
-    let disclosure = Disclosure::of(settings.header_style, first.into_iter().chain(others));
+    let disclosure = Disclosure::of(
+        rules.header_style(settings.header_style),
+        first.into_iter().chain(others),
+    );
 
     let Some((position, planned, rule, decision)) = refusing else {
         return Conclusion::Proceed {
@@ -149,7 +152,7 @@ fn blocked(
     let shown = rule
         .is_disclosed()
         .then_some((&rule.id, planned.quota, &decision));
-    let headers = Disclosure::of(settings.header_style, shown).to_headers();
+    let headers = Disclosure::of(rules.header_style(settings.header_style), shown).to_headers();
     let refused = Refused::new(&rule.id, planned.quota, decision, headers);
     Conclusion::Respond {
         response: respond::refusal(settings, rule, refused),

@@ -160,7 +160,10 @@ impl<St> RateLimitLayer<St> {
     /// `pattern` is not a valid [`PathPattern`].
     pub fn exempt_path(mut self, pattern: &str) -> Result<Self, PathPatternError> {
         let pattern = PathPattern::new(pattern)?;
-        Arc::make_mut(&mut self.settings).exempt_paths.push(pattern);
+        Arc::make_mut(&mut self.settings)
+            .exemptions
+            .paths
+            .push(pattern);
         Ok(self)
     }
 
@@ -169,7 +172,10 @@ impl<St> RateLimitLayer<St> {
     /// network would exempt everyone: exempt paths instead, or put internal callers on a route
     /// without this layer.
     pub fn exempt_network(mut self, network: Cidr) -> Self {
-        Arc::make_mut(&mut self.settings).exempt_peers.push(network);
+        Arc::make_mut(&mut self.settings)
+            .exemptions
+            .peers
+            .push(network);
         self
     }
 
@@ -209,9 +215,13 @@ impl<St> RateLimitLayer<St> {
         self.settings.registry.as_ref()
     }
 
-    /// Which rate-limit headers responses carry.
+    /// Which rate-limit headers responses carry: the current rule set's style
+    /// ([`RuleSet::headers`], a rule file's `headers`), else the layer's.
     pub fn current_header_style(&self) -> HeaderStyle {
-        self.settings.header_style
+        self.core
+            .rules
+            .load()
+            .header_style(self.settings.header_style)
     }
 
     /// How keys appear in events.

@@ -55,11 +55,17 @@ impl Plan {
             let Some(rule) = rules.get(at) else { continue };
             let mut key = Key::builder();
             if rule.key.extract(request, &mut key) {
-                let quota =
-                    registry.map_or(rule.quota, |live| live.quota_for(&rule.id, rule.quota));
+                let key = key.build();
+                let quota = rule
+                    .overrides
+                    .as_ref()
+                    .and_then(|overrides| overrides.resolve(&key, request))
+                    .unwrap_or_else(|| {
+                        registry.map_or(rule.quota, |live| live.quota_for(&rule.id, rule.quota))
+                    });
                 plan.entries.push(Planned {
                     rule: at,
-                    key: key.build(),
+                    key,
                     cost: rule.cost_of(request),
                     quota,
                 });

@@ -6,6 +6,9 @@ use std::sync::Arc;
 use http::Method;
 use http::request::Parts;
 
+use crate::client_ip::Cidr;
+use crate::exemptions::Exemptions;
+use crate::headers::HeaderStyle;
 use crate::key::MatchedPattern;
 use crate::{PathPattern, PathPatternError, Rule};
 
@@ -30,6 +33,8 @@ struct Route {
 pub struct RuleSet {
     everywhere: Vec<Rule>,
     routes: Vec<Route>,
+    exemptions: Exemptions,
+    header_style: Option<HeaderStyle>,
 }
 
 impl RuleSet {
@@ -61,6 +66,41 @@ impl RuleSet {
     /// `pattern` is not a valid [`PathPattern`].
     pub fn any_method(self, pattern: &str, rule: Rule) -> Result<Self, PathPatternError> {
         Ok(self.route_pattern(None, PathPattern::new(pattern)?, rule))
+    }
+
+    /// Requests whose path matches `pattern` skip limiting (besides the layer's own
+    /// exemptions, [`RateLimitLayer::exempt_path`](crate::RateLimitLayer::exempt_path)); swapped
+    /// with the rest of the set.
+    pub fn exempt_path(mut self, pattern: &str) -> Result<Self, PathPatternError> {
+        self.exemptions.paths.push(PathPattern::new(pattern)?);
+        Ok(self)
+    }
+
+    /// Requests from a peer in `network` skip limiting (besides the layer's own exemptions;
+    /// mind [`RateLimitLayer::exempt_network`](crate::RateLimitLayer::exempt_network)'s warning
+    /// about load balancers).
+    #[must_use]
+    pub fn exempt_network(mut self, network: Cidr) -> Self {
+        self.exemptions.peers.push(network);
+        self
+    }
+
+    /// Which rate-limit headers responses carry while this set is in force, instead of the
+    /// layer's [`headers`](crate::RateLimitLayer::headers).
+    #[must_use]
+    pub fn headers(mut self, style: HeaderStyle) -> Self {
+        self.header_style = Some(style);
+        self
+    }
+
+    /// Whether the set exempts `request` from limiting.
+    pub(crate) fn exempts(&self, request: &Parts) -> bool {
+        self.exemptions.covers(request)
+    }
+
+    /// The header style in force: the set's, else the layer's.
+    pub(crate) fn header_style(&self, layer: HeaderStyle) -> HeaderStyle {
+        self.header_style.unwrap_or(layer)
     }
 
     /// Adds a row for a checked pattern (`None`: any method).

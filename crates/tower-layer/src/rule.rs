@@ -8,6 +8,7 @@ use http::StatusCode;
 use http::request::Parts;
 use tollgate_core::{Decision, Mode, OnStoreFailure, Quota, RuleId, RuleIdError};
 
+use crate::QuotaOverrides;
 use crate::escalation::{Escalated, Escalation};
 use crate::key::KeyExtractor;
 use crate::notices::RuleNotices;
@@ -49,6 +50,9 @@ pub struct Rule {
     pub(crate) disclose: Option<bool>,
     pub(crate) count_when: Option<CountWhen>,
     pub(crate) escalation: Option<Escalated>,
+    pub(crate) overrides: Option<Arc<QuotaOverrides>>,
+    /// The TOML table a rule file defined it with (`None`: built in code).
+    pub(crate) source: Option<Arc<str>>,
     pub(crate) notices: Arc<RuleNotices>,
 }
 
@@ -81,6 +85,8 @@ impl Rule {
             disclose: None,
             count_when: None,
             escalation: None,
+            overrides: None,
+            source: None,
             notices: Arc::default(),
         })
     }
@@ -120,6 +126,14 @@ impl Rule {
         counts: impl Fn(StatusCode) -> bool + Send + Sync + 'static,
     ) -> Self {
         self.count_when = Some(Arc::new(counts));
+        self
+    }
+
+    /// Gives particular callers (by key or by plan) other quotas than the rule's own; see
+    /// [`QuotaOverrides`]. Empty overrides are none.
+    #[must_use]
+    pub fn overrides(mut self, overrides: QuotaOverrides) -> Self {
+        self.overrides = (!overrides.is_empty()).then(|| Arc::new(overrides));
         self
     }
 

@@ -104,10 +104,10 @@ where
 
     fn call(&mut self, request: Request<B>) -> Self::Future {
         let (mut parts, body) = request.into_parts();
-        if self.settings.is_exempt(&parts) {
+        let rules = self.core.rules.load_full();
+        if self.settings.exemptions.covers(&parts) || rules.exempts(&parts) {
             return call_inner(&mut self.inner, parts, body, Disclosure::nothing(), None);
         }
-        let rules = self.core.rules.load_full();
         let plan = match Plan::new(&rules, self.settings.registry.as_ref(), &mut parts) {
             Ok(plan) => plan,
             Err(unplanned) => {

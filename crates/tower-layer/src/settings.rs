@@ -4,15 +4,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::request::Parts;
-
 use tollgate_core::{FingerprintSecret, Key};
 
-use crate::client_ip::Cidr;
+use crate::QuotaRegistry;
+use crate::exemptions::Exemptions;
 use crate::headers::HeaderStyle;
-use crate::key::peer_addr;
 use crate::respond::Refused;
-use crate::{PathPattern, QuotaRegistry};
 
 /// Renders a refusal the service's own way (custom JSON, a gRPC status): the hook
 /// [`RateLimitLayer::responder`](crate::RateLimitLayer::responder) sets.
@@ -72,8 +69,7 @@ pub(crate) struct Settings {
     pub(crate) responder: Option<Responder>,
     pub(crate) key_logging: KeyLogging,
     pub(crate) unavailable_retry_after: Duration,
-    pub(crate) exempt_paths: Vec<PathPattern>,
-    pub(crate) exempt_peers: Vec<Cidr>,
+    pub(crate) exemptions: Exemptions,
     pub(crate) registry: Option<QuotaRegistry>,
 }
 
@@ -84,28 +80,8 @@ impl Default for Settings {
             responder: None,
             key_logging: KeyLogging::default(),
             unavailable_retry_after: Duration::from_secs(1),
-            exempt_paths: Vec::new(),
-            exempt_peers: Vec::new(),
+            exemptions: Exemptions::default(),
             registry: None,
         }
-    }
-}
-
-impl Settings {
-    /// Whether the request skips limiting altogether (health checks, internal networks).
-    pub(crate) fn is_exempt(&self, request: &Parts) -> bool {
-        let path = request.uri.path();
-        if self
-            .exempt_paths
-            .iter()
-            .any(|pattern| pattern.matches(path))
-        {
-            return true;
-        }
-        if self.exempt_peers.is_empty() {
-            return false;
-        }
-        peer_addr(request)
-            .is_some_and(|peer| self.exempt_peers.iter().any(|cidr| cidr.contains(peer)))
     }
 }

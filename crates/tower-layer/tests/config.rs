@@ -12,10 +12,10 @@ use bytes::Bytes;
 use http::{Method, Request, Response, StatusCode};
 use http_body_util::Empty;
 use proptest::prelude::*;
-use tollgate_core::{MemoryStore, Quota, Rate};
+use tollgate_core::{Key, MemoryStore, OnStoreFailure, Quota, Rate};
 use tollgate_tower::config::{Extractors, RuleFile};
-use tollgate_tower::key::{ExtensionKey, HeaderKey, PeerIp};
-use tollgate_tower::{RateLimitLayer, Rule, RuleSet};
+use tollgate_tower::key::{ExtensionKey, Global, HeaderKey, PeerIp};
+use tollgate_tower::{QuotaOverrides, RateLimitLayer, Rule, RuleSet};
 use tower::{Layer, ServiceExt, service_fn};
 
 #[derive(Clone)]
@@ -25,76 +25,44 @@ fn extractors() -> Extractors {
     Extractors::new().with("account", ExtensionKey::new(|account: &Account| account.0))
 }
 
-const CHIRP: &str = r#"
-# Reads: bursts of 50, then 10 a second per account.
-[[rule]]
-id = "reads"
-match = { method = "GET", path = "/feed" }
-algorithm = "token_bucket"
-capacity = 50
-refill = { amount = 10, per = "1s" }
-key = "account"
-
-[[rule]]
-id = "posting"
-match = { method = "POST", path = "/posts" }
-algorithm = "token_bucket"
-capacity = 5
-refill = { amount = 30, per = "1h" }
-key = "account"
-
-[[rule]]
-id = "signups-per-device"
-match = { method = "POST", path = "/signup" }
-algorithm = "fixed_window"
-limit = 3
-window = "1d"
-key = { header = "x-device-id" }
-on_store_failure = "closed"
-
-[[rule]]
-id = "per-ip"
-algorithm = "sliding_window_counter"
-limit = 100
-window = "1m"
-key = { peer_ip = { ipv4_prefix = 24 } }
-"#;
+/// The seeds' limits table, as the example rule file states it.
+const CHIRP: &str = include_str!("../../../examples/rules/chirp.toml");
 
 /// The same rules, built in code.
 fn chirp_in_code() -> RuleSet {
     let account = || ExtensionKey::new(|account: &Account| account.0);
-    let per_ip = tollgate_tower::client_ip::IpGrouping::default()
+    let header = |name: &'static str| HeaderKey::new(http::HeaderName::from_static(name));
+    let block = tollgate_tower::client_ip::IpGrouping::default()
         .with_ipv4_prefix(24)
         .expect("a valid prefix");
+    let day = Duration::from_secs(86_400);
+    let reads = || Quota::token_bucket(50, Rate::per_second(10)).expect("valid");
+    let by_account = |id: &str, quota: Quota| Rule::new(id, quota, account()).expect("id");
     RuleSet::new()
-        .rule(
-            Rule::new(
-                "per-ip",
-                Quota::sliding_window_counter(100, Duration::from_secs(60)).expect("valid"),
-                PeerIp::new().grouping(per_ip),
-            )
-            .expect("id"),
-        )
+        .route(Method::GET, "/feed", by_account("reads", reads()))
+        .expect("pattern")
         .route(
             Method::GET,
-            "/feed",
-            Rule::new(
-                "reads",
-                Quota::token_bucket(50, Rate::per_second(10)).expect("valid"),
-                account(),
-            )
-            .expect("id"),
+            "/profiles/{id}",
+            by_account("profile-reads", reads()),
         )
         .expect("pattern")
         .route(
             Method::POST,
             "/posts",
-            Rule::new(
+            by_account(
                 "posting",
                 Quota::token_bucket(5, Rate::per_hour(30)).expect("valid"),
-                account(),
-            )
-            .expect("id"),
+            ),
+        )
+        .expect("pattern")
+        .route(
+            Method::POST,
+            "/users/{id}/follow",
+            by_account(
+                "following",
+                Quota::sliding_window_counter(400, day).expect("valid"),
+            ),
         )
         .expect("pattern")
         .route(
@@ -102,11 +70,49 @@ fn chirp_in_code() -> RuleSet {
             "/signup",
             Rule::new(
                 "signups-per-device",
-                Quota::fixed_window(3, Duration::from_secs(86_400)).expect("valid"),
-                HeaderKey::new(http::HeaderName::from_static("x-device-id")),
+                Quota::fixed_window(3, day).expect("valid"),
+                header("x-device-id"),
             )
             .expect("id")
-            .on_store_failure(tollgate_core::OnStoreFailure::Closed),
+            .on_store_failure(OnStoreFailure::Closed),
+        )
+        .expect("pattern")
+        .route(
+            Method::POST,
+            "/signup",
+            Rule::new(
+                "signups-per-ip-block",
+                Quota::fixed_window(20, Duration::from_secs(3_600)).expect("valid"),
+                PeerIp::new().grouping(block),
+            )
+            .expect("id")
+            .on_store_failure(OnStoreFailure::Closed),
+        )
+        .expect("pattern")
+        .any_method(
+            "/partner/{*rest}",
+            Rule::new(
+                "partner-api",
+                Quota::token_bucket(200, Rate::per_second(200)).expect("valid"),
+                header("x-api-key"),
+            )
+            .expect("id")
+            .overrides(QuotaOverrides::new().key(
+                Key::new("partner-acme"),
+                Quota::token_bucket(500, Rate::per_second(500)).expect("valid"),
+            )),
+        )
+        .expect("pattern")
+        .route(
+            Method::POST,
+            "/otp",
+            Rule::new(
+                "otp-global",
+                Quota::fixed_window(2000, Duration::from_secs(1)).expect("valid"),
+                Global,
+            )
+            .expect("id")
+            .on_store_failure(OnStoreFailure::Closed),
         )
         .expect("pattern")
 }
@@ -119,15 +125,29 @@ async fn replay(rules: RuleSet) -> Vec<(StatusCode, String)> {
         Ok::<_, Infallible>(Response::new(Empty::<Bytes>::new()))
     }));
     let mut seen = Vec::new();
-    for (method, path, device) in [
+    for (method, path, header) in [
         (Method::POST, "/posts", None),
         (Method::GET, "/feed", None),
-        (Method::POST, "/signup", Some("phone-1")),
+        (Method::HEAD, "/profiles/ada", None),
+        (Method::POST, "/users/bob/follow", None),
+        (Method::POST, "/signup", Some(("x-device-id", "phone-1"))),
+        (Method::POST, "/signup", None),
+        (
+            Method::DELETE,
+            "/partner/v1/posts",
+            Some(("x-api-key", "partner-acme")),
+        ),
+        (
+            Method::GET,
+            "/partner/v1/feed",
+            Some(("x-api-key", "partner-small")),
+        ),
+        (Method::POST, "/otp", None),
     ] {
         for _ in 0..6 {
             let mut request = Request::builder().method(method.clone()).uri(path);
-            if let Some(device) = device {
-                request = request.header("x-device-id", device);
+            if let Some((name, value)) = header {
+                request = request.header(name, value);
             }
             let mut request = request.body(()).expect("a request");
             request.extensions_mut().insert(Account("ada"));
@@ -166,6 +186,10 @@ fn the_example_chirp_file_is_valid() {
     let file =
         RuleFile::parse("chirp.toml", text, &extractors()).expect("the example file is valid");
     assert_eq!(file.rules().rules().count(), 8);
+    let ids: Vec<&str> = file.ids().collect();
+    let in_code = chirp_in_code();
+    let code_ids: Vec<&str> = in_code.rules().map(|rule| rule.id().as_str()).collect();
+    assert_eq!(ids, code_ids, "the code twin covers the whole table");
 }
 
 /// A file of one rule with `field` set as given (the rest valid).

@@ -108,6 +108,12 @@ impl<'t> Report<'t> {
     }
 
     /// Whether anything was recorded.
+    /// The file, line and column of `offset`.
+    pub(crate) fn position(&self, offset: usize) -> (String, usize, usize) {
+        let (line, column) = line_and_column(self.text, offset);
+        (self.file.to_owned(), line, column)
+    }
+
     pub(crate) fn is_clean(&self) -> bool {
         self.errors.is_empty()
     }

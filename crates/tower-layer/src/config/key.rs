@@ -21,10 +21,12 @@ use super::fields::{Fields, kind, nearest, one_or_many, positive, string};
 use crate::client_ip::{Cidr, IpGrouping, ProxyHeader, TrustedProxies};
 use crate::key::{ClientIp, Endpoint, Global, HeaderKey, KeyBuilder, KeyExtractor, PeerIp};
 
-/// Key extractors a service defines in code and rule files name: `account` for an
-/// `ExtensionKey` of its authenticated user, say.
+/// What a service defines in code and rule files name: key extractors (`key = "account"` for
+/// an `ExtensionKey` of its authenticated user, say), responders (`on_refusal = { respond =
+/// "challenge" }`) and predicates on a response's status (`count_only_when = "failed_login"`).
 ///
 /// ```
+/// use http::StatusCode;
 /// use tollgate_tower::config::Extractors;
 /// use tollgate_tower::key::ExtensionKey;
 ///
@@ -32,12 +34,21 @@ use crate::key::{ClientIp, Endpoint, Global, HeaderKey, KeyBuilder, KeyExtractor
 /// struct AccountId(String);
 ///
 /// let extractors = Extractors::new()
-///     .with("account", ExtensionKey::new(|account: &AccountId| account.0.clone()));
+///     .with("account", ExtensionKey::new(|account: &AccountId| account.0.clone()))
+///     .responder("challenge", |_rule, _decision| {
+///         http::Response::builder()
+///             .status(StatusCode::FORBIDDEN)
+///             .body(bytes::Bytes::from_static(b"solve the challenge"))
+///             .unwrap_or_default()
+///     })
+///     .predicate("failed_login", |status| status == StatusCode::UNAUTHORIZED);
 /// # let _ = extractors;
 /// ```
 #[derive(Clone, Default)]
 pub struct Extractors {
     named: HashMap<String, Arc<dyn KeyExtractor>>,
+    responders: HashMap<String, crate::RespondFn>,
+    predicates: HashMap<String, crate::CountWhen>,
 }
 
 impl Extractors {
@@ -53,16 +64,83 @@ impl Extractors {
         self
     }
 
-    fn names(&self) -> Vec<&str> {
-        let mut names: Vec<&str> = self.named.keys().map(String::as_str).collect();
-        names.sort_unstable();
-        names
+    /// Files may say `on_refusal = { respond = "<name>" }` for `respond`: the response a
+    /// refused request gets instead of a 429 (a challenge page, a `403` naming a challenge).
+    #[must_use]
+    pub fn responder(
+        mut self,
+        name: &str,
+        respond: impl Fn(
+            &tollgate_core::RuleId,
+            &tollgate_core::Decision,
+        ) -> http::Response<bytes::Bytes>
+        + Send
+        + Sync
+        + 'static,
+    ) -> Self {
+        self.responders.insert(name.to_owned(), Arc::new(respond));
+        self
     }
+
+    /// Files may say `count_only_when = "<name>"` for `counts`: a request counts only when its
+    /// response's status satisfies it (see [`Rule::count_only_when`](crate::Rule::count_only_when)).
+    #[must_use]
+    pub fn predicate(
+        mut self,
+        name: &str,
+        counts: impl Fn(http::StatusCode) -> bool + Send + Sync + 'static,
+    ) -> Self {
+        self.predicates.insert(name.to_owned(), Arc::new(counts));
+        self
+    }
+
+    fn names(&self) -> Vec<&str> {
+        sorted(self.named.keys())
+    }
+
+    /// The responder registered as `name`, or a sentence listing the known ones.
+    pub(crate) fn find_responder(&self, name: &str) -> Result<crate::RespondFn, String> {
+        self.responders
+            .get(name)
+            .cloned()
+            .ok_or_else(|| unknown("responder", name, &sorted(self.responders.keys())))
+    }
+
+    /// The predicate registered as `name`, or a sentence listing the known ones.
+    pub(crate) fn find_predicate(&self, name: &str) -> Result<crate::CountWhen, String> {
+        self.predicates
+            .get(name)
+            .cloned()
+            .ok_or_else(|| unknown("predicate", name, &sorted(self.predicates.keys())))
+    }
+}
+
+fn sorted<'a>(names: impl Iterator<Item = &'a String>) -> Vec<&'a str> {
+    let mut names: Vec<&str> = names.map(String::as_str).collect();
+    names.sort_unstable();
+    names
+}
+
+/// "no responder named "x" is registered (did you mean "y"?); registered: ..."
+fn unknown(what: &str, name: &str, known: &[&str]) -> String {
+    let hint = nearest(name, known)
+        .map(|near| format!(" (did you mean {near:?}?)"))
+        .unwrap_or_default();
+    let registered = if known.is_empty() {
+        "none is registered; register one in code with `Extractors::".to_owned() + what + "`"
+    } else {
+        format!("registered: {}", known.join(", "))
+    };
+    format!("no {what} named {name:?}{hint}; {registered}")
 }
 
 impl std::fmt::Debug for Extractors {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_set().entries(self.names()).finish()
+        f.debug_struct("Extractors")
+            .field("keys", &self.names())
+            .field("responders", &sorted(self.responders.keys()))
+            .field("predicates", &sorted(self.predicates.keys()))
+            .finish()
     }
 }
 

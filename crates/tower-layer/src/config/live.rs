@@ -4,13 +4,17 @@
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::SystemTime;
 
+use tollgate_core::RuleId;
+
 use super::{ConfigErrors, Extractors, RuleFile, WatchStatus};
-use crate::RuleSet;
+use crate::{QuotaRegistry, RuleSet};
 
 /// The two sources and what the layer was given.
 pub(super) struct Live {
     pub(super) extractors: Extractors,
     apply: Box<dyn Fn(RuleSet) + Send + Sync>,
+    /// The layer's registry, where `[[limit]]` quotas go.
+    registry: Option<QuotaRegistry>,
     state: Mutex<State>,
 }
 
@@ -18,15 +22,30 @@ pub(super) struct Live {
 pub(super) struct State {
     local: Option<RuleFile>,
     overlay: Option<RuleFile>,
+    /// The registry entries the files set (removed again when a file drops them).
+    limits_set: Vec<RuleId>,
     pub(super) status: WatchStatus,
 }
 
 impl Live {
-    pub(super) fn new(extractors: Extractors, apply: Box<dyn Fn(RuleSet) + Send + Sync>) -> Live {
+    pub(super) fn new(
+        extractors: Extractors,
+        apply: Box<dyn Fn(RuleSet) + Send + Sync>,
+        registry: Option<QuotaRegistry>,
+    ) -> Live {
         Live {
             extractors,
             apply,
+            registry,
             state: Mutex::new(State::default()),
+        }
+    }
+
+    /// A file's mistakes that only this layer can see: `[[limit]]`s without a registry.
+    pub(super) fn fits(&self, file: &RuleFile) -> Result<(), ConfigErrors> {
+        match (&self.registry, file.limits_need_registry()) {
+            (None, Some(errors)) => Err(errors),
+            _ => Ok(()),
         }
     }
 
@@ -47,7 +66,9 @@ impl Live {
     pub(super) fn set_overlay(&self, version: &str, text: &str) -> Result<(), ConfigErrors> {
         let mut state = self.lock();
         let name = format!("fleet document {version}");
-        match RuleFile::parse(&name, text, &self.extractors) {
+        let parsed = RuleFile::parse(&name, text, &self.extractors)
+            .and_then(|file| self.fits(&file).map(|()| file));
+        match parsed {
             Ok(file) => {
                 state.overlay = Some(file);
                 state.status.overlay_version = Some(version.to_owned());
@@ -75,6 +96,16 @@ impl Live {
         }
     }
 
+    /// The rules in force as one TOML file (the local file overridden by the overlay).
+    pub(super) fn to_toml(&self) -> String {
+        let state = self.lock();
+        match (&state.local, &state.overlay) {
+            (Some(local), Some(overlay)) => local.overridden_by(overlay).to_toml(),
+            (Some(local), None) => local.to_toml(),
+            (None, _) => String::new(),
+        }
+    }
+
     /// Gives the layer the local file overridden by the overlay (nothing before the local
     /// file is loaded: a gateway starts only on its own valid file).
     fn install(&self, state: &mut State) {
@@ -93,6 +124,16 @@ impl Live {
             }
             None => (local.clone(), Vec::new()),
         };
+        if let Some(registry) = &self.registry {
+            let limits: Vec<RuleId> = merged.limits().map(|(id, _)| id.clone()).collect();
+            for (id, quota) in merged.limits() {
+                registry.set(id.clone(), *quota);
+            }
+            for gone in state.limits_set.iter().filter(|id| !limits.contains(id)) {
+                registry.remove(gone);
+            }
+            state.limits_set = limits;
+        }
         (self.apply)(merged.into_rules());
         state.status.overridden = overridden;
         state.status.loaded_at = Some(SystemTime::now());

@@ -38,10 +38,14 @@
 mod error;
 mod fields;
 mod key;
+mod limit;
 mod live;
+mod overrides;
 mod quota;
 mod rule;
+mod set;
 mod watch;
+mod write;
 
 use std::collections::HashMap;
 
@@ -52,6 +56,7 @@ pub use self::key::Extractors;
 pub use self::live::RuleOverlay;
 use self::rule::Applies;
 pub use self::watch::{RuleWatcher, WatchError, WatchStatus};
+pub use self::write::rules_to_toml;
 use crate::RuleSet;
 
 /// A rule file, read and checked: the rules it defines.
@@ -73,8 +78,30 @@ use crate::RuleSet;
 /// ```
 #[derive(Debug, Clone)]
 pub struct RuleFile {
-    entries: Vec<Entry>,
+    contents: Contents,
     rules: RuleSet,
+}
+
+/// What a file says, before it becomes a [`RuleSet`].
+#[derive(Debug, Clone, Default)]
+struct Contents {
+    entries: Vec<Entry>,
+    limits: Vec<LimitEntry>,
+    /// `[exempt]`, and its TOML.
+    exempt: Option<(set::Exempt, String)>,
+    /// `headers`, and its TOML.
+    headers: Option<(crate::headers::HeaderStyle, String)>,
+}
+
+/// A `[[limit]]`: the live quota of a typed limit (or any id) set in the layer's registry.
+#[derive(Debug, Clone)]
+struct LimitEntry {
+    id: tollgate_core::RuleId,
+    quota: tollgate_core::Quota,
+    /// Where it is written, for a message when the layer has no registry.
+    at: (String, usize, usize),
+    /// Its TOML.
+    source: String,
 }
 
 /// One rule of a file and where it applies.
@@ -93,34 +120,94 @@ impl RuleFile {
         extractors: &Extractors,
     ) -> Result<RuleFile, ConfigErrors> {
         let mut report = Report::new(file, text);
-        let entries = match toml_span::parse(text) {
+        let read = match toml_span::parse(text) {
             Ok(document) => entries(&document, extractors, &mut report),
             Err(error) => {
                 report.at(error.span.start, syntax(&error.kind));
                 None
             }
         };
-        match entries {
-            Some(entries) if report.is_clean() => Ok(RuleFile::of(entries)),
+        match read {
+            Some(contents) if report.is_clean() => Ok(RuleFile::of(contents)),
             _ => Err(report.into_errors()),
         }
     }
 
-    fn of(entries: Vec<Entry>) -> RuleFile {
-        let rules = entries.iter().fold(RuleSet::new(), |set, entry| {
+    fn of(contents: Contents) -> RuleFile {
+        let mut rules = contents.entries.iter().fold(RuleSet::new(), |set, entry| {
             add(set, entry.rule.clone(), &entry.applies)
         });
-        RuleFile { entries, rules }
+        if let Some((exempt, _)) = &contents.exempt {
+            for path in &exempt.paths {
+                // Checked when read.
+                rules = rules.clone().exempt_path(path).unwrap_or(rules);
+            }
+            for network in &exempt.networks {
+                rules = rules.exempt_network(*network);
+            }
+        }
+        if let Some((style, _)) = &contents.headers {
+            rules = rules.headers(*style);
+        }
+        RuleFile { contents, rules }
+    }
+
+    /// The quotas the file's `[[limit]]` tables set, by id: typed limits' live quotas, put in
+    /// the layer's [`QuotaRegistry`](crate::QuotaRegistry) by [`RuleWatcher`].
+    pub fn limits(&self) -> impl Iterator<Item = (&tollgate_core::RuleId, &tollgate_core::Quota)> {
+        self.contents
+            .limits
+            .iter()
+            .map(|limit| (&limit.id, &limit.quota))
+    }
+
+    /// The file as TOML, re-rendered from what was read (values kept, comments and layout not;
+    /// a merged file — [`overridden_by`](Self::overridden_by) — as one file): it loads again
+    /// to the same rules, limits, exemptions and headers.
+    ///
+    /// ```
+    /// use tollgate_tower::config::{Extractors, RuleFile};
+    ///
+    /// let text = "headers = { legacy = true }\n[[rule]]\nid = \"reads\"\nalgorithm = \"gcra\"\ncapacity = 5\nrefill = { amount = 1, per = \"1s\" }\nkey = \"global\"\n";
+    /// let file = RuleFile::parse("rules.toml", text, &Extractors::new())?;
+    /// let again = RuleFile::parse("again.toml", &file.to_toml(), &Extractors::new())?;
+    /// assert_eq!(again.to_toml(), file.to_toml());
+    /// # Ok::<(), tollgate_tower::config::ConfigErrors>(())
+    /// ```
+    pub fn to_toml(&self) -> String {
+        let mut parts: Vec<String> = Vec::new();
+        if let Some((_, source)) = &self.contents.headers {
+            parts.push(source.clone());
+        }
+        let rules = write::rules_to_toml(&self.rules);
+        if !rules.is_empty() {
+            parts.push(rules);
+        }
+        parts.extend(
+            self.contents
+                .limits
+                .iter()
+                .map(|limit| limit.source.clone()),
+        );
+        if let Some((_, source)) = &self.contents.exempt {
+            parts.push(source.clone());
+        }
+        parts.join("\n")
     }
 
     /// The ids of the file's rules, in the order written.
     pub fn ids(&self) -> impl Iterator<Item = &str> {
-        self.entries.iter().map(|entry| entry.rule.id().as_str())
+        self.contents
+            .entries
+            .iter()
+            .map(|entry| entry.rule.id().as_str())
     }
 
     /// These rules overridden by `overrides`' (a fleet document's): a rule of `overrides`
     /// takes the place of this file's rule with the same id — its quota, key, route and
-    /// policies all — and rules only `overrides` defines are added after this file's.
+    /// policies all — and rules only `overrides` defines are added after this file's; the same
+    /// for `[[limit]]`s by id; `overrides`' `[exempt]` and `headers`, when it sets them,
+    /// replace this file's.
     ///
     /// ```
     /// use tollgate_tower::config::{Extractors, RuleFile};
@@ -147,13 +234,14 @@ impl RuleFile {
     /// ```
     #[must_use]
     pub fn overridden_by(&self, overrides: &RuleFile) -> RuleFile {
+        let (own, theirs) = (&self.contents, &overrides.contents);
         let replacement = |id: &str| {
-            overrides
+            theirs
                 .entries
                 .iter()
                 .find(|entry| entry.rule.id().as_str() == id)
         };
-        let mut entries: Vec<Entry> = self
+        let mut entries: Vec<Entry> = own
             .entries
             .iter()
             .map(|entry| {
@@ -162,15 +250,43 @@ impl RuleFile {
                     .clone()
             })
             .collect();
-        let own: Vec<&str> = self.ids().collect();
+        let own_ids: Vec<&str> = self.ids().collect();
         entries.extend(
-            overrides
+            theirs
                 .entries
                 .iter()
-                .filter(|entry| !own.contains(&entry.rule.id().as_str()))
+                .filter(|entry| !own_ids.contains(&entry.rule.id().as_str()))
                 .cloned(),
         );
-        RuleFile::of(entries)
+        let mut limits: Vec<LimitEntry> = own
+            .limits
+            .iter()
+            .filter(|limit| theirs.limits.iter().all(|other| other.id != limit.id))
+            .cloned()
+            .collect();
+        limits.extend(theirs.limits.iter().cloned());
+        RuleFile::of(Contents {
+            entries,
+            limits,
+            exempt: theirs.exempt.clone().or_else(|| own.exempt.clone()),
+            headers: theirs.headers.clone().or_else(|| own.headers.clone()),
+        })
+    }
+
+    /// Whether an id is set by a `[[limit]]` and the mistake to report if the layer has no
+    /// registry to put it in.
+    pub(crate) fn limits_need_registry(&self) -> Option<ConfigErrors> {
+        let limit = self.contents.limits.first()?;
+        let (file, line, column) = limit.at.clone();
+        Some(ConfigErrors(vec![ConfigError {
+            file,
+            line,
+            column,
+            message: format!(
+                "`[[limit]]` {:?} sets a typed limit's quota, but the layer has no QuotaRegistry to put it in; build the layer with `.registry(...)` and share it with the typed limits",
+                limit.id.as_str()
+            ),
+        }]))
     }
 
     /// The rules, to give a layer ([`RateLimitLayer::replace_rules`](crate::RateLimitLayer::replace_rules)).
@@ -206,8 +322,13 @@ fn entries(
     document: &toml_span::Value<'_>,
     extractors: &Extractors,
     report: &mut Report<'_>,
-) -> Option<Vec<Entry>> {
-    let top = Fields::of(document, "the file", &["rule"], report)?;
+) -> Option<Contents> {
+    let top = Fields::of(
+        document,
+        "the file",
+        &["rule", "limit", "exempt", "headers"],
+        report,
+    )?;
     let mut set = Some(Vec::new());
     let mut seen: HashMap<String, ()> = HashMap::new();
     if let Some(list) = top.get("rule") {
@@ -236,13 +357,38 @@ fn entries(
             }
         }
     }
+    let limits = match top.get("limit") {
+        Some(list) => limit::limits(list, &seen, report),
+        None => Some(Vec::new()),
+    };
+    let (top_exempt, top_headers) = (top.get("exempt"), top.get("headers"));
+    let exempt = top_exempt.map(|value| set::exempt(value, report));
+    let headers = top_headers.map(|value| set::headers(value, report));
     top.finish("the file", report);
-    if set.as_ref().is_some_and(Vec::is_empty) {
+    if let (Some(Some((exempt, positions))), Some(entries)) = (&exempt, &set) {
+        let rules = entries
+            .iter()
+            .map(|entry| (entry.rule.id().as_str(), &entry.applies));
+        set::check_coverage(exempt, positions, rules, report);
+    }
+    let (entries, limits) = (set?, limits?);
+    if entries.is_empty() && limits.is_empty() {
         // An empty file (or one truncated while being written) would turn limiting off.
-        report.at(0, "the file defines no rules; an empty rule set would limit nothing, so it is refused (write at least one `[[rule]]`)");
+        report.at(0, "the file defines no rules; an empty rule set would limit nothing, so it is refused (write at least one `[[rule]]` or `[[limit]]`)");
         return None;
     }
-    set
+    Some(Contents {
+        entries,
+        limits,
+        exempt: match (exempt, top_exempt) {
+            (Some(read), Some(value)) => Some((read?.0, write::table("exempt", false, value))),
+            _ => None,
+        },
+        headers: match (headers, top_headers) {
+            (Some(read), Some(value)) => Some((read?, write::field("headers", value))),
+            _ => None,
+        },
+    })
 }
 
 /// Adds `rule` where it applies (the pattern was checked when read).

@@ -51,6 +51,17 @@ pub(crate) fn quota(
 ) -> Option<Quota> {
     let algorithm = fields.required("algorithm", owner, at, report)?;
     let name = string(algorithm, "`algorithm`", report)?;
+    quota_of(name, algorithm.span.start, fields, at, report)
+}
+
+/// The quota of algorithm `name` (written at `algorithm_at`) with the numbers in `fields`.
+pub(crate) fn quota_of(
+    name: &str,
+    algorithm_at: usize,
+    fields: &Fields<'_, '_>,
+    at: usize,
+    report: &mut Report<'_>,
+) -> Option<Quota> {
     let built = match name {
         "token_bucket" | "gcra" => {
             let capacity = positive(
@@ -102,7 +113,7 @@ pub(crate) fn quota(
                 .map(|name| format!(" (did you mean {name:?}?)"))
                 .unwrap_or_default();
             report.at(
-                algorithm.span.start,
+                algorithm_at,
                 format!(
                     "unknown algorithm {other:?}{hint}; one of: {}",
                     ALGORITHMS.join(", ")
@@ -118,7 +129,7 @@ pub(crate) fn quota(
             let culprit = ["window", "max_delay", "refill", "rate", "limit", "capacity"]
                 .into_iter()
                 .find_map(|name| fields.get(name))
-                .map_or(algorithm.span.start, |value| value.span.start);
+                .map_or(algorithm_at, |value| value.span.start);
             report.at(culprit, format!("this quota is not valid: {error}"));
             None
         }

@@ -7,8 +7,11 @@ use toml_span::Value;
 use super::error::Report;
 use super::fields::{Fields, boolean, duration, one_or_many, positive, string};
 use super::key::{Extractors, key};
+use super::overrides::overrides;
 use super::quota::{QUOTA_FIELDS, quota};
-use crate::{Escalation, MissingKey, PathPattern, Rule};
+use std::sync::Arc;
+
+use crate::{CountWhen, Escalation, MissingKey, PathPattern, RefusalAction, Rule};
 
 /// A rule's fields: its own, then its quota's (see [`QUOTA_FIELDS`]).
 const RULE_FIELDS: &[&str] = &[
@@ -21,6 +24,11 @@ const RULE_FIELDS: &[&str] = &[
     "on_missing_key",
     "disclose",
     "escalate",
+    "overrides",
+    "plan",
+    "plans",
+    "on_refusal",
+    "count_only_when",
     "algorithm",
     "capacity",
     "refill",
@@ -85,6 +93,16 @@ pub(crate) fn rule(
         });
         built = built.zip(cost).map(|(rule, cost)| rule.cost(cost));
     }
+    let cost = fields
+        .get("cost")
+        .and_then(|value| value.as_integer())
+        .and_then(|cost| u64::try_from(cost).ok())
+        .unwrap_or(1);
+    match overrides(&fields, extractors, cost, report) {
+        Some(Some(overrides)) => built = built.map(|rule| rule.overrides(overrides)),
+        Some(None) => {}
+        None => built = None,
+    }
     if let Some(value) = fields.get("mode") {
         let mode = mode(value, report);
         built = built.zip(mode).map(|(rule, mode)| rule.mode(mode));
@@ -107,6 +125,19 @@ pub(crate) fn rule(
             .zip(disclose)
             .map(|(rule, disclose)| rule.disclose(disclose));
     }
+    if let Some(value) = fields.get("on_refusal") {
+        let action = on_refusal(value, extractors, report);
+        built = built
+            .zip(action)
+            .map(|(rule, action)| rule.on_refusal(action));
+    }
+    if let Some(value) = fields.get("count_only_when") {
+        let counts = count_only_when(value, extractors, report);
+        built = built.zip(counts).map(|(mut rule, counts)| {
+            rule.count_when = Some(counts);
+            rule
+        });
+    }
     if let Some(value) = fields.get("escalate") {
         let escalation = escalation(value, report);
         built = match built.zip(escalation) {
@@ -121,6 +152,10 @@ pub(crate) fn rule(
         };
     }
     fields.finish("a `[[rule]]`", report);
+    let built = built.map(|mut rule| {
+        rule.source = Some(super::write::table("rule", true, value).into());
+        rule
+    });
     Some((
         built?,
         applies?,
@@ -282,6 +317,111 @@ fn on_missing_key(value: &Value<'_>, report: &mut Report<'_>) -> Option<MissingK
         });
     fields.finish("`on_missing_key`", report);
     status.map(MissingKey::Refuse)
+}
+
+/// `"reject"`, `"flag"` or `{ respond = "<a responder registered in code>" }`.
+fn on_refusal(
+    value: &Value<'_>,
+    extractors: &Extractors,
+    report: &mut Report<'_>,
+) -> Option<RefusalAction> {
+    if let Some(text) = value.as_str() {
+        return match text {
+            "reject" => Some(RefusalAction::Reject),
+            "flag" => Some(RefusalAction::Flag),
+            other => {
+                report.at(value.span.start, format!(
+                    "`on_refusal` {other:?} is not \"reject\", \"flag\" or {{ respond = \"<responder>\" }}"
+                ));
+                None
+            }
+        };
+    }
+    let fields = Fields::of(value, "`on_refusal`", &["respond"], report)?;
+    let name = fields
+        .required("respond", "`on_refusal`", value.span.start, report)
+        .and_then(|name| Some((name, string(name, "`respond`", report)?)));
+    fields.finish("`on_refusal`", report);
+    let (at, name) = name?;
+    match extractors.find_responder(name) {
+        Ok(respond) => Some(RefusalAction::Respond(respond)),
+        Err(why) => {
+            report.at(at.span.start, why);
+            None
+        }
+    }
+}
+
+/// `"<a predicate registered in code>"`, or a list of status classes (`"4xx"`) and statuses
+/// (`401`): the request counts only when its response's status is one of them.
+fn count_only_when(
+    value: &Value<'_>,
+    extractors: &Extractors,
+    report: &mut Report<'_>,
+) -> Option<CountWhen> {
+    if let Some(name) = value.as_str()
+        && class(name).is_none()
+    {
+        return match extractors.find_predicate(name) {
+            Ok(counts) => Some(counts),
+            Err(why) => {
+                report.at(
+                    value.span.start,
+                    format!(
+                        "{why}; or a list of status classes and statuses, such as [\"4xx\", 503]"
+                    ),
+                );
+                None
+            }
+        };
+    }
+    let items = one_or_many(value);
+    if items.is_empty() {
+        report.at(value.span.start, "`count_only_when` lists nothing: no request would ever count; leave it out to count every request");
+        return None;
+    }
+    let mut classes: Vec<u16> = Vec::new();
+    let mut statuses: Vec<u16> = Vec::new();
+    let mut clean = true;
+    for item in items {
+        if let Some(code) = item.as_integer() {
+            match u16::try_from(code)
+                .ok()
+                .filter(|code| (100..=599).contains(code))
+            {
+                Some(code) => statuses.push(code),
+                None => {
+                    report.at(
+                        item.span.start,
+                        format!("{code} is not an HTTP status (100–599)"),
+                    );
+                    clean = false;
+                }
+            }
+        } else if let Some(found) = item.as_str().and_then(class) {
+            classes.push(found);
+        } else {
+            report.at(
+                item.span.start,
+                "each entry is a status class such as \"4xx\" or a status such as 401",
+            );
+            clean = false;
+        }
+    }
+    clean.then(|| {
+        Arc::new(move |status: http::StatusCode| {
+            let code = status.as_u16();
+            statuses.contains(&code) || classes.contains(&(code / 100))
+        }) as CountWhen
+    })
+}
+
+/// `"4xx"` → 4.
+fn class(text: &str) -> Option<u16> {
+    match text.as_bytes() {
+        [digit @ b'1'..=b'5', b'x' | b'X', b'x' | b'X'] => Some(u16::from(digit - b'0')),
+        _ => None,
+    }
 }
 
 /// `{ after_refusals = 20, within = "1m", block_for = "1h" }`.

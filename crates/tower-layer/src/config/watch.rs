@@ -123,6 +123,7 @@ impl RuleWatcher {
             live: Arc::new(Live::new(
                 extractors,
                 Box::new(move |rules| target.replace_rules(rules)),
+                layer.current_registry().cloned(),
             )),
         });
         // Watch first, then read: a change made while starting is seen, not lost.
@@ -196,6 +197,12 @@ impl RuleWatcher {
         self.shared.status()
     }
 
+    /// The rules in force — the file with the fleet document over it — as one TOML file, which
+    /// loads again to the same rules (see [`RuleFile::to_toml`]).
+    pub fn to_toml(&self) -> String {
+        self.shared.live.to_toml()
+    }
+
     /// A handle that puts a fleet document over this file (see [`RuleOverlay`] for the
     /// precedence).
     pub fn overlay(&self) -> RuleOverlay {
@@ -265,7 +272,9 @@ impl Shared {
         }
         let text = String::from_utf8_lossy(&bytes);
         let name = self.path.display().to_string();
-        match RuleFile::parse(&name, &text, &self.live.extractors) {
+        let parsed = RuleFile::parse(&name, &text, &self.live.extractors)
+            .and_then(|file| self.live.fits(&file).map(|()| file));
+        match parsed {
             Ok(file) => {
                 status.version = Some(version);
                 status.last_error = None;
