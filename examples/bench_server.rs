@@ -1,11 +1,12 @@
 //! A hello-world axum server for `scripts/bench-http`: bare, behind tollgate, or behind
 //! tower_governor.
 //!
-//! `cargo run --release --features axum --example bench_server -- MODE` with MODE one of
+//! `cargo run --release --features axum,config --example bench_server -- MODE` with MODE one of
 //! `bare`, `tollgate` (in-memory store, two rules: per client IP and per account from the
 //! `x-account` header, RateLimit headers on), `tollgate-lean` (one per-IP rule, no rate-limit
 //! headers: like for like with governor), `tollgate-escalating` (`tollgate` with escalation on
-//! the per-IP rule) or `governor` (tower_governor per peer IP). Every
+//! the per-IP rule), `tollgate-reloadable` (`tollgate`'s rules read from a rule file that a
+//! `RuleWatcher` watches while the server runs) or `governor` (tower_governor per peer IP). Every
 //! quota allows a million requests a second per key, so the benchmark measures overhead, not
 //! refusals. The server listens on 127.0.0.1 on a free port and prints `listening on PORT`.
 
@@ -16,6 +17,7 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::routing::get;
+use tollgate::tower::config::{Extractors, RuleWatcher};
 use tollgate::tower::headers::HeaderStyle;
 use tollgate::tower::key::{HeaderKey, PeerIp};
 use tollgate::tower::{Escalation, RateLimitLayer, Rule};
@@ -26,9 +28,37 @@ use tower_governor::governor::GovernorConfigBuilder;
 /// Requests per second each key may make in every mode.
 const PER_SECOND: u64 = 1_000_000;
 
-fn app(mode: &str) -> Result<Router, Box<dyn std::error::Error>> {
+/// `tollgate`'s two rules as a rule file.
+const RULE_FILE: &str = r#"
+[[rule]]
+id = "per-ip"
+algorithm = "token_bucket"
+capacity = 1000000
+refill = { amount = 1000000, per = "1s" }
+key = "peer_ip"
+
+[[rule]]
+id = "per-account"
+algorithm = "token_bucket"
+capacity = 1000000
+refill = { amount = 1000000, per = "1s" }
+key = { header = "x-account" }
+"#;
+
+/// What must live as long as the server: the watched file and its watcher.
+type Keep = Option<(tempfile::TempDir, RuleWatcher)>;
+
+fn app(mode: &str) -> Result<(Router, Keep), Box<dyn std::error::Error>> {
     let hello = Router::new().route("/", get(|| async { "Hello, world!" }));
-    Ok(match mode {
+    if mode == "tollgate-reloadable" {
+        let dir = tempfile::tempdir()?;
+        let path = dir.path().join("rules.toml");
+        std::fs::write(&path, RULE_FILE)?;
+        let layer = RateLimitLayer::new(MemoryStore::new());
+        let watcher = RuleWatcher::start(&path, Extractors::new(), &layer)?;
+        return Ok((hello.layer(layer), Some((dir, watcher))));
+    }
+    let app = match mode {
         "bare" => hello,
         "tollgate" => {
             let quota = Quota::token_bucket(PER_SECOND, Rate::per_second(PER_SECOND))?;
@@ -70,23 +100,24 @@ fn app(mode: &str) -> Result<Router, Box<dyn std::error::Error>> {
         }
         other => {
             return Err(format!(
-                "unknown mode {other:?}: bare, tollgate, tollgate-lean, tollgate-escalating or \
-                 governor"
+                "unknown mode {other:?}: bare, tollgate, tollgate-lean, tollgate-escalating, \
+                 tollgate-reloadable or governor"
             )
             .into());
         }
-    })
+    };
+    Ok((app, None))
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mode = std::env::args().nth(1).unwrap_or_else(|| "bare".to_owned());
-    let app = app(&mode)?;
     // One worker thread: the load generator gets the other core.
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
         .build()?;
     runtime.block_on(async move {
+        let (app, _keep) = app(&mode)?;
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0)).await?;
         println!("listening on {}", listener.local_addr()?.port());
         axum::serve(

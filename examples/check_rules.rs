@@ -9,6 +9,7 @@
 use std::io::Write;
 use std::process::ExitCode;
 
+use tollgate::Quota;
 use tollgate::tower::config::{Extractors, RuleFile};
 use tollgate::tower::key::ExtensionKey;
 
@@ -42,16 +43,17 @@ fn main() -> ExitCode {
                 "{:<24} {:<24} {:>8}  {}",
                 header.0, header.1, header.2, header.3
             );
+            let mut listed: Vec<&str> = Vec::new();
             for rule in file.rules().rules() {
-                let quota = rule.quota();
-                let _ = writeln!(
-                    out,
-                    "{:<24} {:<24} {:>8}  {:?}",
-                    rule.id().as_str(),
-                    quota.algorithm().name(),
-                    quota.limit(),
-                    quota.replenish_time()
-                );
+                // A rule on several methods is one rule with several route rows.
+                if listed.contains(&rule.id().as_str()) {
+                    continue;
+                }
+                listed.push(rule.id().as_str());
+                let _ = writeln!(out, "{}", row(rule.id().as_str(), rule.quota()));
+            }
+            for (id, quota) in file.limits() {
+                let _ = writeln!(out, "{}", row(&format!("{} (limit)", id.as_str()), quota));
             }
             ExitCode::SUCCESS
         }
@@ -61,4 +63,15 @@ fn main() -> ExitCode {
             ExitCode::from(1)
         }
     }
+}
+
+/// One line of the table.
+fn row(name: &str, quota: &Quota) -> String {
+    format!(
+        "{:<24} {:<24} {:>8}  {:?}",
+        name,
+        quota.algorithm().name(),
+        quota.limit(),
+        quota.replenish_time()
+    )
 }

@@ -22,6 +22,10 @@ fn extractors() -> Extractors {
             "plan",
             HeaderKey::new(http::HeaderName::from_static("x-plan")),
         )
+        .with(
+            "account",
+            HeaderKey::new(http::HeaderName::from_static("authorization")),
+        )
         .responder("challenge", |rule, _decision| {
             Response::builder()
                 .status(StatusCode::FORBIDDEN)
@@ -494,4 +498,24 @@ fn rules_written_back_as_toml_load_again_to_the_same_rules() {
     let reloaded = RuleFile::parse("listed.toml", &listed, &extractors).expect("still loads");
     assert_eq!(ids(&reloaded), ids(&file));
     let _ = RuleSet::new();
+}
+
+#[test]
+fn the_readme_rule_file_is_valid() {
+    let readme = include_str!("../../../README.md");
+    let section = &readme[readme.find("## Rules as data").expect("the section")..];
+    let start = section.find("```toml\n").expect("a toml block") + "```toml\n".len();
+    let text = &section[start..start + section[start..].find("```").expect("its end")];
+    let file = parse(text);
+    let ids: Vec<&str> = file.ids().collect();
+    assert_eq!(
+        ids,
+        [
+            "posting",
+            "partner-api",
+            "signups-per-block",
+            "failed-logins"
+        ]
+    );
+    assert_eq!(file.limits().count(), 1);
 }
