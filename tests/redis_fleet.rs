@@ -360,3 +360,59 @@ async fn a_change_reaches_every_gateway_on_a_redis_cluster() {
     wait_for(&second, "applied", |status| status.version == Some(version)).await;
     assert_eq!(announced_limit(&second).await, 4);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forged_versions_are_refused_and_hold_nothing_back() {
+    let server = RedisServer::start().expect("start redis-server");
+    let setup = Setup {
+        connection: standalone(&server).await,
+        prefix: "forged",
+        name: "chirp",
+        poll_every: Duration::from_secs(1),
+        key: Some(SECRET),
+        max_bytes: 256 * 1024,
+    };
+    let gateway = setup.start().await;
+    let key = "tollgate:fleet:{chirp}";
+
+    // A forged document with the largest version there is: refused, not remembered as newest.
+    let largest = u64::MAX.to_string();
+    server
+        .cli(&[
+            "HSET",
+            key,
+            "version",
+            &largest,
+            "body",
+            &reads(1_000_000),
+            "mac",
+            "x",
+        ])
+        .expect("HSET");
+    gateway.fleet.refresh().await;
+    assert!(matches!(
+        gateway.fleet.status().refused,
+        Some((_, FleetRefusal::BadVersion(_)))
+    ));
+    // A publisher does not build on it: a clear error, nothing written.
+    match gateway.fleet.publish(&reads(6)).await {
+        Err(PublishError::BadVersion(version)) => assert_eq!(version, largest),
+        other => panic!("published over a forged version: {other:?}"),
+    }
+    // Once the key is deleted, the next document is applied.
+    server.cli(&["DEL", key]).expect("DEL");
+    let version = gateway.fleet.publish(&reads(6)).await.expect("published");
+    assert_eq!(gateway.fleet.status().version, Some(version));
+    assert_eq!(announced_limit(&gateway).await, 6);
+
+    // Not a number: refused the same way; the rules in force stay.
+    server
+        .cli(&["HSET", key, "version", "soon", "body", &reads(1_000_000)])
+        .expect("HSET");
+    gateway.fleet.refresh().await;
+    assert!(matches!(
+        gateway.fleet.status().refused,
+        Some((0, FleetRefusal::BadVersion(ref written))) if written == "soon"
+    ));
+    assert_eq!(announced_limit(&gateway).await, 6);
+}

@@ -7,12 +7,12 @@ use sha2::Sha256;
 
 use crate::RedisConnection;
 
-/// Writes a new version only if the version is still the one the publisher read, and announces
-/// it, in one step: two publishers at once cannot both win, and no gateway sees a version
-/// before its text.
+/// Writes a new version only if the version is still the one the publisher read (compared as
+/// written: `''` for none), and announces it, in one step: two publishers at once cannot both
+/// win, and no gateway sees a version before its text.
 const PUBLISH: &str = r"
-local current = tonumber(redis.call('HGET', KEYS[1], 'version') or '0')
-if current ~= tonumber(ARGV[1]) then return -1 end
+local current = redis.call('HGET', KEYS[1], 'version') or ''
+if current ~= ARGV[1] then return -1 end
 redis.call('HSET', KEYS[1], 'version', ARGV[2], 'body', ARGV[3], 'mac', ARGV[4])
 redis.call('PUBLISH', ARGV[5], ARGV[2])
 return 1
@@ -39,24 +39,52 @@ impl Place {
 
 /// A document as read from Redis.
 pub(super) struct Stored {
-    pub(super) version: u64,
+    pub(super) version: String,
     pub(super) body: Vec<u8>,
     pub(super) mac: Vec<u8>,
 }
 
-/// The version in Redis (0 when nothing was ever published or the key is gone).
-pub(super) async fn version(connection: &RedisConnection, place: &Place) -> RedisResult<u64> {
-    let version: Option<u64> = connection
+/// The version in Redis as written (`None` when nothing was ever published or the key is gone;
+/// not necessarily a number: anyone with write access can put anything there).
+pub(super) async fn raw_version(
+    connection: &RedisConnection,
+    place: &Place,
+) -> RedisResult<Option<String>> {
+    connection
         .query(redis::cmd("HGET").arg(&place.key).arg("version"))
-        .await?;
-    Ok(version.unwrap_or(0))
+        .await
 }
 
-/// The size of the stored text, to refuse an oversized one before fetching it.
-pub(super) async fn body_len(connection: &RedisConnection, place: &Place) -> RedisResult<usize> {
-    connection
+/// What identifies a stored document without fetching its text: its version as written, its
+/// signature and its size.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Head {
+    pub(super) version: String,
+    pub(super) mac: Vec<u8>,
+    pub(super) bytes: usize,
+}
+
+/// The head of the stored document (`None` when there is none).
+pub(super) async fn head(connection: &RedisConnection, place: &Place) -> RedisResult<Option<Head>> {
+    let (version, mac): (Option<String>, Option<Vec<u8>>) = connection
+        .query(
+            redis::cmd("HMGET")
+                .arg(&place.key)
+                .arg("version")
+                .arg("mac"),
+        )
+        .await?;
+    let Some(version) = version else {
+        return Ok(None);
+    };
+    let bytes: usize = connection
         .query(redis::cmd("HSTRLEN").arg(&place.key).arg("body"))
-        .await
+        .await?;
+    Ok(Some(Head {
+        version,
+        mac: mac.unwrap_or_default(),
+        bytes,
+    }))
 }
 
 /// The document (`None` when there is none).
@@ -64,7 +92,7 @@ pub(super) async fn read(
     connection: &RedisConnection,
     place: &Place,
 ) -> RedisResult<Option<Stored>> {
-    let (version, body, mac): (Option<u64>, Option<Vec<u8>>, Option<Vec<u8>>) = connection
+    let (version, body, mac): (Option<String>, Option<Vec<u8>>, Option<Vec<u8>>) = connection
         .query(
             redis::cmd("HMGET")
                 .arg(&place.key)
@@ -80,11 +108,12 @@ pub(super) async fn read(
     }))
 }
 
-/// Writes `body` as `next` if the stored version is still `seen`; whether it was written.
+/// Writes `body` as `next` if the stored version is still `seen` as written (`""`: none);
+/// whether it was written.
 pub(super) async fn write(
     connection: &RedisConnection,
     place: &Place,
-    seen: u64,
+    seen: &str,
     next: u64,
     body: &[u8],
     mac: &[u8],

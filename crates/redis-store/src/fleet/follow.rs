@@ -7,18 +7,40 @@ use std::time::{Duration, SystemTime};
 use futures_util::StreamExt;
 
 use super::document;
-use super::{FleetRefusal, Inner};
+use super::{FleetRefusal, Inner, now_ms};
 
 /// The first pause before dialling a lost subscription again; it doubles up to the poll
 /// interval (at most 5 s).
 const FIRST_PAUSE: Duration = Duration::from_millis(100);
 
+/// How far past this gateway's clock a version may be: versions are Unix milliseconds, so one
+/// further ahead than any clock skew was not written by a publisher (it would hold back every
+/// later document).
+pub(super) const FUTURE_SLACK_MS: u64 = 24 * 60 * 60 * 1000;
+
+/// What a follower has handled: the version in force, and the last document it refused — so a
+/// refused document is neither applied nor reported again, and never holds back a later one
+/// (a forged document with a huge version is refused, not remembered as "the newest").
+#[derive(Debug, Default)]
+pub(super) struct Progress {
+    applied: u64,
+    refused: Option<document::Head>,
+}
+
+/// One check's outcome: nothing new, or a document applied or refused.
+enum Outcome {
+    Nothing,
+    Applied(u64),
+    Refused(document::Head, u64, FleetRefusal),
+}
+
 impl Inner {
-    /// Reads the version in Redis and, when it is newer than the last one handled, fetches,
-    /// verifies and applies (or refuses) the document. Checks run one at a time.
+    /// Reads the head of the document in Redis and, when it is newer than the version in force
+    /// and not the document refused last, fetches, verifies and applies (or refuses) it. Checks
+    /// run one at a time.
     pub(super) async fn check(&self) {
-        let mut handled = self.handled.lock().await;
-        let outcome = self.fetch_newer(*handled).await;
+        let mut progress = self.progress.lock().await;
+        let outcome = self.fetch_newer(&progress).await;
         let mut status = self.status.lock().unwrap_or_else(PoisonError::into_inner);
         status.last_checked = Some(SystemTime::now());
         match outcome {
@@ -28,20 +50,22 @@ impl Inner {
                 }
                 status.last_redis_error = Some(error.to_string());
             }
-            Ok(None) => status.last_redis_error = None,
-            Ok(Some((version, result))) => {
+            Ok(outcome) => {
                 status.last_redis_error = None;
-                *handled = version;
-                match result {
-                    Ok(()) => {
+                match outcome {
+                    Outcome::Nothing => {}
+                    Outcome::Applied(version) => {
+                        progress.applied = version;
+                        progress.refused = None;
                         status.version = Some(version);
                         status.refused = None;
                     }
-                    Err(refusal) => {
+                    Outcome::Refused(head, version, refusal) => {
                         if !matches!(refusal, FleetRefusal::Invalid(_)) {
                             // The overlay logs a document's mistakes itself.
-                            tracing::error!(target: "tollgate::config", document = %self.place.name, version, "fleet document refused, the rules in force stay: {refusal}");
+                            tracing::error!(target: "tollgate::config", document = %self.place.name, version = %head.version, "fleet document refused, the rules in force stay: {refusal}");
                         }
+                        progress.refused = Some(head);
                         status.refused = Some((version, refusal));
                     }
                 }
@@ -49,26 +73,40 @@ impl Inner {
         }
     }
 
-    /// The newest version and what applying it gave, if it is newer than `handled`.
-    async fn fetch_newer(
-        &self,
-        handled: u64,
-    ) -> redis::RedisResult<Option<(u64, Result<(), FleetRefusal>)>> {
-        let version = document::version(&self.connection, &self.place).await?;
-        if version <= handled {
-            return Ok(None);
+    /// What the document in Redis gives, measured against `progress`.
+    async fn fetch_newer(&self, progress: &Progress) -> redis::RedisResult<Outcome> {
+        let Some(head) = document::head(&self.connection, &self.place).await? else {
+            return Ok(Outcome::Nothing);
+        };
+        if progress.refused.as_ref() == Some(&head) {
+            return Ok(Outcome::Nothing);
         }
-        let bytes = document::body_len(&self.connection, &self.place).await?;
-        if bytes > self.max_bytes {
-            return Ok(Some((version, Err(self.too_large(bytes)))));
+        let Ok(version) = head.version.parse::<u64>() else {
+            let refusal = FleetRefusal::BadVersion(head.version.clone());
+            return Ok(Outcome::Refused(head, 0, refusal));
+        };
+        if version <= progress.applied {
+            return Ok(Outcome::Nothing);
+        }
+        if version > now_ms().saturating_add(FUTURE_SLACK_MS) {
+            let refusal = FleetRefusal::BadVersion(head.version.clone());
+            return Ok(Outcome::Refused(head, version, refusal));
+        }
+        if head.bytes > self.max_bytes {
+            let refusal = self.too_large(head.bytes);
+            return Ok(Outcome::Refused(head, version, refusal));
         }
         let Some(stored) = document::read(&self.connection, &self.place).await? else {
-            return Ok(None);
+            return Ok(Outcome::Nothing);
         };
-        if stored.version <= handled {
-            return Ok(None);
+        if stored.version != head.version || stored.mac != head.mac {
+            // Rewritten since the head was read: its announcement brings another check.
+            return Ok(Outcome::Nothing);
         }
-        Ok(Some((stored.version, self.apply(&stored))))
+        Ok(match self.apply(version, &stored) {
+            Ok(()) => Outcome::Applied(version),
+            Err(refusal) => Outcome::Refused(head, version, refusal),
+        })
     }
 
     fn too_large(&self, bytes: usize) -> FleetRefusal {
@@ -79,18 +117,12 @@ impl Inner {
     }
 
     /// Verifies and applies one stored document.
-    fn apply(&self, stored: &document::Stored) -> Result<(), FleetRefusal> {
+    fn apply(&self, version: u64, stored: &document::Stored) -> Result<(), FleetRefusal> {
         if stored.body.len() > self.max_bytes {
             return Err(self.too_large(stored.body.len()));
         }
         let key = self.signing_key.as_deref();
-        if !document::verify(
-            key,
-            &self.place.name,
-            stored.version,
-            &stored.body,
-            &stored.mac,
-        ) {
+        if !document::verify(key, &self.place.name, version, &stored.body, &stored.mac) {
             return Err(FleetRefusal::BadSignature);
         }
         let text = std::str::from_utf8(&stored.body).map_err(|_| FleetRefusal::NotUtf8)?;
@@ -99,7 +131,7 @@ impl Inner {
             return Ok(());
         }
         self.overlay
-            .apply(&stored.version.to_string(), text)
+            .apply(&version.to_string(), text)
             .map_err(FleetRefusal::Invalid)
     }
 

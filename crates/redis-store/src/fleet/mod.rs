@@ -25,7 +25,12 @@
 //!
 //! Versions are `max(previous + 1, Unix time in ms)`, written only if the version is still the
 //! one the publisher read, in one Lua step that also announces it: two publishers at once
-//! cannot both win, and versions keep rising even if Redis lost the key.
+//! cannot both win, and versions keep rising even if Redis lost the key. A gateway applies only
+//! versions above the one in force; a version that is not a number, or is more than a day ahead
+//! of its clock, was written outside tollgate and is refused (so a forged huge version cannot
+//! hold back later documents), and a publisher will not build on one
+//! ([`PublishError::BadVersion`]: delete the key). A refused document is remembered by its
+//! version, signature and size, so it is reported once and a later document is still applied.
 //!
 //! **Precedence** is the overlay's (`tollgate_tower::config::RuleOverlay`): a rule of the
 //! document replaces the gateway's file rule with the same id, rules only the document defines
@@ -148,7 +153,7 @@ impl FleetBuilder {
             max_bytes: self.max_bytes,
             poll_every: self.poll_every,
             connect_timeout: self.connect_timeout,
-            handled: tokio::sync::Mutex::new(0),
+            progress: tokio::sync::Mutex::new(follow::Progress::default()),
             status: Mutex::new(FleetStatus::default()),
         });
         inner.check().await;
@@ -199,6 +204,12 @@ pub enum FleetRefusal {
     /// Not UTF-8 text.
     #[error("the document is not UTF-8 text")]
     NotUtf8,
+    /// A version no publisher writes: not a number, or more than a day ahead of this gateway's
+    /// clock (versions are Unix milliseconds). Written outside tollgate; delete the key.
+    #[error(
+        "the document's version {0:?} was not written by a publisher (not a number, or a day or more ahead of this clock)"
+    )]
+    BadVersion(String),
     /// Rules with mistakes, each at its line and column.
     #[error("{0}")]
     Invalid(ConfigErrors),
@@ -226,6 +237,13 @@ pub enum PublishError {
     /// Other publishers kept writing first; nothing was published.
     #[error("other publishers kept changing the document; try again")]
     Contended,
+    /// The stored version was not written by a publisher (not a number, or far in the future):
+    /// someone wrote the key outside tollgate. Nothing was published; delete the key
+    /// (`DEL tollgate:fleet:{<name>}`) and publish again.
+    #[error(
+        "the stored version {0:?} was not written by a publisher; delete the key and publish again"
+    )]
+    BadVersion(String),
 }
 
 /// A gateway following a fleet document (and able to publish one). Dropping it stops following;
@@ -243,8 +261,8 @@ struct Inner {
     max_bytes: usize,
     poll_every: Duration,
     connect_timeout: Duration,
-    /// The newest version handled (applied or refused); checks hold it while they run.
-    handled: tokio::sync::Mutex<u64>,
+    /// What was applied and refused; checks hold it while they run.
+    progress: tokio::sync::Mutex<follow::Progress>,
     status: Mutex<FleetStatus>,
 }
 
@@ -302,15 +320,20 @@ impl FleetRules {
     async fn publish_raw(&self, body: &[u8]) -> Result<u64, PublishError> {
         let inner = &self.inner;
         for _ in 0..PUBLISH_ATTEMPTS {
-            let seen = document::version(&inner.connection, &inner.place).await?;
-            let now_ms = SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .map_or(0, |since| {
-                    u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
-                });
-            let next = (seen + 1).max(now_ms);
+            let seen = document::raw_version(&inner.connection, &inner.place)
+                .await?
+                .unwrap_or_default();
+            let previous = match seen.as_str() {
+                "" => 0,
+                written => written
+                    .parse::<u64>()
+                    .ok()
+                    .filter(|&version| version < now_ms().saturating_add(follow::FUTURE_SLACK_MS))
+                    .ok_or_else(|| PublishError::BadVersion(seen.clone()))?,
+            };
+            let next = (previous + 1).max(now_ms());
             let mac = document::sign(inner.signing_key.as_deref(), &inner.place.name, next, body);
-            if document::write(&inner.connection, &inner.place, seen, next, body, &mac).await? {
+            if document::write(&inner.connection, &inner.place, &seen, next, body, &mac).await? {
                 tracing::info!(target: "tollgate::config", document = %inner.place.name, version = next, bytes = body.len(), "fleet document published");
                 inner.check().await;
                 return Ok(next);
@@ -318,6 +341,15 @@ impl FleetRules {
         }
         Err(PublishError::Contended)
     }
+}
+
+/// Now, in Unix milliseconds: what versions are made of.
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |since| {
+            u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
+        })
 }
 
 impl Drop for FleetRules {
