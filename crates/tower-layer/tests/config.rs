@@ -201,13 +201,7 @@ fn one_rule(extra: &str) -> String {
 
 /// The errors of `text`, as `line:column: message`.
 fn errors(text: &str) -> Vec<String> {
-    match RuleFile::parse("rules.toml", text, &extractors()) {
-        Ok(_) => Vec::new(),
-        Err(errors) => errors
-            .iter()
-            .map(|error| format!("{}:{}: {}", error.line, error.column, error.message))
-            .collect(),
-    }
+    common::config_errors(text, &extractors())
 }
 
 #[test]

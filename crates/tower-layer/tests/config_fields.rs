@@ -4,6 +4,8 @@
 
 #![cfg(feature = "config")]
 
+mod common;
+
 use std::convert::Infallible;
 use std::net::SocketAddr;
 
@@ -41,13 +43,7 @@ fn parse(text: &str) -> RuleFile {
 }
 
 fn errors(text: &str) -> Vec<String> {
-    match RuleFile::parse("rules.toml", text, &extractors()) {
-        Ok(_) => Vec::new(),
-        Err(errors) => errors
-            .iter()
-            .map(|error| format!("{}:{}: {}", error.line, error.column, error.message))
-            .collect(),
-    }
+    common::config_errors(text, &extractors())
 }
 
 /// A request, with the given headers, from 203.0.113.9, answered `answer` by the service.

@@ -46,8 +46,8 @@ async fn wait_for(
     }
 }
 
-/// The policy named in a response's `RateLimit-Policy`, and its status.
-async fn policy<S>(service: &mut S) -> (StatusCode, String)
+/// A service's response to a plain request: its status and its `RateLimit-Policy` field.
+async fn answer<S>(service: &mut S) -> (StatusCode, String)
 where
     S: Service<
             Request<()>,
@@ -62,15 +62,27 @@ where
         .call(Request::new(()))
         .await
         .expect("infallible");
-    let policy = response
+    let field = response
         .headers()
         .get("ratelimit-policy")
         .and_then(|value| value.to_str().ok())
-        .and_then(|value| value.split(';').next())
         .unwrap_or_default()
-        .trim_matches('"')
         .to_owned();
-    (response.status(), policy)
+    (response.status(), field)
+}
+
+/// The first policy named in a response's `RateLimit-Policy`, and its status.
+async fn policy<S>(service: &mut S) -> (StatusCode, String)
+where
+    S: Service<
+            Request<()>,
+            Response = Response<tollgate_tower::ResponseBody<Empty<Bytes>>>,
+            Error = Infallible,
+        >,
+{
+    let (status, field) = answer(service).await;
+    let first = field.split(';').next().unwrap_or_default();
+    (status, first.trim_matches('"').to_owned())
 }
 
 fn write(path: &Path, text: &str) {
@@ -289,20 +301,8 @@ where
             Error = Infallible,
         >,
 {
-    let response = service
-        .ready()
-        .await
-        .expect("ready")
-        .call(Request::new(()))
-        .await
-        .expect("infallible");
-    let header = response
-        .headers()
-        .get("ratelimit-policy")
-        .and_then(|value| value.to_str().ok())
-        .unwrap_or_default()
-        .to_owned();
-    let mut limits: Vec<(String, u64)> = header
+    let (_, field) = answer(service).await;
+    let mut limits: Vec<(String, u64)> = field
         .split(',')
         .filter_map(|policy| {
             let mut parts = policy.trim().split(';');

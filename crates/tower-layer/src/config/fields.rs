@@ -13,6 +13,8 @@ use super::error::Report;
 pub(crate) struct Fields<'v, 'de> {
     table: &'v Table<'de>,
     known: &'static [&'static str],
+    /// More known fields: a quota's, beside a rule's or a limit's own.
+    also: &'static [&'static str],
 }
 
 impl<'v, 'de> Fields<'v, 'de> {
@@ -24,12 +26,29 @@ impl<'v, 'de> Fields<'v, 'de> {
         report: &mut Report<'_>,
     ) -> Option<Self> {
         match value.as_table() {
-            Some(table) => Some(Fields { table, known }),
+            Some(table) => Some(Fields {
+                table,
+                known,
+                also: &[],
+            }),
             None => {
                 report.at(value.span.start, format!("{what} must be a table"));
                 None
             }
         }
+    }
+
+    /// [`of`](Self::of) a table holding a quota's fields
+    /// ([`QUOTA_FIELDS`](super::quota::QUOTA_FIELDS)) beside its own `known` ones.
+    pub(crate) fn with_quota(
+        value: &'v Value<'de>,
+        what: &str,
+        known: &'static [&'static str],
+        report: &mut Report<'_>,
+    ) -> Option<Self> {
+        let mut fields = Self::of(value, what, known, report)?;
+        fields.also = super::quota::QUOTA_FIELDS;
+        Some(fields)
     }
 
     /// The value of field `name`, if present.
@@ -57,14 +76,15 @@ impl<'v, 'de> Fields<'v, 'de> {
 
     /// Reports every field that is not a known one, suggesting the nearest known name.
     pub(crate) fn finish(self, what: &str, report: &mut Report<'_>) {
+        let all: Vec<&str> = self.known.iter().chain(self.also).copied().collect();
         for key in self.table.keys() {
-            if self.known.contains(&key.name.as_ref()) {
+            if all.contains(&key.name.as_ref()) {
                 continue;
             }
-            let hint = nearest(&key.name, self.known)
+            let hint = nearest(&key.name, &all)
                 .map(|name| format!(" (did you mean `{name}`?)"))
                 .unwrap_or_default();
-            let known = self.known.join("`, `");
+            let known = all.join("`, `");
             report.at(
                 key.span.start,
                 format!(

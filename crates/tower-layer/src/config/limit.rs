@@ -19,18 +19,6 @@ use super::error::Report;
 use super::fields::{Fields, string};
 use super::quota::quota;
 
-/// A limit's fields: its id and a quota's.
-const LIMIT_FIELDS: &[&str] = &[
-    "id",
-    "algorithm",
-    "capacity",
-    "refill",
-    "limit",
-    "window",
-    "rate",
-    "max_delay",
-];
-
 /// Every `[[limit]]` of `list`; `rules` holds the ids of the file's rules (an id is a rule's or
 /// a limit's, not both: both would read the same registry entry).
 pub(super) fn limits(
@@ -67,7 +55,8 @@ pub(super) fn limits(
 }
 
 fn one(value: &Value<'_>, report: &mut Report<'_>) -> Option<LimitEntry> {
-    let fields = Fields::of(value, "a `[[limit]]`", LIMIT_FIELDS, report)?;
+    // A limit's fields: its id, then a quota's.
+    let fields = Fields::with_quota(value, "a `[[limit]]`", &["id"], report)?;
     let at = value.span.start;
     let id_value = fields.required("id", "a limit", at, report);
     let id = id_value.and_then(|value| {

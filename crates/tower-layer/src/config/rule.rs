@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use crate::{CountWhen, Escalation, MissingKey, PathPattern, RefusalAction, Rule};
 
-/// A rule's fields: its own, then its quota's (see [`QUOTA_FIELDS`]).
+/// A rule's own fields (its quota's, [`QUOTA_FIELDS`], are known too).
 const RULE_FIELDS: &[&str] = &[
     "id",
     "match",
@@ -29,13 +29,6 @@ const RULE_FIELDS: &[&str] = &[
     "plans",
     "on_refusal",
     "count_only_when",
-    "algorithm",
-    "capacity",
-    "refill",
-    "limit",
-    "window",
-    "rate",
-    "max_delay",
 ];
 
 /// Where a rule applies.
@@ -57,8 +50,7 @@ pub(crate) fn rule(
     extractors: &Extractors,
     report: &mut Report<'_>,
 ) -> Option<(Rule, Applies, usize)> {
-    debug_assert!(QUOTA_FIELDS.iter().all(|field| RULE_FIELDS.contains(field)));
-    let fields = Fields::of(value, "a `[[rule]]`", RULE_FIELDS, report)?;
+    let fields = Fields::with_quota(value, "a `[[rule]]`", RULE_FIELDS, report)?;
     let at = value.span.start;
     let id_value = fields.required("id", "a rule", at, report);
     let id = id_value.and_then(|id| string(id, "`id`", report));
