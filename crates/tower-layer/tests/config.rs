@@ -4,6 +4,7 @@
 #![cfg(feature = "config")]
 
 mod common;
+mod config_common;
 
 use std::convert::Infallible;
 use std::time::Duration;
@@ -201,7 +202,7 @@ fn one_rule(extra: &str) -> String {
 
 /// The errors of `text`, as `line:column: message`.
 fn errors(text: &str) -> Vec<String> {
-    common::config_errors(text, &extractors())
+    config_common::config_errors(text, &extractors())
 }
 
 #[test]

@@ -4,7 +4,7 @@
 
 #![cfg(feature = "config")]
 
-mod common;
+mod config_common;
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -43,7 +43,7 @@ fn parse(text: &str) -> RuleFile {
 }
 
 fn errors(text: &str) -> Vec<String> {
-    common::config_errors(text, &extractors())
+    config_common::config_errors(text, &extractors())
 }
 
 /// A request, with the given headers, from 203.0.113.9, answered `answer` by the service.

@@ -8,17 +8,3 @@ mod sf;
 
 pub(crate) use sf::{SfMember, sf_members};
 
-/// The mistakes a rule file reports, as `line:column: message` (none for a valid file).
-#[cfg(feature = "config")]
-pub(crate) fn config_errors(
-    text: &str,
-    extractors: &tollgate_tower::config::Extractors,
-) -> Vec<String> {
-    match tollgate_tower::config::RuleFile::parse("rules.toml", text, extractors) {
-        Ok(_) => Vec::new(),
-        Err(errors) => errors
-            .iter()
-            .map(|error| format!("{}:{}: {}", error.line, error.column, error.message))
-            .collect(),
-    }
-}
