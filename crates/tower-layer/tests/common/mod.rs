@@ -7,4 +7,3 @@ pub(crate) mod server;
 mod sf;
 
 pub(crate) use sf::{SfMember, sf_members};
-
