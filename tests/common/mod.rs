@@ -1,17 +1,20 @@
-//! What the facade's Redis tests share: a store with short deadlines on a test server, a real
+//! What the facade's HTTP and Redis tests share: a store with short deadlines on a test server, a real
 //! axum server on a free loopback port, and a client that goes straight to it. Each test file
 //! uses some of it.
-#![allow(dead_code)]
+#![allow(dead_code, unused_imports)]
 
 use std::net::SocketAddr;
 use std::time::Duration;
 
 use axum::Router;
 use tokio::net::TcpListener;
+#[cfg(feature = "redis")]
 use tollgate::redis::{ConnectionSettings, RedisStore};
+#[cfg(feature = "redis")]
 use tollgate_redis_harness::RedisServer;
 
 /// A store on `server` whose connections and answers time out after 200 ms.
+#[cfg(feature = "redis")]
 pub(crate) async fn redis_store(server: &RedisServer) -> RedisStore {
     RedisStore::builder()
         .settings(ConnectionSettings {

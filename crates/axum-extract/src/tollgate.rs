@@ -44,7 +44,7 @@ pub struct Tollgate {
 struct Shared {
     store: Arc<dyn ErasedStore>,
     registry: QuotaRegistry,
-    header_style: HeaderStyle,
+    header_style: HeaderSource,
     key_logging: KeyLogging,
     unavailable_retry_after: Duration,
     responder: Option<Responder>,
@@ -52,11 +52,28 @@ struct Shared {
     declared: RwLock<HashMap<TypeId, Declared>>,
 }
 
+/// Where the header style comes from: set here, or the layer's, read at each refusal so a rule
+/// file's `headers` (swapped in with its rules) reaches typed limits too.
+#[derive(Clone)]
+enum HeaderSource {
+    Fixed(HeaderStyle),
+    Layer(Arc<dyn Fn() -> HeaderStyle + Send + Sync>),
+}
+
+impl HeaderSource {
+    fn current(&self) -> HeaderStyle {
+        match self {
+            HeaderSource::Fixed(style) => *style,
+            HeaderSource::Layer(current) => current(),
+        }
+    }
+}
+
 impl std::fmt::Debug for Tollgate {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Tollgate")
             .field("registry", &self.shared.registry)
-            .field("header_style", &self.shared.header_style)
+            .field("header_style", &self.shared.header_style.current())
             .field("key_logging", &self.shared.key_logging)
             .finish_non_exhaustive()
     }
@@ -70,7 +87,7 @@ impl Tollgate {
             shared: Arc::new(Shared {
                 store: Arc::new(store),
                 registry: QuotaRegistry::new(),
-                header_style: HeaderStyle::default(),
+                header_style: HeaderSource::Fixed(HeaderStyle::default()),
                 key_logging: KeyLogging::default(),
                 unavailable_retry_after: Duration::from_secs(1),
                 responder: None,
@@ -81,8 +98,9 @@ impl Tollgate {
 
     /// Typed limits configured as `layer` is, so everything is configured once: they count in
     /// the layer's store, take live quotas from its registry (a new, unshared one if it has
-    /// none), write the same headers, log keys the same way and answer refusals with its
-    /// responder, so a refusal by a typed limit looks exactly like one by the layer.
+    /// none), write the same headers (the layer's style as it is at each request, so a reloaded
+    /// rule file's `headers` apply here too), log keys the same way and answer refusals with
+    /// its responder, so a refusal by a typed limit looks exactly like one by the layer.
     ///
     /// ```
     /// use axum::{Extension, Router, routing::post};
@@ -98,11 +116,12 @@ impl Tollgate {
     ///     .layer(Extension(tollgate));
     /// ```
     pub fn from_layer<St: Store>(layer: &RateLimitLayer<St>) -> Self {
+        let styled = layer.clone();
         Tollgate {
             shared: Arc::new(Shared {
                 store: Arc::new(layer.shared_store()),
                 registry: layer.current_registry().cloned().unwrap_or_default(),
-                header_style: layer.current_header_style(),
+                header_style: HeaderSource::Layer(Arc::new(move || styled.current_header_style())),
                 key_logging: layer.current_key_logging(),
                 unavailable_retry_after: layer.current_unavailable_retry_after(),
                 responder: layer.current_responder(),
@@ -120,7 +139,7 @@ impl Tollgate {
     /// Which rate-limit headers refusals carry (default: the IETF fields).
     #[must_use]
     pub fn headers(self, style: HeaderStyle) -> Self {
-        self.with(|shared| shared.header_style = style)
+        self.with(|shared| shared.header_style = HeaderSource::Fixed(style))
     }
 
     /// How keys appear in refusal events (default: hashed).
@@ -147,7 +166,7 @@ impl Tollgate {
             Err(shared) => Shared {
                 store: Arc::clone(&shared.store),
                 registry: shared.registry.clone(),
-                header_style: shared.header_style,
+                header_style: shared.header_style.clone(),
                 key_logging: shared.key_logging,
                 unavailable_retry_after: shared.unavailable_retry_after,
                 responder: shared.responder.clone(),
@@ -165,7 +184,7 @@ impl Tollgate {
     }
 
     pub(crate) fn header_style(&self) -> HeaderStyle {
-        self.shared.header_style
+        self.shared.header_style.current()
     }
 
     pub(crate) fn logging(&self) -> KeyLogging {

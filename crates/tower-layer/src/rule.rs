@@ -52,6 +52,7 @@ pub struct Rule {
     pub(crate) escalation: Option<Escalated>,
     pub(crate) overrides: Option<Arc<QuotaOverrides>>,
     /// The TOML table a rule file defined it with (`None`: built in code).
+    #[cfg_attr(not(feature = "config"), allow(dead_code))]
     pub(crate) source: Option<Arc<str>>,
     pub(crate) notices: Arc<RuleNotices>,
 }
