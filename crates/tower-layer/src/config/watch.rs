@@ -172,7 +172,9 @@ impl RuleWatcher {
                         break;
                     }
                 }
-                let _ = reloading.load();
+                // Reading and checking the file blocks: off the runtime's workers.
+                let load = Arc::clone(&reloading);
+                let _ = tokio::task::spawn_blocking(move || load.load()).await;
             }
         });
         Ok(RuleWatcher {
