@@ -10,7 +10,8 @@ use std::time::{Duration, Instant};
 use axum::Router;
 use axum::http::StatusCode;
 use axum::routing::get;
-use tollgate::redis::fleet::{FleetRefusal, FleetRules, FleetStatus, PublishError};
+use tollgate::MemoryStore;
+use tollgate::redis::fleet::{FleetError, FleetRefusal, FleetRules, FleetStatus, PublishError};
 use tollgate::redis::{RedisConnection, RedisStore};
 use tollgate::tower::RateLimitLayer;
 use tollgate::tower::config::{Extractors, RuleWatcher};
@@ -63,7 +64,7 @@ impl Setup<'_> {
         let fleet = builder
             .follow(&self.connection, watcher.overlay())
             .await
-            .expect("a valid name");
+            .expect("a valid name and key");
         let app = Router::new()
             .route("/", get(|| async { "ok" }))
             .layer(layer);
@@ -415,4 +416,180 @@ async fn forged_versions_are_refused_and_hold_nothing_back() {
         Some((0, FleetRefusal::BadVersion(ref written))) if written == "soon"
     ));
     assert_eq!(announced_limit(&gateway).await, 6);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_key_after_a_refused_future_version_does_not_freeze_the_fleet() {
+    let server = RedisServer::start().expect("start redis-server");
+    let setup = Setup {
+        connection: standalone(&server).await,
+        prefix: "lost",
+        name: "chirp",
+        poll_every: Duration::from_secs(3_600),
+        key: Some(SECRET),
+        max_bytes: 256 * 1024,
+    };
+    let (first, second) = (setup.start().await, setup.start().await);
+    let key = "tollgate:fleet:{chirp}";
+    let year_ahead = (u64::try_from(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .expect("after 1970")
+            .as_millis(),
+    )
+    .expect("fits")
+        + 365 * 86_400_000)
+        .to_string();
+    server
+        .cli(&[
+            "HSET",
+            key,
+            "version",
+            &year_ahead,
+            "body",
+            &reads(1_000_000),
+            "mac",
+            "x",
+        ])
+        .expect("HSET");
+    second.fleet.refresh().await;
+    assert!(second.fleet.status().refused.is_some());
+    // Redis loses the key (a restart without persistence, a failover to an empty replica).
+    server.cli(&["DEL", key]).expect("DEL");
+    let version = first.fleet.publish(&reads(3)).await.expect("published");
+    second.fleet.refresh().await;
+    assert_eq!(second.fleet.status().version, Some(version));
+    assert_eq!(announced_limit(&second).await, 3);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_corrupt_key_is_refused_and_named_and_publishing_says_to_delete_it() {
+    let server = RedisServer::start().expect("start redis-server");
+    let setup = Setup {
+        connection: standalone(&server).await,
+        prefix: "corrupt",
+        name: "chirp",
+        poll_every: Duration::from_secs(3_600),
+        key: None,
+        max_bytes: 256 * 1024,
+    };
+    let gateway = setup.start().await;
+    let key = "tollgate:fleet:{chirp}";
+    for corruption in [
+        &["HSET", key, "version", "-1"][..],
+        &["HSET", key, "version", "1.5"],
+        &["SET", key, "a string"],
+    ] {
+        server.cli(&["DEL", key]).expect("DEL");
+        server.cli(corruption).expect("corrupt the key");
+        gateway.fleet.refresh().await;
+        let status = gateway.fleet.status();
+        assert!(
+            matches!(status.refused, Some((_, FleetRefusal::BadVersion(_)))),
+            "{corruption:?}: {status:?}"
+        );
+        assert_eq!(
+            status.last_redis_error, None,
+            "not an outage: {corruption:?}"
+        );
+        assert!(
+            matches!(
+                gateway.fleet.publish(&reads(3)).await,
+                Err(PublishError::BadVersion(_))
+            ),
+            "{corruption:?}"
+        );
+    }
+    server.cli(&["DEL", key]).expect("DEL");
+    let version = gateway.fleet.withdraw().await.expect("withdrawn");
+    assert_eq!(gateway.fleet.status().version, Some(version));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn publishing_checks_what_this_gateway_would_refuse_and_a_short_key_is_refused() {
+    let server = RedisServer::start().expect("start redis-server");
+    let connection = standalone(&server).await;
+    let setup = Setup {
+        connection: connection.clone(),
+        prefix: "precheck",
+        name: "chirp",
+        poll_every: Duration::from_secs(3_600),
+        key: None,
+        max_bytes: 256 * 1024,
+    };
+    let gateway = setup.start().await;
+    // The layer has no QuotaRegistry: a `[[limit]]` cannot apply here, so it is not published.
+    let limit = "[[limit]]\nid = \"follows-per-day\"\nalgorithm = \"sliding_window_counter\"\nlimit = 400\nwindow = \"1d\"\n";
+    assert!(matches!(
+        gateway.fleet.publish(limit).await,
+        Err(PublishError::Invalid(_))
+    ));
+    let stored = server
+        .cli(&["EXISTS", "tollgate:fleet:{chirp}"])
+        .expect("EXISTS");
+    assert_eq!(stored.trim(), "0", "nothing was written");
+
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let path = dir.path().join("rules.toml");
+    std::fs::write(&path, reads(1)).expect("write");
+    let layer = RateLimitLayer::new(MemoryStore::new());
+    let watcher = RuleWatcher::start(&path, Extractors::new(), &layer).expect("a valid file");
+    for short in [&b""[..], b"0123456789"] {
+        let refused = FleetRules::builder("chirp")
+            .signing_key(short)
+            .follow(&connection, watcher.overlay())
+            .await;
+        assert!(matches!(refused, Err(FleetError::WeakKey(_))), "{short:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_announcement_whose_read_fails_is_retried_soon_not_at_the_next_poll() {
+    let server = RedisServer::start().expect("start redis-server");
+    server
+        .cli(&[
+            "ACL", "SETUSER", "follower", "on", ">pw", "+@all", "~*", "&*",
+        ])
+        .expect("ACL");
+    let publisher = Setup {
+        connection: standalone(&server).await,
+        prefix: "retry",
+        name: "chirp",
+        poll_every: Duration::from_secs(3_600),
+        key: None,
+        max_bytes: 256 * 1024,
+    }
+    .start()
+    .await;
+    let follower_url = format!("redis://follower:pw@127.0.0.1:{}/", server.port());
+    let follower = Setup {
+        connection: RedisConnection::connect(&follower_url)
+            .await
+            .expect("a valid address"),
+        prefix: "retry",
+        name: "chirp",
+        poll_every: Duration::from_secs(3_600),
+        key: None,
+        max_bytes: 256 * 1024,
+    }
+    .start()
+    .await;
+    wait_for(&follower, "subscribed", |status| status.subscribed).await;
+    // The follower's reads fail for a moment (a stand-in for a timeout or a failover).
+    server
+        .cli(&["ACL", "SETUSER", "follower", "-eval"])
+        .expect("ACL");
+    let version = publisher.fleet.publish(&reads(3)).await.expect("published");
+    wait_for(&follower, "failed its read", |status| {
+        status.last_redis_error.is_some()
+    })
+    .await;
+    server
+        .cli(&["ACL", "SETUSER", "follower", "+eval"])
+        .expect("ACL");
+    // The poll is an hour away: only the retry can bring the change.
+    wait_for(&follower, "retried", |status| {
+        status.version == Some(version)
+    })
+    .await;
 }

@@ -389,3 +389,86 @@ async fn a_fleet_document_overrides_the_rules_it_names_and_file_edits_to_them_wa
         [("posts".into(), 20), ("reads".into(), 5)]
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_merge_that_would_switch_a_rule_off_or_share_an_id_is_refused_whole() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let path = dir.path().join("rules.toml");
+    let limit = |id: &str, n: u64| {
+        format!(
+            "[[limit]]\nid = \"{id}\"\nalgorithm = \"fixed_window\"\nlimit = {n}\nwindow = \"1d\"\n"
+        )
+    };
+    write(
+        &path,
+        &format!("{}{}", rules("reads", 100), limit("follows", 50)),
+    );
+    let layer =
+        RateLimitLayer::new(MemoryStore::new()).registry(tollgate_tower::QuotaRegistry::new());
+    let watcher = RuleWatcher::start(&path, Extractors::new(), &layer).expect("a valid file");
+    let overlay = watcher.overlay();
+    let admin = "[[rule]]\nid = \"admin\"\nmatch = { path = \"/admin\" }\nalgorithm = \"fixed_window\"\nlimit = 1\nwindow = \"1d\"\nkey = \"global\"\n";
+
+    // A document `[[limit]]` with the id of a file rule: refused, at the limit.
+    let clash = overlay
+        .apply("1", &limit("reads", 2))
+        .expect_err("an id that is a rule here and a limit there");
+    assert!(
+        clash
+            .to_string()
+            .starts_with("fleet document 1:2:7: `[[limit]]` \"reads\" has the id of a `[[rule]]`"),
+        "{clash}"
+    );
+    assert!(
+        overlay.check(&limit("reads", 2)).is_err(),
+        "check() says the same"
+    );
+
+    // A document replacing a file `[[limit]]` is listed as overriding it.
+    overlay
+        .apply("2", &format!("{admin}{}", limit("follows", 5)))
+        .expect("a valid document");
+    assert_eq!(watcher.status().overridden, ["follows"]);
+
+    // A local edit exempting the fleet rule's path would switch it off: refused, the rules stay.
+    write(
+        &path,
+        &format!(
+            "{}{}[exempt]\npaths = [\"/admin\"]\n",
+            rules("reads", 100),
+            limit("follows", 50)
+        ),
+    );
+    let refused = watcher
+        .reload()
+        .expect_err("the exemption covers the fleet's rule");
+    assert!(
+        refused
+            .to_string()
+            .contains("exempt path \"/admin\" covers every request rule \"admin\""),
+        "{refused}"
+    );
+    assert!(watcher.status().last_error.is_some());
+
+    // A local `[[limit]]` with the id of a fleet rule: refused too.
+    write(
+        &path,
+        &format!(
+            "{}{}{}",
+            rules("reads", 100),
+            limit("follows", 50),
+            limit("admin", 1000)
+        ),
+    );
+    assert!(watcher.reload().is_err());
+
+    // A refused document's mistakes go when the document is withdrawn.
+    assert!(overlay.apply("3", "[[rule]]\nid = \"x\"\n").is_err());
+    assert!(watcher.status().overlay_error.is_some());
+    overlay.clear();
+    let status = watcher.status();
+    assert!(
+        status.overlay_error.is_none() && status.overridden.is_empty(),
+        "{status:?}"
+    );
+}

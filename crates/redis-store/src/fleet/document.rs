@@ -37,26 +37,23 @@ impl Place {
     }
 }
 
-/// A document as read from Redis.
-pub(super) struct Stored {
-    pub(super) version: String,
-    pub(super) body: Vec<u8>,
-    pub(super) mac: Vec<u8>,
-}
+/// Reads a document in one step: its head (version as written, signature, size), and its text
+/// only when it is within the size cap and not the one the reader already has (`ARGV[2]`: the
+/// version in force) or already refused (`ARGV[3]`, `ARGV[4]`: its version and signature). A
+/// steady poll costs one round trip and no text; an oversized text is never sent.
+const READ: &str = r"
+local version = redis.call('HGET', KEYS[1], 'version')
+if not version then return {} end
+local mac = redis.call('HGET', KEYS[1], 'mac') or ''
+local bytes = redis.call('HSTRLEN', KEYS[1], 'body')
+if bytes > tonumber(ARGV[1]) or version == ARGV[2] or (version == ARGV[3] and mac == ARGV[4]) then
+  return {version, mac, bytes}
+end
+return {version, mac, bytes, redis.call('HGET', KEYS[1], 'body') or ''}
+";
 
-/// The version in Redis as written (`None` when nothing was ever published or the key is gone;
-/// not necessarily a number: anyone with write access can put anything there).
-pub(super) async fn raw_version(
-    connection: &RedisConnection,
-    place: &Place,
-) -> RedisResult<Option<String>> {
-    connection
-        .query(redis::cmd("HGET").arg(&place.key).arg("version"))
-        .await
-}
-
-/// What identifies a stored document without fetching its text: its version as written, its
-/// signature and its size.
+/// What identifies a stored document without its text: its version as written (anyone with
+/// write access can put anything there), its signature and its size.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct Head {
     pub(super) version: String,
@@ -64,48 +61,69 @@ pub(super) struct Head {
     pub(super) bytes: usize,
 }
 
-/// The head of the stored document (`None` when there is none).
-pub(super) async fn head(connection: &RedisConnection, place: &Place) -> RedisResult<Option<Head>> {
-    let (version, mac): (Option<String>, Option<Vec<u8>>) = connection
+/// A read document: its head, and its text unless the reader did not need it.
+pub(super) struct Fetched {
+    pub(super) head: Head,
+    pub(super) body: Option<Vec<u8>>,
+}
+
+/// The stored document (`None` when there is none), its text only if it is at most
+/// `max_bytes`, and neither `in_force` (a version as written) nor `refused`.
+pub(super) async fn fetch(
+    connection: &RedisConnection,
+    place: &Place,
+    max_bytes: usize,
+    in_force: &str,
+    refused: Option<&Head>,
+) -> RedisResult<Option<Fetched>> {
+    let (refused_version, refused_mac) =
+        refused.map_or(("", &[][..]), |head| (head.version.as_str(), &head.mac[..]));
+    let parts: Vec<redis::Value> = connection
         .query(
-            redis::cmd("HMGET")
+            redis::cmd("EVAL")
+                .arg(READ)
+                .arg(1)
                 .arg(&place.key)
-                .arg("version")
-                .arg("mac"),
+                .arg(max_bytes)
+                .arg(in_force)
+                .arg(refused_version)
+                .arg(refused_mac),
         )
         .await?;
-    let Some(version) = version else {
+    let mut parts = parts.into_iter();
+    let Some(version) = parts.next() else {
         return Ok(None);
     };
-    let bytes: usize = connection
-        .query(redis::cmd("HSTRLEN").arg(&place.key).arg("body"))
-        .await?;
-    Ok(Some(Head {
-        version,
-        mac: mac.unwrap_or_default(),
-        bytes,
+    let version: String = redis::from_redis_value(version)?;
+    let mac: Vec<u8> = parts
+        .next()
+        .map(redis::from_redis_value)
+        .transpose()?
+        .unwrap_or_default();
+    let bytes: usize = parts
+        .next()
+        .map(redis::from_redis_value)
+        .transpose()?
+        .unwrap_or_default();
+    let body: Option<Vec<u8>> = parts.next().map(redis::from_redis_value).transpose()?;
+    Ok(Some(Fetched {
+        head: Head {
+            version,
+            mac,
+            bytes,
+        },
+        body,
     }))
 }
 
-/// The document (`None` when there is none).
-pub(super) async fn read(
+/// The version in Redis as written (`None` when nothing was ever published or the key is gone).
+pub(super) async fn raw_version(
     connection: &RedisConnection,
     place: &Place,
-) -> RedisResult<Option<Stored>> {
-    let (version, body, mac): (Option<String>, Option<Vec<u8>>, Option<Vec<u8>>) = connection
-        .query(
-            redis::cmd("HMGET")
-                .arg(&place.key)
-                .arg("version")
-                .arg("body")
-                .arg("mac"),
-        )
-        .await?;
-    Ok(version.map(|version| Stored {
-        version,
-        body: body.unwrap_or_default(),
-        mac: mac.unwrap_or_default(),
-    }))
+) -> RedisResult<Option<String>> {
+    connection
+        .query(redis::cmd("HGET").arg(&place.key).arg("version"))
+        .await
 }
 
 /// Writes `body` as `next` if the stored version is still `seen` as written (`""`: none);
@@ -138,14 +156,13 @@ pub(super) async fn write(
 /// version and the text, so a signed text cannot be moved to another name or replayed as a
 /// newer version. Empty without a key.
 pub(super) fn sign(key: Option<&[u8]>, name: &str, version: u64, body: &[u8]) -> Vec<u8> {
-    let Some(mac) = keyed(key, name, version, body) else {
-        return Vec::new();
-    };
-    mac.finalize().into_bytes().to_vec()
+    key.and_then(|key| keyed(key, name, version, body))
+        .map(|mac| mac.finalize().into_bytes().to_vec())
+        .unwrap_or_default()
 }
 
-/// Whether `mac` is the signature of the document (constant-time comparison); always true
-/// without a key.
+/// Whether `mac` is the signature of the document (constant-time comparison). Without a key
+/// every document passes; with one, anything that cannot be checked fails.
 pub(super) fn verify(
     key: Option<&[u8]>,
     name: &str,
@@ -153,14 +170,14 @@ pub(super) fn verify(
     body: &[u8],
     mac: &[u8],
 ) -> bool {
-    match keyed(key, name, version, body) {
-        Some(expected) => expected.verify_slice(mac).is_ok(),
-        None => true,
-    }
+    let Some(key) = key else {
+        return true;
+    };
+    keyed(key, name, version, body).is_some_and(|expected| expected.verify_slice(mac).is_ok())
 }
 
-fn keyed(key: Option<&[u8]>, name: &str, version: u64, body: &[u8]) -> Option<Hmac<Sha256>> {
-    let mut mac = Hmac::<Sha256>::new_from_slice(key?).ok()?;
+fn keyed(key: &[u8], name: &str, version: u64, body: &[u8]) -> Option<Hmac<Sha256>> {
+    let mut mac = Hmac::<Sha256>::new_from_slice(key).ok()?;
     mac.update(b"tollgate fleet document\n");
     mac.update(name.as_bytes());
     mac.update(b"\n");

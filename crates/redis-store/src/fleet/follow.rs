@@ -1,16 +1,17 @@
 //! Following the fleet document: a subscription for prompt news, a slow poll for what a dropped
-//! subscription missed, and a check that applies each new version at most once.
+//! subscription missed, a quick retry after a failed read, and a check that applies each new
+//! version at most once.
 
 use std::sync::{Arc, PoisonError};
 use std::time::{Duration, SystemTime};
 
-use futures_util::StreamExt;
+use futures_util::{FutureExt, StreamExt};
 
 use super::document;
 use super::{FleetRefusal, Inner, now_ms};
 
-/// The first pause before dialling a lost subscription again; it doubles up to the poll
-/// interval (at most 5 s).
+/// The first pause before dialling a lost subscription again, or reading again after a failed
+/// read; it doubles up to the poll interval (at most 5 s).
 const FIRST_PAUSE: Duration = Duration::from_millis(100);
 
 /// How far past this gateway's clock a version may be: versions are Unix milliseconds, so one
@@ -29,103 +30,127 @@ pub(super) struct Progress {
 
 /// One check's outcome: nothing new, or a document applied or refused.
 enum Outcome {
-    Nothing,
+    Nothing { in_redis: Option<String> },
     Applied(u64),
     Refused(document::Head, u64, FleetRefusal),
 }
 
 impl Inner {
-    /// Reads the head of the document in Redis and, when it is newer than the version in force
-    /// and not the document refused last, fetches, verifies and applies (or refuses) it. Checks
-    /// run one at a time.
-    pub(super) async fn check(&self) {
+    /// Reads the document in Redis and, when it is newer than the version in force and not the
+    /// document refused last, verifies and applies (or refuses) it; whether Redis answered.
+    /// Checks run one at a time.
+    pub(super) async fn check(&self) -> bool {
         let mut progress = self.progress.lock().await;
         let outcome = self.fetch_newer(&progress).await;
         let mut status = self.status.lock().unwrap_or_else(PoisonError::into_inner);
         status.last_checked = Some(SystemTime::now());
-        match outcome {
+        let outcome = match outcome {
+            Ok(outcome) => outcome,
             Err(error) => {
                 if status.last_redis_error.is_none() {
                     tracing::warn!(target: "tollgate::config", document = %self.place.name, %error, "cannot read the fleet document; the rules in force stay");
                 }
                 status.last_redis_error = Some(error.to_string());
+                return false;
             }
-            Ok(outcome) => {
-                status.last_redis_error = None;
-                match outcome {
-                    Outcome::Nothing => {}
-                    Outcome::Applied(version) => {
-                        progress.applied = version;
-                        progress.refused = None;
-                        status.version = Some(version);
-                        status.refused = None;
-                    }
-                    Outcome::Refused(head, version, refusal) => {
-                        if !matches!(refusal, FleetRefusal::Invalid(_)) {
-                            // The overlay logs a document's mistakes itself.
-                            tracing::error!(target: "tollgate::config", document = %self.place.name, version = %head.version, "fleet document refused, the rules in force stay: {refusal}");
-                        }
-                        progress.refused = Some(head);
-                        status.refused = Some((version, refusal));
-                    }
+        };
+        status.last_redis_error = None;
+        match outcome {
+            Outcome::Nothing { in_redis } => status.in_redis = in_redis,
+            Outcome::Applied(version) => {
+                progress.applied = version;
+                progress.refused = None;
+                status.version = Some(version);
+                status.in_redis = Some(version.to_string());
+                status.refused = None;
+            }
+            Outcome::Refused(head, version, refusal) => {
+                if !matches!(refusal, FleetRefusal::Invalid(_)) {
+                    // The overlay logs a document's mistakes itself.
+                    tracing::error!(target: "tollgate::config", document = %self.place.name, version = %head.version, "fleet document refused, the rules in force stay: {refusal}");
                 }
+                status.in_redis = Some(head.version.clone());
+                progress.refused = Some(head);
+                status.refused = Some((version, refusal));
             }
         }
+        true
     }
 
     /// What the document in Redis gives, measured against `progress`.
     async fn fetch_newer(&self, progress: &Progress) -> redis::RedisResult<Outcome> {
-        let Some(head) = document::head(&self.connection, &self.place).await? else {
-            return Ok(Outcome::Nothing);
+        let in_force = if progress.applied == 0 {
+            String::new()
+        } else {
+            progress.applied.to_string()
+        };
+        let fetched = document::fetch(
+            &self.connection,
+            &self.place,
+            self.max_bytes,
+            &in_force,
+            progress.refused.as_ref(),
+        )
+        .await;
+        let fetched = match fetched {
+            Ok(fetched) => fetched,
+            Err(error) if error.code() == Some("WRONGTYPE") => {
+                // Not a hash: written outside tollgate.
+                let head = document::Head {
+                    version: "(not a hash)".to_owned(),
+                    mac: Vec::new(),
+                    bytes: 0,
+                };
+                if progress.refused.as_ref() == Some(&head) {
+                    return Ok(Outcome::Nothing { in_redis: None });
+                }
+                let refusal = FleetRefusal::BadVersion(head.version.clone());
+                return Ok(Outcome::Refused(head, 0, refusal));
+            }
+            Err(error) => return Err(error),
+        };
+        let Some(document::Fetched { head, body }) = fetched else {
+            return Ok(Outcome::Nothing { in_redis: None });
+        };
+        let nothing = || Outcome::Nothing {
+            in_redis: Some(head.version.clone()),
         };
         if progress.refused.as_ref() == Some(&head) {
-            return Ok(Outcome::Nothing);
+            return Ok(nothing());
         }
         let Ok(version) = head.version.parse::<u64>() else {
             let refusal = FleetRefusal::BadVersion(head.version.clone());
             return Ok(Outcome::Refused(head, 0, refusal));
         };
         if version <= progress.applied {
-            return Ok(Outcome::Nothing);
+            // The one in force, or an older one: a rollback is not followed (see the module
+            // docs); `in_redis` shows it.
+            return Ok(nothing());
         }
         if version > now_ms().saturating_add(FUTURE_SLACK_MS) {
             let refusal = FleetRefusal::BadVersion(head.version.clone());
             return Ok(Outcome::Refused(head, version, refusal));
         }
-        if head.bytes > self.max_bytes {
-            let refusal = self.too_large(head.bytes);
+        let Some(body) = body.filter(|body| body.len() <= self.max_bytes) else {
+            let refusal = FleetRefusal::TooLarge {
+                bytes: head.bytes,
+                max: self.max_bytes,
+            };
             return Ok(Outcome::Refused(head, version, refusal));
-        }
-        let Some(stored) = document::read(&self.connection, &self.place).await? else {
-            return Ok(Outcome::Nothing);
         };
-        if stored.version != head.version || stored.mac != head.mac {
-            // Rewritten since the head was read: its announcement brings another check.
-            return Ok(Outcome::Nothing);
-        }
-        Ok(match self.apply(version, &stored) {
+        Ok(match self.apply(version, &head.mac, &body) {
             Ok(()) => Outcome::Applied(version),
             Err(refusal) => Outcome::Refused(head, version, refusal),
         })
     }
 
-    fn too_large(&self, bytes: usize) -> FleetRefusal {
-        FleetRefusal::TooLarge {
-            bytes,
-            max: self.max_bytes,
-        }
-    }
-
     /// Verifies and applies one stored document.
-    fn apply(&self, version: u64, stored: &document::Stored) -> Result<(), FleetRefusal> {
-        if stored.body.len() > self.max_bytes {
-            return Err(self.too_large(stored.body.len()));
-        }
+    fn apply(&self, version: u64, mac: &[u8], body: &[u8]) -> Result<(), FleetRefusal> {
         let key = self.signing_key.as_deref();
-        if !document::verify(key, &self.place.name, version, &stored.body, &stored.mac) {
+        if !document::verify(key, &self.place.name, version, body, mac) {
             return Err(FleetRefusal::BadSignature);
         }
-        let text = std::str::from_utf8(&stored.body).map_err(|_| FleetRefusal::NotUtf8)?;
+        let text = std::str::from_utf8(body).map_err(|_| FleetRefusal::NotUtf8)?;
         if text.is_empty() {
             self.overlay.clear();
             return Ok(());
@@ -141,10 +166,17 @@ impl Inner {
             .unwrap_or_else(PoisonError::into_inner)
             .subscribed = subscribed;
     }
+
+    /// The longest pause between attempts (to subscribe, or to read after a failure).
+    fn max_pause(&self) -> Duration {
+        self.poll_every.min(Duration::from_secs(5))
+    }
 }
 
 /// Follows the document until the task is aborted: subscribed, a check on every announcement
-/// and on every poll tick; unsubscribed, a check before each attempt to subscribe again.
+/// (announcements that arrived meanwhile count as one) and on every poll tick, and after a
+/// failed check another soon (100 ms, doubling); unsubscribed, a check before each attempt to
+/// subscribe again.
 pub(super) async fn follow(inner: Arc<Inner>) {
     let mut pause = FIRST_PAUSE;
     let mut dial = 0usize;
@@ -157,18 +189,29 @@ pub(super) async fn follow(inner: Arc<Inner>) {
                 pause = FIRST_PAUSE;
                 inner.set_subscribed(true);
                 // Whatever was published while unsubscribed.
-                inner.check().await;
+                let mut retry = (!inner.check().await).then_some(FIRST_PAUSE);
                 let mut poll = tokio::time::interval(inner.poll_every);
                 poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
                 poll.tick().await;
                 loop {
-                    tokio::select! {
-                        message = messages.next() => match message {
-                            Some(_) => inner.check().await,
-                            None => break,
-                        },
+                    let wait = retry.unwrap_or(inner.poll_every);
+                    let succeeded = tokio::select! {
+                        message = messages.next() => {
+                            if message.is_none() {
+                                break;
+                            }
+                            // Coalesce: one check covers every announcement already here.
+                            while let Some(Some(_)) = messages.next().now_or_never() {}
+                            inner.check().await
+                        }
                         _ = poll.tick() => inner.check().await,
-                    }
+                        () = tokio::time::sleep(wait), if retry.is_some() => inner.check().await,
+                    };
+                    retry = if succeeded {
+                        None
+                    } else {
+                        Some(retry.map_or(FIRST_PAUSE, |pause| (pause * 2).min(inner.max_pause())))
+                    };
                 }
                 inner.set_subscribed(false);
                 tracing::warn!(target: "tollgate::config", document = %inner.place.name, "fleet subscription lost; polling until it is back");
@@ -179,7 +222,7 @@ pub(super) async fn follow(inner: Arc<Inner>) {
         }
         inner.check().await;
         tokio::time::sleep(pause).await;
-        pause = (pause * 2).min(inner.poll_every.min(Duration::from_secs(5)));
+        pause = (pause * 2).min(inner.max_pause());
     }
 }
 

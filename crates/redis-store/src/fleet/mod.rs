@@ -19,9 +19,12 @@
 //!   stay. So is a document above the size cap ([`FleetBuilder::max_document_bytes`], default
 //!   256 KiB; checked with `HSTRLEN` before it is fetched) and, when a signing key is set, one
 //!   whose HMAC-SHA256 signature does not match: with [`FleetBuilder::signing_key`], write
-//!   access to Redis alone cannot change limits. The signature covers the document's name,
-//!   version and text. It does not stop a replay of an older signed document to a gateway
-//!   that has not seen a newer one (a fresh start); rotate the key to retire old documents.
+//!   access to Redis alone cannot change limits to anything but a document the key signed. The
+//!   signature covers the document's name, version and text. What it cannot stop: deleting the
+//!   key or overwriting it with garbage (gateways keep the rules in force; one that starts
+//!   then runs on its file's rules, and [`FleetStatus::in_redis`] shows it), and replaying an
+//!   older signed document to a gateway that has not seen a newer one (a fresh start); rotate
+//!   the key to retire old documents.
 //!
 //! Versions are `max(previous + 1, Unix time in ms)`, written only if the version is still the
 //! one the publisher read, in one Lua step that also announces it: two publishers at once
@@ -80,7 +83,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use tokio::task::JoinHandle;
-use tollgate_tower::config::{ConfigErrors, RuleFile, RuleOverlay};
+use tollgate_tower::config::{ConfigErrors, RuleOverlay};
 
 use self::document::Place;
 use crate::RedisConnection;
@@ -93,6 +96,9 @@ const MAX_DOCUMENT_BYTES: usize = 256 * 1024;
 
 /// How many times a publisher tries when other publishers keep winning.
 const PUBLISH_ATTEMPTS: u32 = 5;
+
+/// The shortest signing key accepted.
+const MIN_KEY_BYTES: usize = 32;
 
 /// How to follow (and publish) a fleet document: [`FleetRules::builder`].
 #[derive(Debug, Clone)]
@@ -107,8 +113,9 @@ pub struct FleetBuilder {
 
 impl FleetBuilder {
     /// Signs what this gateway publishes and refuses documents not signed with `key`
-    /// (HMAC-SHA256; use at least 32 random bytes, the same on every gateway). Default: none —
-    /// anyone who can write to Redis can change limits.
+    /// (HMAC-SHA256; at least 32 bytes — [`follow`](Self::follow) refuses a shorter key, an empty
+    /// environment variable say — random, the same on every gateway). Default: none — anyone
+    /// who can write to Redis can change limits.
     pub fn signing_key(mut self, key: impl Into<Vec<u8>>) -> Self {
         self.signing_key = Some(key.into());
         self
@@ -130,20 +137,26 @@ impl FleetBuilder {
 
     /// Reads the current document into `overlay` (when there is one and Redis answers: a
     /// gateway starts during an outage on its file's rules) and follows it in a background
-    /// task until the returned value is dropped. An error only for a name that is not 1–64
-    /// letters, digits, `-`, `_` or `.`. Needs a tokio runtime.
+    /// task until the returned value is dropped. An error for a name that is not 1–64
+    /// letters, digits, `-`, `_` or `.`, and for a signing key under 32 bytes. Needs a tokio
+    /// runtime.
     pub async fn follow(
         self,
         connection: &RedisConnection,
         overlay: RuleOverlay,
-    ) -> Result<FleetRules, FleetNameError> {
+    ) -> Result<FleetRules, FleetError> {
         let valid = (1..=64).contains(&self.name.len())
             && self
                 .name
                 .bytes()
                 .all(|byte| byte.is_ascii_alphanumeric() || b"-_.".contains(&byte));
         if !valid {
-            return Err(FleetNameError { name: self.name });
+            return Err(FleetError::InvalidName(self.name));
+        }
+        if let Some(key) = &self.signing_key
+            && key.len() < MIN_KEY_BYTES
+        {
+            return Err(FleetError::WeakKey(key.len()));
         }
         let inner = Arc::new(Inner {
             place: Place::new(&self.name),
@@ -154,6 +167,7 @@ impl FleetBuilder {
             poll_every: self.poll_every,
             connect_timeout: self.connect_timeout,
             progress: tokio::sync::Mutex::new(follow::Progress::default()),
+            publishing: tokio::sync::Mutex::new(()),
             status: Mutex::new(FleetStatus::default()),
         });
         inner.check().await;
@@ -162,11 +176,17 @@ impl FleetBuilder {
     }
 }
 
-/// A fleet document name that cannot be used.
+/// Why a gateway cannot follow a fleet document.
 #[derive(Debug, Clone, thiserror::Error)]
-#[error("fleet document name {name:?} is not 1–64 letters, digits, '-', '_' or '.'")]
-pub struct FleetNameError {
-    name: String,
+#[non_exhaustive]
+pub enum FleetError {
+    /// The document's name is not 1–64 letters, digits, `-`, `_` or `.`.
+    #[error("fleet document name {0:?} is not 1–64 letters, digits, '-', '_' or '.'")]
+    InvalidName(String),
+    /// The signing key is shorter than 32 bytes (an empty environment variable, say): anyone
+    /// could guess it.
+    #[error("the fleet signing key is {0} bytes; use at least 32 random bytes")]
+    WeakKey(usize),
 }
 
 /// Where this gateway stands with the fleet document.
@@ -182,6 +202,11 @@ pub struct FleetStatus {
     pub subscribed: bool,
     /// When the version in Redis was last read (or tried).
     pub last_checked: Option<SystemTime>,
+    /// The version Redis held at the last read, as written (`None`: no document, or the key is
+    /// gone). Differing from `version` means this gateway does not follow what Redis holds: a
+    /// refused document, or a document lost or rolled back in Redis (which is not followed: a
+    /// gateway only moves to newer versions).
+    pub in_redis: Option<String>,
     /// The last failure to read from Redis, until a read succeeds.
     pub last_redis_error: Option<String>,
 }
@@ -237,6 +262,15 @@ pub enum PublishError {
     /// Other publishers kept writing first; nothing was published.
     #[error("other publishers kept changing the document; try again")]
     Contended,
+    /// Written, but not in force on this gateway after its check: a newer document came first,
+    /// or the check could not read it back (see [`FleetRules::status`]).
+    #[error("version {version} was published but is not in force here: {why}")]
+    NotApplied {
+        /// The version written.
+        version: u64,
+        /// What this gateway's status says.
+        why: String,
+    },
     /// The stored version was not written by a publisher (not a number, or far in the future):
     /// someone wrote the key outside tollgate. Nothing was published; delete the key
     /// (`DEL tollgate:fleet:{<name>}`) and publish again.
@@ -263,6 +297,9 @@ struct Inner {
     connect_timeout: Duration,
     /// What was applied and refused; checks hold it while they run.
     progress: tokio::sync::Mutex<follow::Progress>,
+    /// Held by a publish from its read of the version to its check: this gateway's publishes
+    /// run one at a time instead of racing each other.
+    publishing: tokio::sync::Mutex<()>,
     status: Mutex<FleetStatus>,
 }
 
@@ -278,12 +315,16 @@ impl FleetRules {
         }
     }
 
-    /// Checks `text` as a rule file (with this gateway's registered extractors) and publishes
-    /// it as the fleet document, signed when a key is set; applies it here before returning and
-    /// gives its version. Nothing is written when the text has mistakes or is too large.
+    /// Checks `text` as this gateway would apply it — as a rule file with its registered
+    /// extractors, against its layer, and merged over its rule file — and publishes it as the
+    /// fleet document, signed when a key is set; applies it here before returning and gives its
+    /// version. Nothing is written when the text has mistakes or is too large. (Another gateway
+    /// may still refuse it: one without an extractor the document names, say.)
     pub async fn publish(&self, text: &str) -> Result<u64, PublishError> {
         self.check_size(text.len())?;
-        RuleFile::parse("fleet document", text, self.inner.overlay.extractors())
+        self.inner
+            .overlay
+            .check(text)
             .map_err(PublishError::Invalid)?;
         self.publish_raw(text.as_bytes()).await
     }
@@ -319,10 +360,20 @@ impl FleetRules {
 
     async fn publish_raw(&self, body: &[u8]) -> Result<u64, PublishError> {
         let inner = &self.inner;
-        for _ in 0..PUBLISH_ATTEMPTS {
-            let seen = document::raw_version(&inner.connection, &inner.place)
-                .await?
-                .unwrap_or_default();
+        let _one_at_a_time = inner.publishing.lock().await;
+        for attempt in 0..PUBLISH_ATTEMPTS {
+            if attempt > 0 {
+                // Another gateway wrote first: give it room, by a varying amount.
+                let jitter = u64::from(now_ms().to_le_bytes()[0]) % 20;
+                tokio::time::sleep(Duration::from_millis(5 * u64::from(attempt) + jitter)).await;
+            }
+            let seen = match document::raw_version(&inner.connection, &inner.place).await {
+                Ok(seen) => seen.unwrap_or_default(),
+                Err(error) if error.code() == Some("WRONGTYPE") => {
+                    return Err(PublishError::BadVersion("(not a hash)".to_owned()));
+                }
+                Err(error) => return Err(error.into()),
+            };
             let previous = match seen.as_str() {
                 "" => 0,
                 written => written
@@ -336,7 +387,16 @@ impl FleetRules {
             if document::write(&inner.connection, &inner.place, &seen, next, body, &mac).await? {
                 tracing::info!(target: "tollgate::config", document = %inner.place.name, version = next, bytes = body.len(), "fleet document published");
                 inner.check().await;
-                return Ok(next);
+                let status = self.status();
+                if status.version == Some(next) {
+                    return Ok(next);
+                }
+                let why = match (&status.refused, &status.last_redis_error) {
+                    (Some((_, refusal)), _) => refusal.to_string(),
+                    (None, Some(error)) => format!("cannot read it back: {error}"),
+                    (None, None) => format!("Redis now holds version {:?}", status.in_redis),
+                };
+                return Err(PublishError::NotApplied { version: next, why });
             }
         }
         Err(PublishError::Contended)

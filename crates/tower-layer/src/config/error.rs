@@ -15,6 +15,27 @@ pub struct ConfigError {
     pub message: String,
 }
 
+/// Where something is written, kept after reading so a later check (of a file merged with a
+/// fleet document) can point at it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Position {
+    pub(crate) file: String,
+    pub(crate) line: usize,
+    pub(crate) column: usize,
+}
+
+impl Position {
+    /// A mistake at this position.
+    pub(crate) fn error(&self, message: impl Into<String>) -> ConfigError {
+        ConfigError {
+            file: self.file.clone(),
+            line: self.line,
+            column: self.column,
+            message: message.into(),
+        }
+    }
+}
+
 impl fmt::Display for ConfigError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
@@ -108,10 +129,19 @@ impl<'t> Report<'t> {
     }
 
     /// Whether anything was recorded.
-    /// The file, line and column of `offset`.
-    pub(crate) fn position(&self, offset: usize) -> (String, usize, usize) {
+    /// Where `offset` is: file, line and column.
+    pub(crate) fn position(&self, offset: usize) -> Position {
         let (line, column) = line_and_column(self.text, offset);
-        (self.file.to_owned(), line, column)
+        Position {
+            file: self.file.to_owned(),
+            line,
+            column,
+        }
+    }
+
+    /// Records a mistake found after reading (in a merge of two sources, say).
+    pub(crate) fn push(&mut self, error: ConfigError) {
+        self.errors.push(error);
     }
 
     pub(crate) fn is_clean(&self) -> bool {

@@ -55,20 +55,47 @@ impl Live {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Installs a checked local file (its version already recorded by the caller).
-    pub(super) fn set_local(&self, state: &mut State, file: RuleFile) {
+    /// Installs a local file, checked alone, unless it does not fit this layer or conflicts
+    /// with the fleet document in force (its mistakes, then; nothing changes).
+    pub(super) fn set_local(&self, state: &mut State, file: RuleFile) -> Result<(), ConfigErrors> {
+        self.fits(&file)?;
+        if let Some(conflicts) = state
+            .overlay
+            .as_ref()
+            .and_then(|overlay| file.overridden_by(overlay).conflicts())
+        {
+            return Err(conflicts);
+        }
         state.local = Some(file);
         self.install(state);
+        Ok(())
+    }
+
+    /// A fleet document (`name` in messages) read and checked: alone, against this layer, and
+    /// merged over the local file in force.
+    pub(super) fn overlay_of(
+        &self,
+        state: &State,
+        name: &str,
+        text: &str,
+    ) -> Result<RuleFile, ConfigErrors> {
+        let file = RuleFile::parse(name, text, &self.extractors)?;
+        self.fits(&file)?;
+        if let Some(conflicts) = state
+            .local
+            .as_ref()
+            .and_then(|local| local.overridden_by(&file).conflicts())
+        {
+            return Err(conflicts);
+        }
+        Ok(file)
     }
 
     /// Reads a fleet document and, when valid, puts it over the local file; a document with
     /// mistakes is refused and recorded, and the rules in force stay.
     pub(super) fn set_overlay(&self, version: &str, text: &str) -> Result<(), ConfigErrors> {
         let mut state = self.lock();
-        let name = format!("fleet document {version}");
-        let parsed = RuleFile::parse(&name, text, &self.extractors)
-            .and_then(|file| self.fits(&file).map(|()| file));
-        match parsed {
+        match self.overlay_of(&state, &format!("fleet document {version}"), text) {
             Ok(file) => {
                 state.overlay = Some(file);
                 state.status.overlay_version = Some(version.to_owned());
@@ -88,9 +115,9 @@ impl Live {
     /// Withdraws the fleet document: the local file alone decides again.
     pub(super) fn clear_overlay(&self) {
         let mut state = self.lock();
+        state.status.overlay_error = None;
         if state.overlay.take().is_some() {
             state.status.overlay_version = None;
-            state.status.overlay_error = None;
             self.install(&mut state);
             tracing::info!(target: "tollgate::config", "fleet document withdrawn; the local rule file alone is in force");
         }
@@ -113,15 +140,7 @@ impl Live {
             return;
         };
         let (merged, overridden) = match &state.overlay {
-            Some(overlay) => {
-                let fleet: Vec<&str> = overlay.ids().collect();
-                let overridden = local
-                    .ids()
-                    .filter(|id| fleet.contains(id))
-                    .map(str::to_owned)
-                    .collect();
-                (local.overridden_by(overlay), overridden)
-            }
+            Some(overlay) => (local.overridden_by(overlay), local.shared_ids(overlay)),
             None => (local.clone(), Vec::new()),
         };
         if let Some(registry) = &self.registry {
@@ -183,6 +202,15 @@ impl RuleOverlay {
     /// mistakes are kept as [`WatchStatus::overlay_error`]).
     pub fn apply(&self, version: &str, text: &str) -> Result<(), ConfigErrors> {
         self.live.set_overlay(version, text)
+    }
+
+    /// Checks `text` as [`apply`](Self::apply) would — alone, against this layer, and merged
+    /// over the local file — without applying it: what a publisher runs before writing.
+    pub fn check(&self, text: &str) -> Result<(), ConfigErrors> {
+        let state = self.live.lock();
+        self.live
+            .overlay_of(&state, "fleet document", text)
+            .map(drop)
     }
 
     /// Withdraws the fleet document: the local file decides every rule again.

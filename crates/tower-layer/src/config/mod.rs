@@ -98,8 +98,8 @@ struct Contents {
 struct LimitEntry {
     id: tollgate_core::RuleId,
     quota: tollgate_core::Quota,
-    /// Where it is written, for a message when the layer has no registry.
-    at: (String, usize, usize),
+    /// Where its id is written.
+    at: error::Position,
     /// Its TOML.
     source: String,
 }
@@ -138,7 +138,7 @@ impl RuleFile {
             add(set, entry.rule.clone(), &entry.applies)
         });
         if let Some((exempt, _)) = &contents.exempt {
-            for path in &exempt.paths {
+            for (path, _) in &exempt.paths {
                 // Checked when read.
                 rules = rules.clone().exempt_path(path).unwrap_or(rules);
             }
@@ -277,16 +277,49 @@ impl RuleFile {
     /// registry to put it in.
     pub(crate) fn limits_need_registry(&self) -> Option<ConfigErrors> {
         let limit = self.contents.limits.first()?;
-        let (file, line, column) = limit.at.clone();
-        Some(ConfigErrors(vec![ConfigError {
-            file,
-            line,
-            column,
-            message: format!(
-                "`[[limit]]` {:?} sets a typed limit's quota, but the layer has no QuotaRegistry to put it in; build the layer with `.registry(...)` and share it with the typed limits",
-                limit.id.as_str()
-            ),
-        }]))
+        Some(ConfigErrors(vec![limit.at.error(format!(
+            "`[[limit]]` {:?} sets a typed limit's quota, but the layer has no QuotaRegistry to put it in; build the layer with `.registry(...)` and share it with the typed limits",
+            limit.id.as_str()
+        ))]))
+    }
+
+    /// What two sources merged ([`overridden_by`](Self::overridden_by)) can get wrong that
+    /// neither does alone: an id that is a rule in one and a `[[limit]]` in the other (both
+    /// would read one registry entry), and an exemption of one covering a rule of the other.
+    pub(crate) fn conflicts(&self) -> Option<ConfigErrors> {
+        let contents = &self.contents;
+        let mut mistakes: Vec<ConfigError> = contents
+            .limits
+            .iter()
+            .filter(|limit| self.ids().any(|id| id == limit.id.as_str()))
+            .map(|limit| {
+                limit.at.error(format!(
+                    "`[[limit]]` {:?} has the id of a `[[rule]]` in the other source (rule file or fleet document); an id is a rule's or a typed limit's, not both",
+                    limit.id.as_str()
+                ))
+            })
+            .collect();
+        if let Some((exempt, _)) = &contents.exempt {
+            let rules = contents
+                .entries
+                .iter()
+                .map(|entry| (entry.rule.id().as_str(), &entry.applies));
+            mistakes.extend(set::covered(exempt, rules));
+        }
+        (!mistakes.is_empty()).then_some(ConfigErrors(mistakes))
+    }
+
+    /// The ids of the rules and `[[limit]]`s both files define (what `overrides` replaces).
+    pub(crate) fn shared_ids(&self, overrides: &RuleFile) -> Vec<String> {
+        let theirs: Vec<&str> = overrides
+            .ids()
+            .chain(overrides.limits().map(|(id, _)| id.as_str()))
+            .collect();
+        self.ids()
+            .chain(self.limits().map(|(id, _)| id.as_str()))
+            .filter(|id| theirs.contains(id))
+            .map(str::to_owned)
+            .collect()
     }
 
     /// The rules, to give a layer ([`RateLimitLayer::replace_rules`](crate::RateLimitLayer::replace_rules)).
@@ -365,11 +398,13 @@ fn entries(
     let exempt = top_exempt.map(|value| set::exempt(value, report));
     let headers = top_headers.map(|value| set::headers(value, report));
     top.finish("the file", report);
-    if let (Some(Some((exempt, positions))), Some(entries)) = (&exempt, &set) {
+    if let (Some(Some(exempt)), Some(entries)) = (&exempt, &set) {
         let rules = entries
             .iter()
             .map(|entry| (entry.rule.id().as_str(), &entry.applies));
-        set::check_coverage(exempt, positions, rules, report);
+        for mistake in set::covered(exempt, rules) {
+            report.push(mistake);
+        }
     }
     let (entries, limits) = (set?, limits?);
     if entries.is_empty() && limits.is_empty() {
@@ -381,7 +416,7 @@ fn entries(
         entries,
         limits,
         exempt: match (exempt, top_exempt) {
-            (Some(read), Some(value)) => Some((read?.0, write::table("exempt", false, value))),
+            (Some(read), Some(value)) => Some((read?, write::table("exempt", false, value))),
             _ => None,
         },
         headers: match (headers, top_headers) {

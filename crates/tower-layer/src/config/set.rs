@@ -10,35 +10,33 @@
 
 use toml_span::Value;
 
-use super::error::Report;
+use super::error::{ConfigError, Position, Report};
 use super::fields::{Fields, boolean, one_or_many, string};
 use super::rule::Applies;
 use crate::PathPattern;
 use crate::client_ip::Cidr;
 use crate::headers::HeaderStyle;
 
-/// The `[exempt]` table, read.
+/// The `[exempt]` table, read: each path with where it is written (for the coverage check).
 #[derive(Debug, Clone, Default)]
 pub(super) struct Exempt {
-    pub(super) paths: Vec<String>,
+    pub(super) paths: Vec<(String, Position)>,
     pub(super) networks: Vec<Cidr>,
 }
 
-/// `[exempt]`, with the position of each path (for the coverage check). Its valid entries even
-/// when some are not (the mistakes are recorded, so the file is refused either way): a covered
-/// rule is reported alongside a bad network.
-pub(super) fn exempt(value: &Value<'_>, report: &mut Report<'_>) -> Option<(Exempt, Vec<usize>)> {
+/// `[exempt]`: its valid entries even when some are not (the mistakes are recorded, so the
+/// file is refused either way), so a covered rule is reported alongside a bad network.
+pub(super) fn exempt(value: &Value<'_>, report: &mut Report<'_>) -> Option<Exempt> {
     let fields = Fields::of(value, "`exempt`", &["paths", "networks"], report)?;
     let mut exempt = Exempt::default();
-    let mut positions = Vec::new();
     for item in fields.get("paths").map(one_or_many).unwrap_or_default() {
         let Some(text) = string(item, "an exempt path", report) else {
             continue;
         };
         match PathPattern::new(text) {
             Ok(_) => {
-                exempt.paths.push(text.to_owned());
-                positions.push(item.span.start);
+                let at = report.position(item.span.start);
+                exempt.paths.push((text.to_owned(), at));
             }
             Err(error) => report.at(item.span.start, error.to_string()),
         }
@@ -63,17 +61,16 @@ pub(super) fn exempt(value: &Value<'_>, report: &mut Report<'_>) -> Option<(Exem
         }
     }
     fields.finish("`exempt`", report);
-    Some((exempt, positions))
+    Some(exempt)
 }
 
-/// Reports each rule an exempt path covers wholly: a rule that would never apply.
-pub(super) fn check_coverage<'r>(
+/// A mistake for each rule an exempt path covers wholly: a rule that would never apply.
+pub(super) fn covered<'r>(
     exempt: &Exempt,
-    positions: &[usize],
     rules: impl Iterator<Item = (&'r str, &'r Applies)> + Clone,
-    report: &mut Report<'_>,
-) {
-    for (path, &at) in exempt.paths.iter().zip(positions) {
+) -> Vec<ConfigError> {
+    let mut mistakes = Vec::new();
+    for (path, at) in &exempt.paths {
         let Ok(pattern) = PathPattern::new(path) else {
             continue;
         };
@@ -84,10 +81,11 @@ pub(super) fn check_coverage<'r>(
                 Applies::Route { pattern: route, .. } => pattern.matches(route),
             };
             if covered {
-                report.at(at, format!("exempt path {path:?} covers every request rule {id:?} applies to: that rule would never limit anything"));
+                mistakes.push(at.error(format!("exempt path {path:?} covers every request rule {id:?} applies to: that rule would never limit anything")));
             }
         }
     }
+    mistakes
 }
 
 /// `headers = { ietf = true, legacy = false }` (each defaults to the layer's default: IETF on,

@@ -275,12 +275,12 @@ impl Shared {
         let text = String::from_utf8_lossy(&bytes);
         let name = self.path.display().to_string();
         let parsed = RuleFile::parse(&name, &text, &self.live.extractors)
-            .and_then(|file| self.live.fits(&file).map(|()| file));
+            .and_then(|file| self.live.set_local(&mut state, file));
+        let status = &mut state.status;
         match parsed {
-            Ok(file) => {
+            Ok(()) => {
                 status.version = Some(version);
                 status.last_error = None;
-                self.live.set_local(&mut state, file);
                 tracing::info!(target: "tollgate::config", path = %name, version = state.status.version.as_deref().unwrap_or(""), overridden_by_fleet = ?state.status.overridden, "rule file loaded");
                 Ok(true)
             }
