@@ -76,6 +76,16 @@ impl RuleSet {
         Ok(self)
     }
 
+    /// Adds checked exempt patterns (a rule file's) in one pass.
+    #[cfg(feature = "config")]
+    pub(crate) fn exempt_patterns(
+        mut self,
+        patterns: impl IntoIterator<Item = PathPattern>,
+    ) -> Self {
+        self.exemptions.paths.extend(patterns);
+        self
+    }
+
     /// Requests from a peer in `network` skip limiting (besides the layer's own exemptions;
     /// mind [`RateLimitLayer::exempt_network`](crate::RateLimitLayer::exempt_network)'s warning
     /// about load balancers).

@@ -317,7 +317,7 @@ networks = ["198.51.100.0/24"]
 fn overrides_exemptions_and_named_parts_explain_their_mistakes() {
     let rule = |extra: &str| {
         format!(
-            "[[rule]]\nid = \"r\"\nalgorithm = \"fixed_window\"\nlimit = 5\nwindow = \"1m\"\nkey = \"peer_ip\"\ncost = 2\n{extra}\n"
+            "[[rule]]\nid = \"r\"\nalgorithm = \"fixed_window\"\nlimit = 5\nwindow = \"1m\"\nkey = \"account\"\ncost = 2\n{extra}\n"
         )
     };
     let cases: &[(&str, &str, &str)] = &[
@@ -514,4 +514,85 @@ fn the_readme_rule_file_is_valid() {
         ]
     );
     assert_eq!(file.limits().count(), 1);
+}
+
+#[test]
+fn entries_that_could_never_match_and_exemptions_that_switch_rules_off_are_refused() {
+    let rule = |key: &str, extra: &str| {
+        format!(
+            "[[rule]]\nid = \"r\"\nalgorithm = \"fixed_window\"\nlimit = 1\nwindow = \"1d\"\nkey = {key}\n{extra}\n"
+        )
+    };
+    // Overrides name a key's value: only a header or a registered extractor has one to write.
+    for key in [
+        "\"peer_ip\"",
+        "\"endpoint\"",
+        "\"global\"",
+        "[\"account\", \"endpoint\"]",
+        "{ peer_ip = { ipv4_prefix = 24 } }",
+    ] {
+        let found = errors(&rule(key, "overrides = { \"203.0.113.9\" = \"5/1d\" }"));
+        assert_eq!(found.len(), 1, "{key}: {found:?}");
+        assert!(
+            found[0].contains("`overrides` name values of the rule's key"),
+            "{key}: {found:?}"
+        );
+    }
+    assert!(
+        errors(&rule(
+            "{ header = \"x-api-key\" }",
+            "overrides = { a = \"5/1d\" }"
+        ))
+        .is_empty()
+    );
+    let plan = errors(&rule(
+        "\"account\"",
+        "plan = [\"plan\", \"account\"]\nplans = { pro = \"5/1d\" }",
+    ));
+    assert_eq!(plan.len(), 1, "{plan:?}");
+    assert!(plan[0].contains("`plan` must be one header"), "{plan:?}");
+
+    // Coverage is judged on every path a rule applies to, by all exempt paths together.
+    let routed = |pattern: &str, exempt: &str| {
+        format!(
+            "[[rule]]\nid = \"api\"\nmatch = {{ path = \"{pattern}\" }}\nalgorithm = \"fixed_window\"\nlimit = 1\nwindow = \"1d\"\nkey = \"global\"\n\n[exempt]\npaths = {exempt}\n"
+        )
+    };
+    assert!(
+        errors(&routed("/api/{*rest}", "[\"/api/{version}\"]")).is_empty(),
+        "/api/v1/posts is still limited"
+    );
+    assert_eq!(
+        errors(&routed(
+            "/api/{*rest}",
+            "[\"/api/{version}\", \"/api/{v}/{*rest}\"]"
+        ))
+        .len(),
+        1
+    );
+    assert_eq!(errors(&routed("/a{{b}}", "[\"/a{{b}}\"]")).len(), 1);
+    let everywhere = format!(
+        "{}[exempt]\npaths = [\"/\", \"/{{*rest}}\"]\n",
+        rule("\"global\"", "")
+    );
+    let found = errors(&everywhere);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(
+        found[0].contains("covers every request rule \"r\""),
+        "{found:?}"
+    );
+
+    // One mistake, one report.
+    let typo = "[[rule]]\nid = \"p\"\nalgorithm = \"fixed_windw\"\nlimit = 2\nwindow = \"1d\"\nkey = { header = \"x-api-key\" }\noverrides = { a = { limit = 5, window = \"1d\" }, b = { limit = 7, window = \"1d\" } }\n";
+    assert_eq!(errors(typo).len(), 1, "{:?}", errors(typo));
+    let hidden =
+        errors("rule = 5\nheaders = { legacy = true }\nexemt = { paths = [\"/healthz\"] }\n");
+    assert_eq!(hidden.len(), 2, "{hidden:?}");
+    let failed_rule_id = "[[rule]]\nid = \"reads\"\nalgorithm = \"fixed_window\"\nlimit = 0\nwindow = \"1d\"\nkey = \"global\"\n\n[[limit]]\nid = \"reads\"\nalgorithm = \"fixed_window\"\nlimit = 5\nwindow = \"1d\"\n";
+    assert_eq!(
+        errors(failed_rule_id).len(),
+        2,
+        "{:?}",
+        errors(failed_rule_id)
+    );
 }

@@ -106,6 +106,8 @@ pub(crate) struct Report<'t> {
     file: &'t str,
     text: &'t str,
     errors: Vec<ConfigError>,
+    /// How far [`position`](Report::position) has scanned: offset, its line, that line's start.
+    scanned: (usize, usize, usize),
 }
 
 impl<'t> Report<'t> {
@@ -114,6 +116,7 @@ impl<'t> Report<'t> {
             file,
             text,
             errors: Vec::new(),
+            scanned: (0, 1, 0),
         }
     }
 
@@ -129,9 +132,25 @@ impl<'t> Report<'t> {
     }
 
     /// Whether anything was recorded.
-    /// Where `offset` is: file, line and column.
-    pub(crate) fn position(&self, offset: usize) -> Position {
-        let (line, column) = line_and_column(self.text, offset);
+    /// Where `offset` is: file, line and column. Positions asked for in the order they are
+    /// written (as a file is read) cost one pass over the text in all, not one each.
+    pub(crate) fn position(&mut self, offset: usize) -> Position {
+        let offset = offset.min(self.text.len());
+        let (from, mut line, mut line_start) = match self.scanned {
+            (at, line, start) if at <= offset => (at, line, start),
+            _ => (0, 1, 0),
+        };
+        for (index, byte) in self.text.as_bytes()[from..offset].iter().enumerate() {
+            if *byte == b'\n' {
+                line += 1;
+                line_start = from + index + 1;
+            }
+        }
+        self.scanned = (offset, line, line_start);
+        let column = self
+            .text
+            .get(line_start..offset)
+            .map_or(1, |before| before.chars().count() + 1);
         Position {
             file: self.file.to_owned(),
             line,
@@ -168,6 +187,20 @@ fn line_and_column(text: &str, offset: usize) -> (usize, usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn positions_asked_in_any_order_agree_with_a_fresh_count() {
+        let text = "a = 1\nbé = 2\n[x]\ny = 3\n";
+        let mut report = Report::new("f", text);
+        for offset in [0, 9, 3, 14, 6, 20, 999, 2] {
+            let position = report.position(offset);
+            assert_eq!(
+                (position.line, position.column),
+                line_and_column(text, offset),
+                "{offset}"
+            );
+        }
+    }
 
     #[test]
     fn offsets_become_lines_and_columns() {

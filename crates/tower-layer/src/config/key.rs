@@ -255,6 +255,19 @@ fn one(
     }
 }
 
+/// Whether the key `value` describes is one text part a file can write — a header's value, or
+/// what an extractor registered in code gives — so `overrides` and `plans` entries can name
+/// its values. IP keys are binary blocks, `endpoint` and combinations have several parts, and
+/// `global` none: an entry could never match them.
+pub(crate) fn is_one_text_part(value: &Value<'_>, extractors: &Extractors) -> bool {
+    if let Some(name) = value.as_str() {
+        return extractors.named.contains_key(name);
+    }
+    value
+        .as_table()
+        .is_some_and(|table| table.len() == 1 && table.keys().all(|key| key.name == "header"))
+}
+
 /// An extractor the service registered under `name`.
 fn named(
     name: &str,

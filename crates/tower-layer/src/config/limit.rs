@@ -9,7 +9,7 @@
 //! window = "1d"
 //! ```
 
-use std::collections::HashMap;
+use std::collections::HashSet;
 
 use tollgate_core::RuleId;
 use toml_span::Value;
@@ -23,7 +23,7 @@ use super::quota::quota;
 /// a limit's, not both: both would read the same registry entry).
 pub(super) fn limits(
     list: &Value<'_>,
-    rules: &HashMap<String, ()>,
+    rules: &HashSet<String>,
     report: &mut Report<'_>,
 ) -> Option<Vec<LimitEntry>> {
     let Some(tables) = list.as_array() else {
@@ -31,6 +31,7 @@ pub(super) fn limits(
         return None;
     };
     let mut limits: Vec<LimitEntry> = Vec::new();
+    let mut ids: HashSet<String> = HashSet::new();
     let mut clean = true;
     for value in tables {
         let Some(limit) = one(value, report) else {
@@ -38,10 +39,10 @@ pub(super) fn limits(
             continue;
         };
         let id = limit.id.as_str();
-        if rules.contains_key(id) {
+        if rules.contains(id) {
             report.at(value.span.start, format!("id {id:?} is a `[[rule]]` already; a `[[limit]]` names a typed limit, with an id of its own"));
             clean = false;
-        } else if limits.iter().any(|other| other.id == limit.id) {
+        } else if !ids.insert(id.to_owned()) {
             report.at(
                 value.span.start,
                 format!("limit id {id:?} is used twice; each typed limit is set once"),

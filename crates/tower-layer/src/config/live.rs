@@ -71,31 +71,32 @@ impl Live {
         Ok(())
     }
 
-    /// A fleet document (`name` in messages) read and checked: alone, against this layer, and
-    /// merged over the local file in force.
-    pub(super) fn overlay_of(
-        &self,
-        state: &State,
-        name: &str,
-        text: &str,
-    ) -> Result<RuleFile, ConfigErrors> {
+    /// A fleet document (`name` in messages) read and checked alone and against this layer;
+    /// no lock is held while it is read.
+    pub(super) fn read_overlay(&self, name: &str, text: &str) -> Result<RuleFile, ConfigErrors> {
         let file = RuleFile::parse(name, text, &self.extractors)?;
         self.fits(&file)?;
-        if let Some(conflicts) = state
+        Ok(file)
+    }
+
+    /// What putting `overlay` over the local file in force would get wrong.
+    pub(super) fn conflicts(state: &State, overlay: &RuleFile) -> Result<(), ConfigErrors> {
+        match state
             .local
             .as_ref()
-            .and_then(|local| local.overridden_by(&file).conflicts())
+            .and_then(|local| local.overridden_by(overlay).conflicts())
         {
-            return Err(conflicts);
+            Some(conflicts) => Err(conflicts),
+            None => Ok(()),
         }
-        Ok(file)
     }
 
     /// Reads a fleet document and, when valid, puts it over the local file; a document with
     /// mistakes is refused and recorded, and the rules in force stay.
     pub(super) fn set_overlay(&self, version: &str, text: &str) -> Result<(), ConfigErrors> {
+        let read = self.read_overlay(&format!("fleet document {version}"), text);
         let mut state = self.lock();
-        match self.overlay_of(&state, &format!("fleet document {version}"), text) {
+        match read.and_then(|file| Live::conflicts(&state, &file).map(|()| file)) {
             Ok(file) => {
                 state.overlay = Some(file);
                 state.status.overlay_version = Some(version.to_owned());
@@ -207,10 +208,8 @@ impl RuleOverlay {
     /// Checks `text` as [`apply`](Self::apply) would — alone, against this layer, and merged
     /// over the local file — without applying it: what a publisher runs before writing.
     pub fn check(&self, text: &str) -> Result<(), ConfigErrors> {
-        let state = self.live.lock();
-        self.live
-            .overlay_of(&state, "fleet document", text)
-            .map(drop)
+        let file = self.live.read_overlay("fleet document", text)?;
+        Live::conflicts(&self.live.lock(), &file)
     }
 
     /// Withdraws the fleet document: the local file decides every rule again.

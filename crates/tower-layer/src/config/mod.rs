@@ -47,7 +47,7 @@ mod set;
 mod watch;
 mod write;
 
-use std::collections::HashMap;
+use std::collections::HashSet;
 
 use self::error::Report;
 pub use self::error::{ConfigError, ConfigErrors};
@@ -138,10 +138,12 @@ impl RuleFile {
             add(set, entry.rule.clone(), &entry.applies)
         });
         if let Some((exempt, _)) = &contents.exempt {
-            for (path, _) in &exempt.paths {
-                // Checked when read.
-                rules = rules.clone().exempt_path(path).unwrap_or(rules);
-            }
+            // Checked when read; added in one pass (no copy of the set per path).
+            let patterns = exempt
+                .paths
+                .iter()
+                .filter_map(|(path, _)| crate::PathPattern::new(path).ok());
+            rules = rules.exempt_patterns(patterns);
             for network in &exempt.networks {
                 rules = rules.exempt_network(*network);
             }
@@ -363,35 +365,43 @@ fn entries(
         report,
     )?;
     let mut set = Some(Vec::new());
-    let mut seen: HashMap<String, ()> = HashMap::new();
-    if let Some(list) = top.get("rule") {
-        let Some(tables) = list.as_array() else {
+    let mut seen: HashSet<String> = HashSet::new();
+    let tables = match top.get("rule").map(|list| (list, list.as_array())) {
+        Some((_, Some(tables))) => tables.as_slice(),
+        Some((list, None)) => {
             report.at(list.span.start, "rules are `[[rule]]` tables");
-            return None;
+            set = None;
+            &[]
+        }
+        None => &[],
+    };
+    // Every rule's id, even one whose rule has mistakes: a `[[limit]]` may not take it either.
+    let written: HashSet<String> = tables
+        .iter()
+        .filter_map(|value| Some(value.as_table()?.get("id")?.as_str()?.to_owned()))
+        .collect();
+    for value in tables {
+        let Some((rule, applies, id_at)) = rule::rule(value, extractors, report) else {
+            set = None;
+            continue;
         };
-        for value in tables {
-            let Some((rule, applies, id_at)) = rule::rule(value, extractors, report) else {
-                set = None;
-                continue;
-            };
-            if seen.insert(rule.id().as_str().to_owned(), ()).is_some() {
-                report.at(
-                    id_at,
-                    format!(
-                        "rule id {:?} is used twice; ids name policies and must be unique",
-                        rule.id().as_str()
-                    ),
-                );
-                set = None;
-                continue;
-            }
-            if let Some(set) = set.as_mut() {
-                set.push(Entry { rule, applies });
-            }
+        if !seen.insert(rule.id().as_str().to_owned()) {
+            report.at(
+                id_at,
+                format!(
+                    "rule id {:?} is used twice; ids name policies and must be unique",
+                    rule.id().as_str()
+                ),
+            );
+            set = None;
+            continue;
+        }
+        if let Some(set) = set.as_mut() {
+            set.push(Entry { rule, applies });
         }
     }
     let limits = match top.get("limit") {
-        Some(list) => limit::limits(list, &seen, report),
+        Some(list) => limit::limits(list, &written, report),
         None => Some(Vec::new()),
     };
     let (top_exempt, top_headers) = (top.get("exempt"), top.get("headers"));

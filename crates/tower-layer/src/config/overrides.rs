@@ -18,7 +18,7 @@ use toml_span::Value;
 
 use super::error::Report;
 use super::fields::Fields;
-use super::key::{Extractors, key};
+use super::key::{Extractors, is_one_text_part, key};
 use super::quota::{QUOTA_FIELDS, quota, quota_of};
 use crate::QuotaOverrides;
 
@@ -38,7 +38,13 @@ pub(crate) fn overrides(
     }
     let mut clean = true;
     let mut result = QuotaOverrides::new();
-    if let Some(table) = by_key {
+    let one_part = |value: &Value<'_>| is_one_text_part(value, extractors);
+    if let (Some(table), Some(rule_key)) = (by_key, fields.get("key"))
+        && !one_part(rule_key)
+    {
+        report.at(table.span.start, "`overrides` name values of the rule's key, so its key must be one header or one extractor registered in code; IP, endpoint, global and combined keys have no value a file can write");
+        clean = false;
+    } else if let Some(table) = by_key {
         match entries(table, "`overrides`", fields, cost, report) {
             Some(entries) => {
                 for (name, quota) in entries {
@@ -50,7 +56,13 @@ pub(crate) fn overrides(
     }
     match (plan, plans) {
         (Some(plan), Some(plans)) => {
-            let extractor = key(plan, extractors, report);
+            let extractor = key(plan, extractors, report).filter(|_| {
+                let fits = one_part(plan);
+                if !fits {
+                    report.at(plan.span.start, "`plan` must be one header or one extractor registered in code: `plans` name its values");
+                }
+                fits
+            });
             let entries = entries(plans, "`plans`", fields, cost, report);
             match extractor.zip(entries) {
                 Some((extractor, entries)) => {
@@ -117,7 +129,11 @@ fn entries(
 
 /// One entry: `"N/period"` or a table of numbers.
 fn one(value: &Value<'_>, rule: &Fields<'_, '_>, report: &mut Report<'_>) -> Option<Quota> {
-    let algorithm = rule.get("algorithm").and_then(Value::as_str);
+    // A missing or unknown algorithm was reported at the rule: not again for each entry.
+    let algorithm = rule
+        .get("algorithm")
+        .and_then(Value::as_str)
+        .filter(|name| super::quota::ALGORITHMS.contains(name));
     if let Some(text) = value.as_str() {
         // The rule's algorithm was reported if it is missing or unknown.
         let algorithm = algorithm?;

@@ -64,28 +64,100 @@ pub(super) fn exempt(value: &Value<'_>, report: &mut Report<'_>) -> Option<Exemp
     Some(exempt)
 }
 
-/// A mistake for each rule an exempt path covers wholly: a rule that would never apply.
+/// A mistake for each rule the exempt paths cover wholly, together: a rule that would never
+/// apply. Coverage is decided on paths that stand for every request the rule applies to
+/// ([`representatives`]), so `/api/{version}` does not cover `/api/{*rest}` (it misses
+/// `/api/v1/posts`) while `["/", "/{*rest}"]` covers a rule on every request.
 pub(super) fn covered<'r>(
     exempt: &Exempt,
-    rules: impl Iterator<Item = (&'r str, &'r Applies)> + Clone,
+    rules: impl Iterator<Item = (&'r str, &'r Applies)>,
 ) -> Vec<ConfigError> {
+    let patterns: Vec<(&str, &Position, PathPattern)> = exempt
+        .paths
+        .iter()
+        .filter_map(|(path, at)| Some((path.as_str(), at, PathPattern::new(path).ok()?)))
+        .collect();
+    if patterns.is_empty() {
+        return Vec::new();
+    }
     let mut mistakes = Vec::new();
-    for (path, at) in &exempt.paths {
-        let Ok(pattern) = PathPattern::new(path) else {
+    for (id, applies) in rules {
+        let paths = representatives(applies);
+        let exempting = |path: &String| {
+            patterns
+                .iter()
+                .find(|(_, _, pattern)| pattern.matches(path))
+        };
+        if !paths.iter().all(|path| exempting(path).is_some()) {
+            continue;
+        }
+        // Name the one path that covers it alone, else the first that plays a part.
+        let alone = patterns
+            .iter()
+            .find(|(_, _, pattern)| paths.iter().all(|path| pattern.matches(path)));
+        let Some((text, at, _)) = alone.or_else(|| paths.first().and_then(exempting)) else {
             continue;
         };
-        let everything = ["/", "/a", "/a/b"].iter().all(|path| pattern.matches(path));
-        for (id, applies) in rules.clone() {
-            let covered = match applies {
-                Applies::Everywhere => everything,
-                Applies::Route { pattern: route, .. } => pattern.matches(route),
-            };
-            if covered {
-                mistakes.push(at.error(format!("exempt path {path:?} covers every request rule {id:?} applies to: that rule would never limit anything")));
+        let together = if alone.is_some() {
+            ""
+        } else {
+            " (with the other exempt paths)"
+        };
+        mistakes.push(at.error(format!("exempt path {text:?}{together} covers every request rule {id:?} applies to: that rule would never limit anything")));
+    }
+    mistakes
+}
+
+/// A segment no exempt literal is expected to hold: stands for any value of a parameter.
+const ANY_SEGMENT: &str = "~any~";
+
+/// Paths standing for every request a rule applies to: for a route, its pattern with escaped
+/// braces as literals, each `{param}` as [`ANY_SEGMENT`], and a `{*wildcard}` as one and as two
+/// segments; for a rule on every request, `/`, `/~any~` and `/~any~/~any~`.
+fn representatives(applies: &Applies) -> Vec<String> {
+    let Applies::Route { pattern, .. } = applies else {
+        let any = ANY_SEGMENT;
+        return vec!["/".to_owned(), format!("/{any}"), format!("/{any}/{any}")];
+    };
+    let (mut one, mut two) = (String::new(), String::new());
+    let mut chars = pattern.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '{' if chars.peek() == Some(&'{') => {
+                chars.next();
+                one.push('{');
+                two.push('{');
+            }
+            '}' if chars.peek() == Some(&'}') => {
+                chars.next();
+                one.push('}');
+                two.push('}');
+            }
+            '{' => {
+                let wildcard = chars.peek() == Some(&'*');
+                for c in chars.by_ref() {
+                    if c == '}' {
+                        break;
+                    }
+                }
+                one.push_str(ANY_SEGMENT);
+                two.push_str(ANY_SEGMENT);
+                if wildcard {
+                    two.push('/');
+                    two.push_str(ANY_SEGMENT);
+                }
+            }
+            c => {
+                one.push(c);
+                two.push(c);
             }
         }
     }
-    mistakes
+    if one == two {
+        vec![one]
+    } else {
+        vec![one, two]
+    }
 }
 
 /// `headers = { ietf = true, legacy = false }` (each defaults to the layer's default: IETF on,
@@ -108,4 +180,31 @@ pub(super) fn headers(value: &Value<'_>, report: &mut Report<'_>) -> Option<Head
     }
     fields.finish("`headers`", report);
     clean.then_some(style)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Applies, representatives};
+
+    fn route(pattern: &str) -> Applies {
+        Applies::Route {
+            methods: Vec::new(),
+            pattern: pattern.to_owned(),
+        }
+    }
+
+    #[test]
+    fn representatives_stand_for_every_path_of_a_pattern() {
+        assert_eq!(representatives(&route("/api/posts")), ["/api/posts"]);
+        assert_eq!(
+            representatives(&route("/users/{id}/follow")),
+            ["/users/~any~/follow"]
+        );
+        assert_eq!(
+            representatives(&route("/api/{*rest}")),
+            ["/api/~any~", "/api/~any~/~any~"]
+        );
+        assert_eq!(representatives(&route("/a{{b}}")), ["/a{b}"]);
+        assert_eq!(representatives(&Applies::Everywhere).len(), 3);
+    }
 }
