@@ -51,6 +51,8 @@ mod fingerprint;
 mod item;
 mod key;
 mod memory;
+#[cfg(feature = "metrics")]
+pub mod metrics;
 mod policy;
 pub mod quota;
 mod rate;

@@ -777,3 +777,160 @@ async fn a_healthy_primary_is_used_and_nothing_is_counted() {
     assert_eq!(store.local().stats().keys, 0);
     assert_eq!(store.stats(), FallbackStats::default());
 }
+
+// ---------------------------------------------------------------------------------------------
+// Loud fall-back.
+
+#[tokio::test]
+async fn a_rule_falling_back_is_announced_once_a_minute_and_its_recovery_once() {
+    let recorder = EventRecorder::global();
+    let Setup {
+        clock,
+        primary,
+        store,
+    } = setup();
+    let (id, key) = (rule("loud-fallback"), Key::new("user77"));
+    let item = Item::new(&id, per_hour(1000), &key).with_store_failure(OnStoreFailure::Local);
+    let about_us = |level: tracing::Level| {
+        recorder
+            .on_target("tollgate::fallback")
+            .into_iter()
+            .filter(|event| event.level == level && event.field("rule") == Some("loud-fallback"))
+            .count()
+    };
+    primary.fail();
+    for _ in 0..20 {
+        assert!(allowed(&store, item).await);
+    }
+    assert_eq!(
+        about_us(tracing::Level::WARN),
+        1,
+        "one warning, not one per request"
+    );
+    assert_eq!(store.falling_back(), std::slice::from_ref(&id));
+    clock.advance(Duration::from_secs(30));
+    assert!(allowed(&store, item).await);
+    assert_eq!(
+        about_us(tracing::Level::WARN),
+        1,
+        "not again within the minute"
+    );
+    clock.advance(Duration::from_secs(31));
+    assert!(allowed(&store, item).await);
+    assert_eq!(about_us(tracing::Level::WARN), 2, "again after a minute");
+    let warning = recorder
+        .on_target("tollgate::fallback")
+        .into_iter()
+        .find(|event| event.field("rule") == Some("loud-fallback"))
+        .expect("the warning");
+    assert_eq!(warning.field("policy"), Some("local"));
+
+    primary.heal();
+    clock.advance(COOL_DOWN);
+    assert!(allowed(&store, item).await);
+    assert_eq!(
+        about_us(tracing::Level::INFO),
+        1,
+        "the recovery is announced"
+    );
+    assert!(store.falling_back().is_empty());
+    assert!(allowed(&store, item).await);
+    assert_eq!(about_us(tracing::Level::INFO), 1, "once");
+}
+
+/// Every metric the recorder holds, by `name{label=value,...}`.
+#[cfg(feature = "metrics")]
+fn metric_values(
+    snapshotter: &metrics_util::debugging::Snapshotter,
+) -> std::collections::HashMap<String, metrics_util::debugging::DebugValue> {
+    snapshotter
+        .snapshot()
+        .into_vec()
+        .into_iter()
+        .map(|(key, _, _, value)| {
+            let labels: Vec<String> = key
+                .key()
+                .labels()
+                .map(|label| format!("{}={}", label.key(), label.value()))
+                .collect();
+            (
+                format!("{}{{{}}}", key.key().name(), labels.join(",")),
+                value,
+            )
+        })
+        .collect()
+}
+
+#[cfg(feature = "metrics")]
+#[test]
+fn the_store_wrapper_records_latency_errors_the_breaker_and_fall_backs() {
+    use metrics_util::debugging::{DebugValue, DebuggingRecorder};
+
+    let recorder = DebuggingRecorder::new();
+    let snapshotter = recorder.snapshotter();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .expect("a runtime");
+    metrics::with_local_recorder(&recorder, || {
+        let clock = ManualClock::new(Timestamp::from_secs(1_700_000_000));
+        let primary = Switchable::new(&clock);
+        let store = FallbackStore::builder(primary.clone())
+            .timeout(TIMEOUT)
+            .failure_threshold(THRESHOLD)
+            .cool_down(COOL_DOWN)
+            .clock(clock.clone())
+            .metrics("redis")
+            .build();
+        let (id, key) = (rule("metered"), Key::new("user77"));
+        let item = Item::new(&id, per_hour(1000), &key).with_store_failure(OnStoreFailure::Open);
+        runtime.block_on(async {
+            assert!(allowed(&store, item).await);
+            primary.fail();
+            for _ in 0..5 {
+                assert!(allowed(&store, item).await);
+            }
+        });
+        let values = metric_values(&snapshotter);
+        let counter = |name: &str| match values.get(name) {
+            Some(DebugValue::Counter(value)) => *value,
+            other => panic!("{name}: {other:?} in {values:#?}"),
+        };
+        let gauge = |name: &str| match values.get(name) {
+            Some(DebugValue::Gauge(value)) => value.into_inner(),
+            other => panic!("{name}: {other:?} in {values:#?}"),
+        };
+        // Three calls failed before the breaker opened; two more were never sent.
+        assert_eq!(
+            counter("tollgate_store_errors_total{store=redis,kind=unavailable}"),
+            3
+        );
+        assert_eq!(
+            counter("tollgate_store_errors_total{store=redis,kind=timeout}"),
+            0
+        );
+        assert_eq!(gauge("tollgate_breaker_open{store=redis}"), 1.0);
+        assert_eq!(
+            counter("tollgate_fallback_decisions_total{rule=metered,policy=open}"),
+            5
+        );
+        assert_eq!(gauge("tollgate_fallback_active{rule=metered}"), 1.0);
+        match values.get("tollgate_store_seconds{store=redis}") {
+            Some(DebugValue::Histogram(samples)) => {
+                assert_eq!(samples.len(), 4, "one per call sent")
+            }
+            other => panic!("{other:?}"),
+        }
+
+        primary.heal();
+        clock.advance(COOL_DOWN);
+        runtime.block_on(async { assert!(allowed(&store, item).await) });
+        let after = metric_values(&snapshotter);
+        let gauge = |name: &str| match after.get(name) {
+            Some(DebugValue::Gauge(value)) => value.into_inner(),
+            other => panic!("{name}: {other:?} in {after:#?}"),
+        };
+        assert_eq!(gauge("tollgate_breaker_open{store=redis}"), 0.0);
+        assert_eq!(gauge("tollgate_fallback_active{rule=metered}"), 0.0);
+    });
+}

@@ -4,6 +4,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::FallbackStore;
+use super::alarm::Alarm;
 use super::breaker::Breaker;
 use crate::{Clock, MemoryStore, MemoryStoreBuilder, Store, SystemClock};
 
@@ -51,6 +52,8 @@ pub struct FallbackStoreBuilder<P, C = SystemClock> {
     timeout: Duration,
     failure_threshold: u32,
     cool_down: Duration,
+    /// The `store` label metrics are recorded under, when they are on.
+    metrics: Option<&'static str>,
 }
 
 impl<P: Store> FallbackStore<P, SystemClock> {
@@ -62,6 +65,7 @@ impl<P: Store> FallbackStore<P, SystemClock> {
             timeout: DEFAULT_TIMEOUT,
             failure_threshold: DEFAULT_FAILURE_THRESHOLD,
             cool_down: DEFAULT_COOL_DOWN,
+            metrics: None,
         }
     }
 }
@@ -107,7 +111,18 @@ impl<P, C> FallbackStoreBuilder<P, C> {
             timeout: self.timeout,
             failure_threshold: self.failure_threshold,
             cool_down: self.cool_down,
+            metrics: self.metrics,
         }
+    }
+
+    /// Records metrics through the `metrics` facade (feature `metrics`), labelled
+    /// `store = <store>` where they concern the primary: `tollgate_store_seconds`,
+    /// `tollgate_store_errors_total`, `tollgate_breaker_open`, `tollgate_fallback_active` and
+    /// `tollgate_fallback_decisions_total` (see [`crate::metrics`]). Install the recorder first.
+    #[cfg(feature = "metrics")]
+    pub fn metrics(mut self, store: &'static str) -> Self {
+        self.metrics = Some(store);
+        self
     }
 
     /// Builds the store.
@@ -124,6 +139,11 @@ impl<P, C> FallbackStoreBuilder<P, C> {
             breaker: Arc::new(Breaker::new(self.failure_threshold, self.cool_down)),
             counters: Arc::default(),
             announcer: Arc::default(),
+            alarm: Arc::new(Alarm::new(self.metrics.is_some())),
+            #[cfg(feature = "metrics")]
+            metrics: self
+                .metrics
+                .map(|store| Arc::new(crate::metrics::StoreMetrics::new(store))),
         }
     }
 }

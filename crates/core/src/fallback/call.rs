@@ -26,7 +26,13 @@ impl<P: Store, C: Clock> FallbackStore<P, C> {
             self.counters.short_circuited.add_one();
             return Err(Outage::BreakerOpen);
         }
+        #[cfg(feature = "metrics")]
+        let started = self.metrics.as_ref().map(|_| std::time::Instant::now());
         let result = within(self.timeout, op, call()).await;
+        #[cfg(feature = "metrics")]
+        if let (Some(metrics), Some(started)) = (&self.metrics, started) {
+            metrics.seconds.record(started.elapsed().as_secs_f64());
+        }
         self.settle(op, admission, result)
     }
 
@@ -41,10 +47,15 @@ impl<P: Store, C: Clock> FallbackStore<P, C> {
             Ok(answer) => {
                 let transition = self.breaker.succeeded(admission);
                 self.report_success(transition);
+                self.alarm.recovered(self.local.clock().now());
                 Ok(answer)
             }
             Err(error) => {
                 self.counters.primary_failures.add_one();
+                #[cfg(feature = "metrics")]
+                if let Some(metrics) = &self.metrics {
+                    metrics.error(error.kind());
+                }
                 if error.is_timeout() {
                     self.counters.timeouts.add_one();
                 }

@@ -9,6 +9,7 @@
 //! * `degraded.rs` — answering by each item's policy;
 //! * `report.rs` — logs; `stats.rs` — counters; `outage.rs` — why the primary was not used.
 
+mod alarm;
 mod breaker;
 mod builder;
 mod call;
@@ -25,6 +26,7 @@ pub use self::builder::{
 };
 pub use self::stats::FallbackStats;
 
+use self::alarm::Alarm;
 use self::breaker::{Admission, Breaker, Gate};
 use self::outage::Outage;
 use self::report::Announcer;
@@ -157,6 +159,9 @@ pub struct FallbackStore<P, C: Clock = SystemClock> {
     breaker: Arc<Breaker>,
     counters: Arc<Counters>,
     announcer: Arc<Announcer>,
+    alarm: Arc<Alarm>,
+    #[cfg(feature = "metrics")]
+    metrics: Option<Arc<crate::metrics::StoreMetrics>>,
 }
 
 /// Clones share everything: the primary (when its clones share, as the stores here do), the
@@ -171,6 +176,9 @@ impl<P: Clone, C: Clock> Clone for FallbackStore<P, C> {
             breaker: Arc::clone(&self.breaker),
             counters: Arc::clone(&self.counters),
             announcer: Arc::clone(&self.announcer),
+            alarm: Arc::clone(&self.alarm),
+            #[cfg(feature = "metrics")]
+            metrics: self.metrics.clone(),
         }
     }
 }
@@ -195,12 +203,20 @@ impl<P, C: Clock> FallbackStore<P, C> {
     pub fn timeout(&self) -> Duration {
         self.timeout
     }
+
+    /// The rules answered by their failure policies since the primary last answered (empty
+    /// while it answers): what the `tollgate::fallback` events and the
+    /// `tollgate_fallback_active` gauge report.
+    pub fn falling_back(&self) -> Vec<RuleId> {
+        self.alarm.rules()
+    }
 }
 
 impl<P: Store, C: Clock> FallbackStore<P, C> {
     /// Answers a check by the items' policies, counting it.
     fn fall_back(&self, items: &[Item<'_>], outage: Outage) -> Result<BatchDecision, StoreError> {
         self.counters.fallback_checks.add_one();
+        self.alarm.fell_back(items, self.local.clock().now());
         let answer = degraded::check(&self.local, items, outage);
         if answer.is_err() {
             self.counters.failed_closed.add_one();

@@ -54,6 +54,10 @@ impl<P: Store, C: Clock> FallbackStore<P, C> {
         match transition {
             Transition::Closed => {
                 self.counters.breaker_closed.add_one();
+                #[cfg(feature = "metrics")]
+                if let Some(metrics) = &self.metrics {
+                    metrics.breaker_open.set(0.0);
+                }
                 self.announcer.announced.store(false, Ordering::Relaxed);
                 tracing::info!(
                     target: TARGET,
@@ -80,6 +84,10 @@ impl<P: Store, C: Clock> FallbackStore<P, C> {
     ) {
         match transition {
             Transition::Opened => {
+                #[cfg(feature = "metrics")]
+                if let Some(metrics) = &self.metrics {
+                    metrics.breaker_open.set(1.0);
+                }
                 self.counters.breaker_opened.add_one();
                 self.announcer.announced.store(true, Ordering::Relaxed);
                 tracing::error!(

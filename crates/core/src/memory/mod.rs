@@ -439,6 +439,24 @@ impl<C: Clock> MemoryStore<C> {
         }
     }
 
+    /// Records [`stats`](Self::stats) as `tollgate_memory_keys` (gauge) and
+    /// `tollgate_memory_lossy_evictions_total` (counter) through the `metrics` facade (feature
+    /// `metrics`). Counting keys reads every shard, so this is not done per request: call it
+    /// where metrics are gathered (before rendering a `/metrics` page, say).
+    ///
+    /// ```
+    /// use tollgate_core::MemoryStore;
+    ///
+    /// let store = MemoryStore::new();
+    /// store.publish_metrics(); // with no recorder installed, a no-op
+    /// ```
+    #[cfg(feature = "metrics")]
+    pub fn publish_metrics(&self) {
+        let stats = self.stats();
+        metrics::gauge!(crate::metrics::MEMORY_KEYS).set(stats.keys as f64);
+        metrics::counter!(crate::metrics::MEMORY_LOSSY_EVICTIONS).absolute(stats.lossy_evictions);
+    }
+
     /// Removes every state that loses nothing when dropped, now. Sweeps also run on their own
     /// (see the module docs); call this from a timer to return memory sooner after a burst.
     pub fn sweep(&self) {

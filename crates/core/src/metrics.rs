@@ -1,0 +1,113 @@
+//! Metrics through the [`metrics`] facade (feature `metrics`): the names every tollgate crate
+//! records under, and what the store wrapper and the in-memory store record.
+//!
+//! Labels are rule ids and fixed words only — never a caller's key — so a metric's cardinality
+//! is bounded by the rules a service defines. Nothing is recorded unless turned on
+//! ([`FallbackStoreBuilder::metrics`](crate::FallbackStoreBuilder::metrics),
+//! `RateLimitLayer::metrics` in `tollgate-tower`); handles are created when a store is built or
+//! a rule set installed, so the recorder must be installed before (with
+//! `metrics-exporter-prometheus`, before building the layer).
+//!
+//! | name | kind | labels | what |
+//! |---|---|---|---|
+//! | `tollgate_checks_total` | counter | `rule`, `outcome` | each rule's decision per request: `allowed`, `refused`, `shadow_refused` (a shadow or flag rule's would-be refusal), `refused_locally` (reserved for a local cache of blocked callers) |
+//! | `tollgate_near_limit_total` | counter | `rule` | allowed checks that left less than 20 % of the limit |
+//! | `tollgate_store_errors_total` | counter | `store`, `kind` | failed calls to the primary store: `timeout`, `unavailable`, `protocol`, `capacity` |
+//! | `tollgate_store_seconds` | histogram | `store` | how long the primary store took to answer (or to time out) |
+//! | `tollgate_fallback_active` | gauge | `rule` | 1 while the rule is answered by its failure policy |
+//! | `tollgate_fallback_decisions_total` | counter | `rule`, `policy` | answers by a failure policy (`open`, `open_within`, `local`, `closed`) |
+//! | `tollgate_breaker_open` | gauge | `store` | 1 while the circuit breaker is open |
+//! | `tollgate_config_loads_total` | counter | `result` | rule files and fleet documents loaded (`success`) or refused (`error`) |
+//! | `tollgate_memory_keys` | gauge | | keys held by the in-memory store ([`MemoryStore::publish_metrics`](crate::MemoryStore::publish_metrics)) |
+//! | `tollgate_memory_lossy_evictions_total` | counter | | live states evicted because the in-memory store was full |
+//!
+//! The same names reach OpenTelemetry through any `metrics` recorder that exports to it (for
+//! instance `metrics-exporter-opentelemetry`), or by scraping the Prometheus endpoint with the
+//! OpenTelemetry Collector's `prometheus` receiver.
+
+use crate::StoreErrorKind;
+
+/// Each rule's decision per request.
+pub const CHECKS: &str = "tollgate_checks_total";
+/// Allowed checks that left less than 20 % of the limit.
+pub const NEAR_LIMIT: &str = "tollgate_near_limit_total";
+/// Failed calls to the primary store.
+pub const STORE_ERRORS: &str = "tollgate_store_errors_total";
+/// How long the primary store took to answer.
+pub const STORE_SECONDS: &str = "tollgate_store_seconds";
+/// 1 while a rule is answered by its failure policy.
+pub const FALLBACK_ACTIVE: &str = "tollgate_fallback_active";
+/// Answers by a failure policy.
+pub const FALLBACK_DECISIONS: &str = "tollgate_fallback_decisions_total";
+/// 1 while the circuit breaker is open.
+pub const BREAKER_OPEN: &str = "tollgate_breaker_open";
+/// Rule sources loaded or refused.
+pub const CONFIG_LOADS: &str = "tollgate_config_loads_total";
+/// Keys held by the in-memory store.
+pub const MEMORY_KEYS: &str = "tollgate_memory_keys";
+/// Live states evicted because the in-memory store was full.
+pub const MEMORY_LOSSY_EVICTIONS: &str = "tollgate_memory_lossy_evictions_total";
+
+/// Whether an allowed check that left `remaining` of `limit` was near the limit (below 20 %).
+pub fn is_near_limit(remaining: u64, limit: u64) -> bool {
+    u128::from(remaining) * 5 < u128::from(limit)
+}
+
+/// The label of a store error's kind.
+pub(crate) fn kind_label(kind: StoreErrorKind) -> &'static str {
+    match kind {
+        StoreErrorKind::Timeout => "timeout",
+        StoreErrorKind::Unavailable => "unavailable",
+        StoreErrorKind::Protocol => "protocol",
+        StoreErrorKind::Capacity => "capacity",
+    }
+}
+
+/// A store wrapper's handles, made when it is built.
+#[derive(Debug)]
+pub(crate) struct StoreMetrics {
+    pub(crate) seconds: metrics::Histogram,
+    pub(crate) breaker_open: metrics::Gauge,
+    errors: [metrics::Counter; 4],
+}
+
+impl StoreMetrics {
+    pub(crate) fn new(store: &'static str) -> StoreMetrics {
+        let error = |kind: StoreErrorKind| metrics::counter!(STORE_ERRORS, "store" => store, "kind" => kind_label(kind));
+        let breaker_open = metrics::gauge!(BREAKER_OPEN, "store" => store);
+        breaker_open.set(0.0);
+        StoreMetrics {
+            seconds: metrics::histogram!(STORE_SECONDS, "store" => store),
+            breaker_open,
+            errors: [
+                error(StoreErrorKind::Timeout),
+                error(StoreErrorKind::Unavailable),
+                error(StoreErrorKind::Protocol),
+                error(StoreErrorKind::Capacity),
+            ],
+        }
+    }
+
+    pub(crate) fn error(&self, kind: StoreErrorKind) {
+        let index = match kind {
+            StoreErrorKind::Timeout => 0,
+            StoreErrorKind::Unavailable => 1,
+            StoreErrorKind::Protocol => 2,
+            StoreErrorKind::Capacity => 3,
+        };
+        self.errors[index].increment(1);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_near_limit;
+
+    #[test]
+    fn near_means_below_a_fifth_of_the_limit() {
+        assert!(is_near_limit(1, 10));
+        assert!(!is_near_limit(2, 10));
+        assert!(is_near_limit(0, 1));
+        assert!(!is_near_limit(u64::MAX, u64::MAX));
+    }
+}
