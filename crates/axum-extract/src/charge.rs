@@ -18,6 +18,8 @@ pub(crate) struct Check {
     cost: u64,
     mode: Mode,
     on_store_failure: OnStoreFailure,
+    #[cfg(feature = "metrics")]
+    metrics: Option<std::sync::Arc<tollgate_tower::RuleMetrics>>,
 }
 
 impl Check {
@@ -27,14 +29,16 @@ impl Check {
         key: Key,
         cost: u64,
     ) -> Result<Check, LimitRejection> {
-        let (rule, quota) = tollgate.resolve::<L>()?;
+        let resolved = tollgate.resolve::<L>()?;
         Ok(Check {
-            rule,
-            quota,
+            rule: resolved.rule,
+            quota: resolved.quota,
             key,
             cost,
             mode: L::mode(),
             on_store_failure: L::on_store_failure(),
+            #[cfg(feature = "metrics")]
+            metrics: resolved.metrics,
         })
     }
 
@@ -62,6 +66,10 @@ pub(crate) async fn charge(
         Err(error) => return store_failed(tollgate, &checks, &error),
     };
     for (check, answer) in checks.iter().zip(batch.items()) {
+        #[cfg(feature = "metrics")]
+        if let Some(metrics) = &check.metrics {
+            metrics.record(answer.decision(), check.item().is_enforcing());
+        }
         if !answer.decision().is_allowed() {
             let enforced = check.item().is_enforcing();
             record_refusal(

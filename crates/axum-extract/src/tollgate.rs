@@ -50,6 +50,9 @@ struct Shared {
     responder: Option<Responder>,
     /// Each typed limit's rule id and default quota, resolved once per type.
     declared: RwLock<HashMap<TypeId, Declared>>,
+    /// Whether typed limits record metrics (the layer's setting, with `from_layer`).
+    #[cfg(feature = "metrics")]
+    metrics: bool,
 }
 
 /// Where the header style comes from: set here, or the layer's, read at each refusal so a rule
@@ -92,6 +95,8 @@ impl Tollgate {
                 unavailable_retry_after: Duration::from_secs(1),
                 responder: None,
                 declared: RwLock::new(HashMap::new()),
+                #[cfg(feature = "metrics")]
+                metrics: false,
             }),
         }
     }
@@ -126,6 +131,8 @@ impl Tollgate {
                 unavailable_retry_after: layer.current_unavailable_retry_after(),
                 responder: layer.current_responder(),
                 declared: RwLock::new(HashMap::new()),
+                #[cfg(feature = "metrics")]
+                metrics: layer.metrics_enabled(),
             }),
         }
     }
@@ -171,6 +178,8 @@ impl Tollgate {
                 unavailable_retry_after: shared.unavailable_retry_after,
                 responder: shared.responder.clone(),
                 declared: RwLock::new(HashMap::new()),
+                #[cfg(feature = "metrics")]
+                metrics: shared.metrics,
             },
         };
         change(&mut shared);
@@ -200,14 +209,14 @@ impl Tollgate {
         self.shared.responder.clone()
     }
 
-    /// `L`'s rule id and live quota.
-    pub(crate) fn resolve<L: Limit>(&self) -> Result<(RuleId, Quota), LimitRejection> {
+    /// `L`'s rule id, live quota and counters (when metrics are on).
+    pub(crate) fn resolve<L: Limit>(&self) -> Result<Resolved, LimitRejection> {
         let type_id = TypeId::of::<L>();
         let declared = self.shared.declared.read().get(&type_id).cloned();
         let declared = match declared {
             Some(declared) => declared,
             None => {
-                let declared = declare::<L>();
+                let declared = declare::<L>(self);
                 self.shared
                     .declared
                     .write()
@@ -215,9 +224,17 @@ impl Tollgate {
                 declared
             }
         };
-        let (rule, default) = declared.map_err(LimitRejection::not_configured)?;
-        let quota = self.shared.registry.quota_for(&rule, default);
-        Ok((rule, quota))
+        let declared = declared.map_err(LimitRejection::not_configured)?;
+        let quota = self
+            .shared
+            .registry
+            .quota_for(&declared.rule, declared.default_quota);
+        Ok(Resolved {
+            rule: declared.rule,
+            quota,
+            #[cfg(feature = "metrics")]
+            metrics: declared.metrics,
+        })
     }
 
     /// The `Tollgate` a router put in `parts`' extensions.
@@ -231,13 +248,40 @@ impl Tollgate {
     }
 }
 
-/// A typed limit's rule id and default quota, or why its declaration is invalid.
-type Declared = Result<(RuleId, Quota), String>;
+/// A typed limit's rule id, default quota and counters, or why its declaration is invalid.
+type Declared = Result<DeclaredLimit, String>;
 
-fn declare<L: Limit>() -> Declared {
+#[derive(Clone)]
+struct DeclaredLimit {
+    rule: RuleId,
+    default_quota: Quota,
+    #[cfg(feature = "metrics")]
+    metrics: Option<std::sync::Arc<tollgate_tower::RuleMetrics>>,
+}
+
+/// A typed limit as one request uses it.
+pub(crate) struct Resolved {
+    pub(crate) rule: RuleId,
+    pub(crate) quota: Quota,
+    /// Its counters, made once per type when metrics are on.
+    #[cfg(feature = "metrics")]
+    pub(crate) metrics: Option<std::sync::Arc<tollgate_tower::RuleMetrics>>,
+}
+
+fn declare<L: Limit>(tollgate: &Tollgate) -> Declared {
     let rule = RuleId::new(L::ID).map_err(|error| format!("limit id {:?}: {error}", L::ID))?;
     let quota = L::default_quota().map_err(|error| format!("limit {:?}: {error}", L::ID))?;
-    Ok((rule, quota))
+    #[cfg(not(feature = "metrics"))]
+    let _ = tollgate;
+    Ok(DeclaredLimit {
+        #[cfg(feature = "metrics")]
+        metrics: tollgate
+            .shared
+            .metrics
+            .then(|| std::sync::Arc::new(tollgate_tower::RuleMetrics::new(&rule))),
+        rule,
+        default_quota: quota,
+    })
 }
 
 impl<S: TollgateSource> FromRequestParts<S> for Tollgate {

@@ -63,6 +63,10 @@ pub(crate) fn conclude(
     let answers = || plan.rules(rules).zip(batch.items()).enumerate();
     for (_, ((planned, rule), answer)) in answers() {
         let decision = answer.decision();
+        #[cfg(feature = "metrics")]
+        if let Some(metrics) = rules.metrics_for(planned.rule) {
+            metrics.record(decision, is_enforcing(rule));
+        }
         if decision.is_allowed() {
             continue;
         }
@@ -149,6 +153,10 @@ fn blocked(
     let limit = planned.quota.limit();
     let decision = Decision::refused(Refusal::LimitReached, limit, 0, until, until);
     events::refusal(settings, rule, &planned.key, &decision, true);
+    #[cfg(feature = "metrics")]
+    if let Some(metrics) = rules.metrics_for(planned.rule) {
+        metrics.record(&decision, true);
+    }
     let shown = rule
         .is_disclosed()
         .then_some((&rule.id, planned.quota, &decision));

@@ -120,18 +120,59 @@ impl<St> RateLimitLayer<St> {
     /// store stays shared.
     fn update_rules(mut self, change: impl FnOnce(RuleSet) -> RuleSet) -> Self {
         let current = RuleSet::clone(&self.core.rules.load());
+        let rules = self.prepared(change(current));
         self.core = Arc::new(Core {
             store: Arc::clone(&self.core.store),
-            rules: ArcSwap::from_pointee(change(current)),
+            rules: ArcSwap::from_pointee(rules),
         });
         self
+    }
+
+    /// `rules` as this layer installs them: with each rule's metric handles when metrics are on.
+    fn prepared(&self, rules: RuleSet) -> RuleSet {
+        #[cfg(feature = "metrics")]
+        if self.settings.metrics {
+            return rules.with_metrics();
+        }
+        rules
+    }
+
+    /// Records each rule's decisions through the `metrics` facade (feature `metrics`):
+    /// `tollgate_checks_total{rule, outcome}` (`allowed`, `refused`, `shadow_refused`) and
+    /// `tollgate_near_limit_total{rule}` (allowed with less than 20 % of the limit left); typed
+    /// limits made with `Tollgate::from_layer` and a `RuleWatcher` on this layer
+    /// (`tollgate_config_loads_total{result}`) record too. Handles are made now and whenever
+    /// rules are installed, so **install the recorder before building the layer**; then a
+    /// request only increments counters. Labels are rule ids and fixed words, never a caller's
+    /// key. Off (and free) until called. See `tollgate_core::metrics` for every name.
+    ///
+    /// ```
+    /// use tollgate_core::MemoryStore;
+    /// use tollgate_tower::RateLimitLayer;
+    ///
+    /// // After installing a recorder (metrics-exporter-prometheus, say):
+    /// let layer = RateLimitLayer::new(MemoryStore::new()).metrics();
+    /// assert!(layer.metrics_enabled());
+    /// ```
+    #[cfg(feature = "metrics")]
+    pub fn metrics(mut self) -> Self {
+        Arc::make_mut(&mut self.settings).metrics = true;
+        self.update_rules(|rules| rules)
+    }
+
+    /// Whether this layer records metrics.
+    pub fn metrics_enabled(&self) -> bool {
+        #[cfg(feature = "metrics")]
+        return self.settings.metrics;
+        #[cfg(not(feature = "metrics"))]
+        false
     }
 
     /// Replaces every rule at once, for all services made from this layer value (and its clones
     /// made since the last builder call), without rebuilding them: the next request sees the new
     /// set.
     pub fn replace_rules(&self, rules: RuleSet) {
-        self.core.rules.store(Arc::new(rules));
+        self.core.rules.store(Arc::new(self.prepared(rules)));
     }
 
     /// The current rules.

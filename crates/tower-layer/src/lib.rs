@@ -89,6 +89,8 @@ mod exemptions;
 mod flag;
 mod future;
 mod layer;
+#[cfg(feature = "metrics")]
+mod metrics;
 mod notices;
 mod overrides;
 mod path_pattern;
@@ -106,6 +108,8 @@ pub use escalation::Escalation;
 pub use flag::Flagged;
 pub use future::ResponseFuture;
 pub use layer::RateLimitLayer;
+#[cfg(feature = "metrics")]
+pub use metrics::RuleMetrics;
 pub use overrides::QuotaOverrides;
 pub use path_pattern::{PathPattern, PathPatternError};
 pub use registry::QuotaRegistry;

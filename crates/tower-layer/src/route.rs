@@ -35,6 +35,10 @@ pub struct RuleSet {
     routes: Vec<Route>,
     exemptions: Exemptions,
     header_style: Option<HeaderStyle>,
+    /// Each rule's counters, by position (`everywhere`, then `routes`), made when the set is
+    /// installed in a layer whose metrics are on.
+    #[cfg(feature = "metrics")]
+    metrics: Option<Arc<[crate::metrics::RuleMetrics]>>,
 }
 
 impl RuleSet {
@@ -101,6 +105,27 @@ impl RuleSet {
     pub fn headers(mut self, style: HeaderStyle) -> Self {
         self.header_style = Some(style);
         self
+    }
+
+    /// The set with counters for each of its rules (feature `metrics`).
+    #[cfg(feature = "metrics")]
+    pub(crate) fn with_metrics(mut self) -> Self {
+        let handles: Vec<crate::metrics::RuleMetrics> = self
+            .rules()
+            .map(|rule| crate::metrics::RuleMetrics::new(&rule.id))
+            .collect();
+        self.metrics = Some(handles.into());
+        self
+    }
+
+    /// The counters of the rule `at` names, when the set has them.
+    #[cfg(feature = "metrics")]
+    pub(crate) fn metrics_for(&self, at: RuleRef) -> Option<&crate::metrics::RuleMetrics> {
+        let index = match at {
+            RuleRef::Everywhere(index) => index,
+            RuleRef::Route(index) => self.everywhere.len() + index,
+        };
+        self.metrics.as_ref()?.get(index)
     }
 
     /// Whether the set exempts `request` from limiting.

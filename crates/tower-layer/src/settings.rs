@@ -71,6 +71,9 @@ pub(crate) struct Settings {
     pub(crate) unavailable_retry_after: Duration,
     pub(crate) exemptions: Exemptions,
     pub(crate) registry: Option<QuotaRegistry>,
+    /// Whether rules record metrics (feature `metrics`).
+    #[cfg(feature = "metrics")]
+    pub(crate) metrics: bool,
 }
 
 impl Default for Settings {
@@ -82,6 +85,8 @@ impl Default for Settings {
             unavailable_retry_after: Duration::from_secs(1),
             exemptions: Exemptions::default(),
             registry: None,
+            #[cfg(feature = "metrics")]
+            metrics: false,
         }
     }
 }

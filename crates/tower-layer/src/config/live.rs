@@ -15,6 +15,10 @@ pub(super) struct Live {
     apply: Box<dyn Fn(RuleSet) + Send + Sync>,
     /// The layer's registry, where `[[limit]]` quotas go.
     registry: Option<QuotaRegistry>,
+    /// `tollgate_config_loads_total{result="success"}` and `{result="error"}`, when the layer
+    /// records metrics (made when the watcher starts).
+    #[cfg(feature = "metrics")]
+    loads: Option<[metrics::Counter; 2]>,
     state: Mutex<State>,
 }
 
@@ -32,13 +36,34 @@ impl Live {
         extractors: Extractors,
         apply: Box<dyn Fn(RuleSet) + Send + Sync>,
         registry: Option<QuotaRegistry>,
+        metrics: bool,
     ) -> Live {
+        #[cfg(not(feature = "metrics"))]
+        let _ = metrics;
         Live {
             extractors,
             apply,
             registry,
+            #[cfg(feature = "metrics")]
+            loads: metrics.then(|| {
+                let load = |result: &'static str| {
+                    metrics::counter!(tollgate_core::metrics::CONFIG_LOADS, "result" => result)
+                };
+                [load("success"), load("error")]
+            }),
             state: Mutex::new(State::default()),
         }
+    }
+
+    /// Counts one load of a rule file or fleet document, `success` or `error`, when the layer
+    /// records metrics.
+    pub(super) fn count_load(&self, success: bool) {
+        #[cfg(feature = "metrics")]
+        if let Some([loaded, refused]) = &self.loads {
+            if success { loaded } else { refused }.increment(1);
+        }
+        #[cfg(not(feature = "metrics"))]
+        let _ = success;
     }
 
     /// A file's mistakes that only this layer can see: `[[limit]]`s without a registry.
@@ -102,10 +127,12 @@ impl Live {
                 state.status.overlay_version = Some(version.to_owned());
                 state.status.overlay_error = None;
                 self.install(&mut state);
+                self.count_load(true);
                 tracing::info!(target: "tollgate::config", version, overridden = ?state.status.overridden, "fleet document applied");
                 Ok(())
             }
             Err(errors) => {
+                self.count_load(false);
                 tracing::error!(target: "tollgate::config", version, "fleet document refused, the rules in force stay:\n{errors}");
                 state.status.overlay_error = Some(errors.clone());
                 Err(errors)

@@ -124,6 +124,7 @@ impl RuleWatcher {
                 extractors,
                 Box::new(move |rules| target.replace_rules(rules)),
                 layer.current_registry().cloned(),
+                layer.metrics_enabled(),
             )),
         });
         // Watch first, then read: a change made while starting is seen, not lost.
@@ -264,6 +265,7 @@ impl Shared {
             Err(error) => {
                 tracing::error!(target: "tollgate::config", path = %self.path.display(), %error, "cannot read the rule file; the rules in force stay");
                 status.last_error = Some(ConfigErrors::unreadable(&self.path, &error));
+                self.live.count_load(false);
                 return Err(Failure::Read(error));
             }
         };
@@ -281,10 +283,12 @@ impl Shared {
             Ok(()) => {
                 status.version = Some(version);
                 status.last_error = None;
+                self.live.count_load(true);
                 tracing::info!(target: "tollgate::config", path = %name, version = state.status.version.as_deref().unwrap_or(""), overridden_by_fleet = ?state.status.overridden, "rule file loaded");
                 Ok(true)
             }
             Err(errors) => {
+                self.live.count_load(false);
                 tracing::error!(target: "tollgate::config", path = %name, "rule file refused, the rules in force stay:\n{errors}");
                 status.last_error = Some(errors.clone());
                 Err(Failure::Invalid(errors))
