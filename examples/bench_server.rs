@@ -1,12 +1,13 @@
 //! A hello-world axum server for `scripts/bench-http`: bare, behind tollgate, or behind
 //! tower_governor.
 //!
-//! `cargo run --release --features axum,config --example bench_server -- MODE` with MODE one of
+//! `cargo run --release --features axum,config,metrics --example bench_server -- MODE` with MODE one of
 //! `bare`, `tollgate` (in-memory store, two rules: per client IP and per account from the
 //! `x-account` header, RateLimit headers on), `tollgate-lean` (one per-IP rule, no rate-limit
 //! headers: like for like with governor), `tollgate-escalating` (`tollgate` with escalation on
 //! the per-IP rule), `tollgate-reloadable` (`tollgate`'s rules read from a rule file that a
-//! `RuleWatcher` watches while the server runs) or `governor` (tower_governor per peer IP). Every
+//! `RuleWatcher` watches while the server runs), `tollgate-metrics` (`tollgate` counting each
+//! decision into a Prometheus recorder) or `governor` (tower_governor per peer IP). Every
 //! quota allows a million requests a second per key, so the benchmark measures overhead, not
 //! refusals. The server listens on 127.0.0.1 on a free port and prints `listening on PORT`.
 
@@ -50,6 +51,17 @@ type Keep = Option<(tempfile::TempDir, RuleWatcher)>;
 
 fn app(mode: &str) -> Result<(Router, Keep), Box<dyn std::error::Error>> {
     let hello = Router::new().route("/", get(|| async { "Hello, world!" }));
+    if mode == "tollgate-metrics" {
+        // `tollgate` with each decision counted into a Prometheus recorder.
+        metrics_exporter_prometheus::PrometheusBuilder::new().install_recorder()?;
+        let quota = Quota::token_bucket(PER_SECOND, Rate::per_second(PER_SECOND))?;
+        let account = HeaderKey::new(axum::http::HeaderName::from_static("x-account"));
+        let layer = RateLimitLayer::new(MemoryStore::new())
+            .rule(Rule::new("per-ip", quota, PeerIp::new())?)
+            .rule(Rule::new("per-account", quota, account)?)
+            .metrics();
+        return Ok((hello.layer(layer), None));
+    }
     if mode == "tollgate-reloadable" {
         let dir = tempfile::tempdir()?;
         let path = dir.path().join("rules.toml");
@@ -101,7 +113,7 @@ fn app(mode: &str) -> Result<(Router, Keep), Box<dyn std::error::Error>> {
         other => {
             return Err(format!(
                 "unknown mode {other:?}: bare, tollgate, tollgate-lean, tollgate-escalating, \
-                 tollgate-reloadable or governor"
+                 tollgate-reloadable, tollgate-metrics or governor"
             )
             .into());
         }
