@@ -17,6 +17,9 @@ pub(crate) fn refusal(
     enforced: bool,
 ) {
     rule.notices.refused(&rule.id);
+    if let Some(top) = &settings.top_refused {
+        top.offer(&rule.id, key);
+    }
     record_refusal(&rule.id, key, decision, enforced, settings.key_logging);
 }
 

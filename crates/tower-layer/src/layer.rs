@@ -160,6 +160,41 @@ impl<St> RateLimitLayer<St> {
         self.update_rules(|rules| rules)
     }
 
+    /// Counts each rule's refused callers (shadow refusals included) over the last hour, for
+    /// [`top_refused`](Self::top_refused): a Space-Saving summary of `k` counters per rule and
+    /// five-minute slice, fed off the request path through a bounded channel to a thread of its
+    /// own (a full channel drops samples and counts them; a request never waits). Memory per
+    /// rule is fixed; counts are at most `refusals / k` high (see [`crate::top_refused`]).
+    ///
+    /// ```
+    /// use tollgate_core::{MemoryStore, RuleId};
+    /// use tollgate_tower::RateLimitLayer;
+    /// use tollgate_tower::top_refused::DEFAULT_TOP_K;
+    ///
+    /// let layer = RateLimitLayer::new(MemoryStore::new()).track_top_refused(DEFAULT_TOP_K);
+    /// let report = layer.top_refused(&RuleId::new("login")?, 10).expect("tracked");
+    /// assert!(report.callers.is_empty());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn track_top_refused(mut self, k: usize) -> Self {
+        Arc::make_mut(&mut self.settings).top_refused =
+            Some(Arc::new(crate::top_refused::TopRefused::start(k)));
+        self
+    }
+
+    /// `rule`'s `n` most refused callers over the last hour, shown as the layer's
+    /// [`KeyLogging`] says (keyed fingerprints by default); `None` unless
+    /// [`track_top_refused`](Self::track_top_refused) was called. Samples still in the channel
+    /// are not yet counted.
+    pub fn top_refused(
+        &self,
+        rule: &tollgate_core::RuleId,
+        n: usize,
+    ) -> Option<crate::top_refused::TopRefusedReport> {
+        let top = self.settings.top_refused.as_ref()?;
+        Some(top.report(rule, n, self.settings.key_logging))
+    }
+
     /// Whether this layer records metrics.
     pub fn metrics_enabled(&self) -> bool {
         #[cfg(feature = "metrics")]

@@ -102,6 +102,7 @@ mod route;
 mod rule;
 mod service;
 mod settings;
+pub mod top_refused;
 
 pub use body::ResponseBody;
 pub use escalation::Escalation;

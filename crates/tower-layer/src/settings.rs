@@ -71,6 +71,8 @@ pub(crate) struct Settings {
     pub(crate) unavailable_retry_after: Duration,
     pub(crate) exemptions: Exemptions,
     pub(crate) registry: Option<QuotaRegistry>,
+    /// The top refused callers' counter, when tracked.
+    pub(crate) top_refused: Option<Arc<crate::top_refused::TopRefused>>,
     /// Whether rules record metrics (feature `metrics`).
     #[cfg(feature = "metrics")]
     pub(crate) metrics: bool,
@@ -85,6 +87,7 @@ impl Default for Settings {
             unavailable_retry_after: Duration::from_secs(1),
             exemptions: Exemptions::default(),
             registry: None,
+            top_refused: None,
             #[cfg(feature = "metrics")]
             metrics: false,
         }
