@@ -7,7 +7,9 @@
 //! headers: like for like with governor), `tollgate-escalating` (`tollgate` with escalation on
 //! the per-IP rule), `tollgate-reloadable` (`tollgate`'s rules read from a rule file that a
 //! `RuleWatcher` watches while the server runs), `tollgate-metrics` (`tollgate` counting each
-//! decision into a Prometheus recorder) or `governor` (tower_governor per peer IP). Every
+//! decision into a Prometheus recorder), `attack` / `attack-untracked` (a per-IP rule that refuses
+//! about nine requests in ten, with and without the top-refused feed) or `governor`
+//! (tower_governor per peer IP). Except in the attack modes, every
 //! quota allows a million requests a second per key, so the benchmark measures overhead, not
 //! refusals. The server listens on 127.0.0.1 on a free port and prints `listening on PORT`.
 
@@ -62,6 +64,21 @@ fn app(mode: &str) -> Result<(Router, Keep), Box<dyn std::error::Error>> {
             .metrics();
         return Ok((hello.layer(layer), None));
     }
+    if let Some(tracked) = match mode {
+        "attack" => Some(true),
+        "attack-untracked" => Some(false),
+        _ => None,
+    } {
+        // Most requests refused: the per-IP rule (the load generator is one peer) allows 8,000 a
+        // second, about a tenth of what it sends; `attack` also feeds the top refused callers.
+        let quota = Quota::token_bucket(8_000, Rate::per_second(8_000))?;
+        let mut layer = RateLimitLayer::new(MemoryStore::new())
+            .rule(Rule::new("per-ip", quota, PeerIp::new())?);
+        if tracked {
+            layer = layer.track_top_refused(tollgate::tower::top_refused::DEFAULT_TOP_K);
+        }
+        return Ok((hello.layer(layer), None));
+    }
     if mode == "tollgate-reloadable" {
         let dir = tempfile::tempdir()?;
         let path = dir.path().join("rules.toml");
@@ -113,7 +130,7 @@ fn app(mode: &str) -> Result<(Router, Keep), Box<dyn std::error::Error>> {
         other => {
             return Err(format!(
                 "unknown mode {other:?}: bare, tollgate, tollgate-lean, tollgate-escalating, \
-                 tollgate-reloadable, tollgate-metrics or governor"
+                 tollgate-reloadable, tollgate-metrics, attack, attack-untracked or governor"
             )
             .into());
         }
