@@ -72,8 +72,11 @@ fn app(mode: &str) -> Result<(Router, Keep), Box<dyn std::error::Error>> {
         // Most requests refused: the per-IP rule (the load generator is one peer) allows 8,000 a
         // second, about a tenth of what it sends; `attack` also feeds the top refused callers.
         let quota = Quota::token_bucket(8_000, Rate::per_second(8_000))?;
-        let mut layer = RateLimitLayer::new(MemoryStore::new())
-            .rule(Rule::new("per-ip", quota, PeerIp::new())?);
+        let mut layer = RateLimitLayer::new(MemoryStore::new()).rule(Rule::new(
+            "per-ip",
+            quota,
+            PeerIp::new(),
+        )?);
         if tracked {
             layer = layer.track_top_refused(tollgate::tower::top_refused::DEFAULT_TOP_K);
         }

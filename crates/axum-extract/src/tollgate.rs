@@ -50,9 +50,10 @@ struct Shared {
     responder: Option<Responder>,
     /// Each typed limit's rule id and default quota, resolved once per type.
     declared: RwLock<HashMap<TypeId, Declared>>,
-    /// Whether typed limits record metrics (the layer's setting, with `from_layer`).
+    /// Whether typed limits record metrics: the layer's setting as it is when a limit is first
+    /// used (with `from_layer`), else off.
     #[cfg(feature = "metrics")]
-    metrics: bool,
+    metrics: Arc<dyn Fn() -> bool + Send + Sync>,
 }
 
 /// Where the header style comes from: set here, or the layer's, read at each refusal so a rule
@@ -96,7 +97,7 @@ impl Tollgate {
                 responder: None,
                 declared: RwLock::new(HashMap::new()),
                 #[cfg(feature = "metrics")]
-                metrics: false,
+                metrics: Arc::new(|| false),
             }),
         }
     }
@@ -132,7 +133,10 @@ impl Tollgate {
                 responder: layer.current_responder(),
                 declared: RwLock::new(HashMap::new()),
                 #[cfg(feature = "metrics")]
-                metrics: layer.metrics_enabled(),
+                metrics: {
+                    let metered = layer.clone();
+                    Arc::new(move || metered.metrics_enabled())
+                },
             }),
         }
     }
@@ -179,7 +183,7 @@ impl Tollgate {
                 responder: shared.responder.clone(),
                 declared: RwLock::new(HashMap::new()),
                 #[cfg(feature = "metrics")]
-                metrics: shared.metrics,
+                metrics: Arc::clone(&shared.metrics),
             },
         };
         change(&mut shared);
@@ -275,9 +279,7 @@ fn declare<L: Limit>(tollgate: &Tollgate) -> Declared {
     let _ = tollgate;
     Ok(DeclaredLimit {
         #[cfg(feature = "metrics")]
-        metrics: tollgate
-            .shared
-            .metrics
+        metrics: (tollgate.shared.metrics)()
             .then(|| std::sync::Arc::new(tollgate_tower::RuleMetrics::new(&rule))),
         rule,
         default_quota: quota,

@@ -2,20 +2,23 @@
 //! records under, and what the store wrapper and the in-memory store record.
 //!
 //! Labels are rule ids and fixed words only — never a caller's key — so a metric's cardinality
-//! is bounded by the rules a service defines. Nothing is recorded unless turned on
+//! is bounded by the rules a service defines (escalating rules add their `<id>.block` item).
+//! Nothing is recorded unless turned on
 //! ([`FallbackStoreBuilder::metrics`](crate::FallbackStoreBuilder::metrics),
-//! `RateLimitLayer::metrics` in `tollgate-tower`); handles are created when a store is built or
-//! a rule set installed, so the recorder must be installed before (with
-//! `metrics-exporter-prometheus`, before building the layer).
+//! `RateLimitLayer::metrics` in `tollgate-tower`); handles are created when a store is built, a
+//! rule set installed, or (fall-back and typed-limit handles) on first use, never per request,
+//! so the recorder must be installed before (with `metrics-exporter-prometheus`, before
+//! building the layer). Requests answered without the store (a fail-closed 503, a missing key
+//! refused) are not in `tollgate_checks_total`; the store wrapper's metrics count outages.
 //!
 //! | name | kind | labels | what |
 //! |---|---|---|---|
-//! | `tollgate_checks_total` | counter | `rule`, `outcome` | each rule's decision per request: `allowed`, `refused`, `shadow_refused` (a shadow or flag rule's would-be refusal), `refused_locally` (reserved for a local cache of blocked callers) |
+//! | `tollgate_checks_total` | counter | `rule`, `outcome` | each rule's own decision per request the store answered: `allowed`, `refused`, `shadow_refused` (a shadow or flag rule's would-be refusal), `refused_locally` (reserved for a local cache of blocked callers); typed limits count under their ids (handles made on a limit's first use) |
 //! | `tollgate_near_limit_total` | counter | `rule` | allowed checks that left less than 20 % of the limit |
 //! | `tollgate_store_errors_total` | counter | `store`, `kind` | failed calls to the primary store: `timeout`, `unavailable`, `protocol`, `capacity` |
 //! | `tollgate_store_seconds` | histogram | `store` | how long the primary store took to answer (or to time out) |
-//! | `tollgate_fallback_active` | gauge | `rule` | 1 while the rule is answered by its failure policy |
-//! | `tollgate_fallback_decisions_total` | counter | `rule`, `policy` | answers by a failure policy (`open`, `open_within`, `local`, `closed`) |
+//! | `tollgate_fallback_active` | gauge | `store`, `rule` | 1 while the rule is answered by its failure policy (made when the rule first falls back) |
+//! | `tollgate_fallback_decisions_total` | counter | `store`, `rule`, `policy` | answers by a failure policy (`open`, `open_within`, `local`, `closed`; a call failed closed counts its closed rules only) |
 //! | `tollgate_breaker_open` | gauge | `store` | 1 while the circuit breaker is open |
 //! | `tollgate_config_loads_total` | counter | `result` | rule files and fleet documents loaded (`success`) or refused (`error`) |
 //! | `tollgate_memory_keys` | gauge | | keys held by the in-memory store ([`MemoryStore::publish_metrics`](crate::MemoryStore::publish_metrics)) |

@@ -911,10 +911,13 @@ fn the_store_wrapper_records_latency_errors_the_breaker_and_fall_backs() {
         );
         assert_eq!(gauge("tollgate_breaker_open{store=redis}"), 1.0);
         assert_eq!(
-            counter("tollgate_fallback_decisions_total{rule=metered,policy=open}"),
+            counter("tollgate_fallback_decisions_total{store=redis,rule=metered,policy=open}"),
             5
         );
-        assert_eq!(gauge("tollgate_fallback_active{rule=metered}"), 1.0);
+        assert_eq!(
+            gauge("tollgate_fallback_active{store=redis,rule=metered}"),
+            1.0
+        );
         match values.get("tollgate_store_seconds{store=redis}") {
             Some(DebugValue::Histogram(samples)) => {
                 assert_eq!(samples.len(), 4, "one per call sent")
@@ -931,6 +934,48 @@ fn the_store_wrapper_records_latency_errors_the_breaker_and_fall_backs() {
             other => panic!("{name}: {other:?} in {after:#?}"),
         };
         assert_eq!(gauge("tollgate_breaker_open{store=redis}"), 0.0);
-        assert_eq!(gauge("tollgate_fallback_active{rule=metered}"), 0.0);
+        assert_eq!(
+            gauge("tollgate_fallback_active{store=redis,rule=metered}"),
+            0.0
+        );
     });
+}
+
+#[tokio::test]
+async fn a_flapping_primary_is_announced_once_a_minute_and_a_closed_call_names_only_its_closed_rule()
+ {
+    let recorder = EventRecorder::global();
+    let Setup {
+        clock,
+        primary,
+        store,
+    } = setup();
+    let (id, key) = (rule("flapping"), Key::new("user77"));
+    let item = Item::new(&id, per_hour(1000), &key).with_store_failure(OnStoreFailure::Local);
+    let warnings = || {
+        recorder
+            .on_target("tollgate::fallback")
+            .into_iter()
+            .filter(|event| {
+                event.level == tracing::Level::WARN && event.field("rule") == Some("flapping")
+            })
+            .count()
+    };
+    for _ in 0..50 {
+        primary.fail();
+        assert!(allowed(&store, item).await);
+        primary.heal();
+        assert!(allowed(&store, item).await);
+    }
+    assert_eq!(warnings(), 1, "fifty flaps within a minute, one warning");
+
+    // A call failed closed: only the closed rule was answered (by the 503), not its neighbours.
+    let (open_id, closed_id) = (rule("neighbour"), rule("otp"));
+    let open = Item::new(&open_id, per_hour(10), &key).with_store_failure(OnStoreFailure::Open);
+    let closed =
+        Item::new(&closed_id, per_hour(10), &key).with_store_failure(OnStoreFailure::Closed);
+    clock.advance(Duration::from_secs(1));
+    primary.fail();
+    assert!(store.check(&[open, closed]).await.is_err());
+    assert_eq!(store.falling_back(), std::slice::from_ref(&closed_id));
 }

@@ -57,16 +57,24 @@ pub(crate) fn conclude(
         Ok(batch) => batch,
         Err(error) => return store_failed(settings, rules, plan, &error),
     };
-    if let Some((position, block)) = closed_gate(rules, plan, &batch) {
+    let gate = closed_gate(rules, plan, &batch);
+    // Each rule's own decision, counted whatever the request gets (a blocked caller's blocking
+    // rule is counted as refused by `blocked`).
+    #[cfg(feature = "metrics")]
+    for (at, ((planned, rule), answer)) in plan.rules(rules).zip(batch.items()).enumerate() {
+        if gate.is_some_and(|(blocking, _)| blocking == at) {
+            continue;
+        }
+        if let Some(metrics) = rules.metrics_for(planned.rule) {
+            metrics.record(answer.decision(), is_enforcing(rule));
+        }
+    }
+    if let Some((position, block)) = gate {
         return blocked(settings, rules, plan, position, block);
     }
     let answers = || plan.rules(rules).zip(batch.items()).enumerate();
     for (_, ((planned, rule), answer)) in answers() {
         let decision = answer.decision();
-        #[cfg(feature = "metrics")]
-        if let Some(metrics) = rules.metrics_for(planned.rule) {
-            metrics.record(decision, is_enforcing(rule));
-        }
         if decision.is_allowed() {
             continue;
         }

@@ -18,6 +18,10 @@ use crate::{PathPattern, PathPatternError, QuotaRegistry, RateLimit, Refused, Ru
 pub(crate) struct Core<St> {
     pub(crate) store: Arc<St>,
     pub(crate) rules: ArcSwap<RuleSet>,
+    /// Whether installed rules get metric handles (feature `metrics`): kept with the rules, so
+    /// whoever replaces them (a watcher, a clone made earlier) installs them alike.
+    #[cfg(feature = "metrics")]
+    pub(crate) metrics: std::sync::atomic::AtomicBool,
 }
 
 /// Applies rate-limit rules to every request of the services it wraps.
@@ -84,6 +88,8 @@ impl<St> RateLimitLayer<St> {
             core: Arc::new(Core {
                 store: Arc::new(store),
                 rules: ArcSwap::from_pointee(RuleSet::new()),
+                #[cfg(feature = "metrics")]
+                metrics: std::sync::atomic::AtomicBool::new(false),
             }),
             settings: Arc::new(Settings::default()),
         }
@@ -124,16 +130,22 @@ impl<St> RateLimitLayer<St> {
         self.core = Arc::new(Core {
             store: Arc::clone(&self.core.store),
             rules: ArcSwap::from_pointee(rules),
+            #[cfg(feature = "metrics")]
+            metrics: std::sync::atomic::AtomicBool::new(self.metrics_enabled()),
         });
         self
     }
 
-    /// `rules` as this layer installs them: with each rule's metric handles when metrics are on.
+    /// `rules` as this layer installs them: with each rule's metric handles when metrics are on,
+    /// without any (a set taken from a metered layer, say) when they are off.
     fn prepared(&self, rules: RuleSet) -> RuleSet {
         #[cfg(feature = "metrics")]
-        if self.settings.metrics {
-            return rules.with_metrics();
-        }
+        return if self.metrics_enabled() {
+            rules.with_metrics()
+        } else {
+            rules.without_metrics()
+        };
+        #[cfg(not(feature = "metrics"))]
         rules
     }
 
@@ -155,9 +167,15 @@ impl<St> RateLimitLayer<St> {
     /// assert!(layer.metrics_enabled());
     /// ```
     #[cfg(feature = "metrics")]
-    pub fn metrics(mut self) -> Self {
-        Arc::make_mut(&mut self.settings).metrics = true;
-        self.update_rules(|rules| rules)
+    pub fn metrics(self) -> Self {
+        self.core
+            .metrics
+            .store(true, std::sync::atomic::Ordering::Release);
+        // In place: a watcher or a clone made before this call goes on replacing these rules.
+        self.core
+            .rules
+            .rcu(|rules| RuleSet::clone(rules).with_metrics());
+        self
     }
 
     /// Counts each rule's refused callers (shadow refusals included) over the last hour, for
@@ -198,7 +216,7 @@ impl<St> RateLimitLayer<St> {
     /// Whether this layer records metrics.
     pub fn metrics_enabled(&self) -> bool {
         #[cfg(feature = "metrics")]
-        return self.settings.metrics;
+        return self.core.metrics.load(std::sync::atomic::Ordering::Acquire);
         #[cfg(not(feature = "metrics"))]
         false
     }

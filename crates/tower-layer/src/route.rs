@@ -51,7 +51,17 @@ impl RuleSet {
     #[must_use]
     pub fn rule(mut self, rule: Rule) -> Self {
         self.everywhere.push(rule);
+        self.positions_changed();
         self
+    }
+
+    /// Metric handles are by position: a set whose rules moved drops them (the layer that
+    /// installs it makes new ones).
+    fn positions_changed(&mut self) {
+        #[cfg(feature = "metrics")]
+        {
+            self.metrics = None;
+        }
     }
 
     /// Adds a rule for requests with `method` whose path matches `pattern` (a `GET` row also
@@ -118,6 +128,13 @@ impl RuleSet {
         self
     }
 
+    /// The set without metric handles.
+    #[cfg(feature = "metrics")]
+    pub(crate) fn without_metrics(mut self) -> Self {
+        self.metrics = None;
+        self
+    }
+
     /// The counters of the rule `at` names, when the set has them.
     #[cfg(feature = "metrics")]
     pub(crate) fn metrics_for(&self, at: RuleRef) -> Option<&crate::metrics::RuleMetrics> {
@@ -150,6 +167,7 @@ impl RuleSet {
             pattern,
             rule,
         });
+        self.positions_changed();
         self
     }
 

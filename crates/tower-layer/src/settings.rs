@@ -73,9 +73,6 @@ pub(crate) struct Settings {
     pub(crate) registry: Option<QuotaRegistry>,
     /// The top refused callers' counter, when tracked.
     pub(crate) top_refused: Option<Arc<crate::top_refused::TopRefused>>,
-    /// Whether rules record metrics (feature `metrics`).
-    #[cfg(feature = "metrics")]
-    pub(crate) metrics: bool,
 }
 
 impl Default for Settings {
@@ -88,8 +85,6 @@ impl Default for Settings {
             exemptions: Exemptions::default(),
             registry: None,
             top_refused: None,
-            #[cfg(feature = "metrics")]
-            metrics: false,
         }
     }
 }

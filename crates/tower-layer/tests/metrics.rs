@@ -10,9 +10,12 @@ use bytes::Bytes;
 use http::{Request, Response, StatusCode};
 use http_body_util::Empty;
 use metrics_util::debugging::{DebugValue, DebuggingRecorder, Snapshotter};
-use tollgate_core::MemoryStore;
-use tollgate_tower::RateLimitLayer;
+use std::time::Duration;
+
+use tollgate_core::{MemoryStore, Quota};
 use tollgate_tower::config::{Extractors, RuleWatcher};
+use tollgate_tower::key::Global;
+use tollgate_tower::{Escalation, RateLimitLayer, Rule, RuleSet};
 use tower::{Layer, ServiceExt, service_fn};
 
 const RULES: &str = r#"
@@ -77,8 +80,10 @@ async fn a_scripted_sequence_gives_exact_counts() {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let path = dir.path().join("rules.toml");
     std::fs::write(&path, RULES).expect("write");
-    let layer = RateLimitLayer::new(MemoryStore::new()).metrics();
+    // `.metrics()` after the watcher starts: the watcher still feeds this layer, metered.
+    let layer = RateLimitLayer::new(MemoryStore::new());
     let watcher = RuleWatcher::start(&path, Extractors::new(), &layer).expect("a valid file");
+    let layer = layer.metrics();
 
     for _ in 0..6 {
         status(&layer, "/post").await;
@@ -119,7 +124,11 @@ async fn a_scripted_sequence_gives_exact_counts() {
         count("tollgate_checks_total{rule=shadowy,outcome=refused}"),
         0
     );
-    assert_eq!(count("tollgate_config_loads_total{result=success}"), 1);
+    assert_eq!(
+        count("tollgate_config_loads_total{result=success}"),
+        0,
+        "the first load came before metrics were on"
+    );
     assert!(
         seen.keys().all(|name| !name.contains("key=")),
         "no caller's key in any label: {seen:?}"
@@ -147,5 +156,63 @@ async fn a_scripted_sequence_gives_exact_counts() {
     assert_eq!(
         count("tollgate_checks_total{rule=posting,outcome=refused}"),
         0
+    );
+
+    // A set taken from a metered layer and extended, installed where metrics are off: nothing.
+    let taken = RuleSet::clone(&layer.current_rules()).rule(
+        Rule::new(
+            "beta",
+            Quota::fixed_window(1, Duration::from_secs(60)).expect("valid"),
+            Global,
+        )
+        .expect("id"),
+    );
+    let plain = RateLimitLayer::new(MemoryStore::new());
+    plain.replace_rules(taken);
+    status(&plain, "/post").await;
+    status(&plain, "/post").await;
+    let seen = counters(&snapshotter);
+    assert!(
+        seen.values().all(|count| *count == 0),
+        "an unmetered layer recorded: {seen:?}"
+    );
+
+    // A caller blocked by an escalating rule: the request's other rules are still counted.
+    let minute = Duration::from_secs(60);
+    let escalating = RateLimitLayer::new(MemoryStore::new())
+        .rule(
+            Rule::new(
+                "everyone",
+                Quota::fixed_window(1000, minute).expect("valid"),
+                Global,
+            )
+            .expect("id"),
+        )
+        .rule(
+            Rule::new(
+                "hammer",
+                Quota::fixed_window(1, minute * 60).expect("valid"),
+                Global,
+            )
+            .expect("id")
+            .escalate(Escalation::new(1, minute, minute * 60).expect("valid"))
+            .expect("room for derived ids"),
+        )
+        .metrics();
+    for _ in 0..4 {
+        status(&escalating, "/").await;
+    }
+    let seen = counters(&snapshotter);
+    let count = |name: &str| seen.get(name).copied().unwrap_or_default();
+    assert_eq!(
+        count("tollgate_checks_total{rule=everyone,outcome=allowed}"),
+        4,
+        "{seen:?}"
+    );
+    assert_eq!(
+        count("tollgate_checks_total{rule=hammer,outcome=allowed}")
+            + count("tollgate_checks_total{rule=hammer,outcome=refused}"),
+        4,
+        "{seen:?}"
     );
 }

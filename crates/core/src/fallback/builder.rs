@@ -139,7 +139,7 @@ impl<P, C> FallbackStoreBuilder<P, C> {
             breaker: Arc::new(Breaker::new(self.failure_threshold, self.cool_down)),
             counters: Arc::default(),
             announcer: Arc::default(),
-            alarm: Arc::new(Alarm::new(self.metrics.is_some())),
+            alarm: Arc::new(Alarm::new(self.metrics)),
             #[cfg(feature = "metrics")]
             metrics: self
                 .metrics

@@ -216,10 +216,17 @@ impl<P: Store, C: Clock> FallbackStore<P, C> {
     /// Answers a check by the items' policies, counting it.
     fn fall_back(&self, items: &[Item<'_>], outage: Outage) -> Result<BatchDecision, StoreError> {
         self.counters.fallback_checks.add_one();
-        self.alarm.fell_back(items, self.local.clock().now());
         let answer = degraded::check(&self.local, items, outage);
+        let now = self.local.clock().now();
         if answer.is_err() {
             self.counters.failed_closed.add_one();
+            // Only the rules that failed it closed were answered, by refusing the call.
+            let closed = items.iter().filter(|item| {
+                item.is_enforcing() && item.on_store_failure() == crate::OnStoreFailure::Closed
+            });
+            self.alarm.fell_back(closed, now);
+        } else {
+            self.alarm.fell_back(items.iter(), now);
         }
         answer
     }
@@ -245,7 +252,13 @@ impl<P: Store, C: Clock> Store for FallbackStore<P, C> {
     fn check_now(&self, items: &[Item<'_>]) -> Option<Result<BatchDecision, StoreError>> {
         match self.breaker.gate(self.local.clock()) {
             Gate::Closed => {
+                #[cfg(feature = "metrics")]
+                let started = self.metrics.as_ref().map(|_| std::time::Instant::now());
                 let answer = self.primary.check_now(items)?;
+                #[cfg(feature = "metrics")]
+                if let (Some(metrics), Some(started)) = (&self.metrics, started) {
+                    metrics.seconds.record(started.elapsed().as_secs_f64());
+                }
                 Some(
                     self.settle("check", Admission::Call, answer)
                         .or_else(|outage| self.fall_back(items, outage)),

@@ -15,10 +15,13 @@ pub(super) struct Live {
     apply: Box<dyn Fn(RuleSet) + Send + Sync>,
     /// The layer's registry, where `[[limit]]` quotas go.
     registry: Option<QuotaRegistry>,
-    /// `tollgate_config_loads_total{result="success"}` and `{result="error"}`, when the layer
-    /// records metrics (made when the watcher starts).
+    /// Whether the layer records metrics now (it may be turned on after the watcher starts).
     #[cfg(feature = "metrics")]
-    loads: Option<[metrics::Counter; 2]>,
+    metered: Box<dyn Fn() -> bool + Send + Sync>,
+    /// `tollgate_config_loads_total{result="success"}` and `{result="error"}`, made at the first
+    /// load counted.
+    #[cfg(feature = "metrics")]
+    loads: std::sync::OnceLock<[metrics::Counter; 2]>,
     state: Mutex<State>,
 }
 
@@ -36,21 +39,18 @@ impl Live {
         extractors: Extractors,
         apply: Box<dyn Fn(RuleSet) + Send + Sync>,
         registry: Option<QuotaRegistry>,
-        metrics: bool,
+        metered: Box<dyn Fn() -> bool + Send + Sync>,
     ) -> Live {
         #[cfg(not(feature = "metrics"))]
-        let _ = metrics;
+        let _ = metered;
         Live {
             extractors,
             apply,
             registry,
             #[cfg(feature = "metrics")]
-            loads: metrics.then(|| {
-                let load = |result: &'static str| {
-                    metrics::counter!(tollgate_core::metrics::CONFIG_LOADS, "result" => result)
-                };
-                [load("success"), load("error")]
-            }),
+            metered,
+            #[cfg(feature = "metrics")]
+            loads: std::sync::OnceLock::new(),
             state: Mutex::new(State::default()),
         }
     }
@@ -59,7 +59,13 @@ impl Live {
     /// records metrics.
     pub(super) fn count_load(&self, success: bool) {
         #[cfg(feature = "metrics")]
-        if let Some([loaded, refused]) = &self.loads {
+        if (self.metered)() {
+            let [loaded, refused] = self.loads.get_or_init(|| {
+                let load = |result: &'static str| {
+                    metrics::counter!(tollgate_core::metrics::CONFIG_LOADS, "result" => result)
+                };
+                [load("success"), load("error")]
+            });
             if success { loaded } else { refused }.increment(1);
         }
         #[cfg(not(feature = "metrics"))]

@@ -124,7 +124,10 @@ impl RuleWatcher {
                 extractors,
                 Box::new(move |rules| target.replace_rules(rules)),
                 layer.current_registry().cloned(),
-                layer.metrics_enabled(),
+                {
+                    let metered = layer.clone();
+                    Box::new(move || metered.metrics_enabled())
+                },
             )),
         });
         // Watch first, then read: a change made while starting is seen, not lost.

@@ -30,6 +30,10 @@ use crate::KeyLogging;
 /// The default number of counters per rule and slice.
 pub const DEFAULT_TOP_K: usize = 100;
 
+/// The most counters per rule and slice (a larger `k` is taken as this): memory per rule is
+/// `k` × 12 slices × a key.
+pub const MAX_TOP_K: usize = 10_000;
+
 /// How many refusals may wait for the counting thread before new ones are dropped.
 const CHANNEL: usize = 4096;
 
@@ -75,15 +79,16 @@ pub struct TopCaller {
 }
 
 impl TopRefused {
-    /// Starts the counting thread, with `k` counters per rule and slice.
+    /// Starts the counting thread, with `k` counters per rule and slice (1 to [`MAX_TOP_K`]).
     pub(crate) fn start(k: usize) -> TopRefused {
+        let k = k.clamp(1, MAX_TOP_K);
         let (sender, receiver) = sync_channel(CHANNEL);
         let windows = Arc::new(Mutex::new(HashMap::new()));
         let filled = Arc::clone(&windows);
         // The thread ends when the layer (the sender) is gone.
         let _ = std::thread::Builder::new()
             .name("tollgate-top-refused".to_owned())
-            .spawn(move || count(&receiver, &filled, k.max(1)));
+            .spawn(move || count(&receiver, &filled, k));
         TopRefused {
             sender,
             dropped: AtomicU64::new(0),

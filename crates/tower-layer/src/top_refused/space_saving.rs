@@ -34,7 +34,8 @@ impl SpaceSaving {
     pub(crate) fn new(k: usize) -> SpaceSaving {
         SpaceSaving {
             k: k.max(1),
-            counts: HashMap::with_capacity(k.max(1)),
+            // Grown as keys arrive: a quiet slice of a large k costs little.
+            counts: HashMap::new(),
             order: BTreeSet::new(),
             next_tie: 0,
             samples: 0,

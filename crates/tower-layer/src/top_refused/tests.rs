@@ -114,3 +114,25 @@ fn the_window_forgets_slices_older_than_an_hour_and_bounds_its_memory() {
         "an hour of quiet forgets everything"
     );
 }
+
+#[test]
+fn a_caller_evicted_from_one_slice_is_never_under_counted_over_the_hour() {
+    let slice = SLICE.as_micros() as u64;
+    let start = 1_700_000_000_000_000 / slice * slice;
+    let (a, b) = (Key::new("a"), Key::new("b"));
+    let mut window = Window::new(1);
+    window.add(&a, start);
+    window.add(&b, start + 1);
+    window.add(&b, start + 2); // a is evicted from the first slice
+    for i in 0..3 {
+        window.add(&a, start + slice + i);
+    }
+    let merged = window.top(2, start + slice + 10);
+    let (_, estimate) = merged
+        .top
+        .iter()
+        .find(|(key, _)| *key == a)
+        .expect("a is listed");
+    assert!(estimate.count >= 4, "a was refused 4 times: {estimate:?}");
+    assert!(estimate.count - estimate.error <= 4);
+}

@@ -51,9 +51,10 @@ impl Window {
         }
     }
 
-    /// The `n` heaviest callers of the last hour at `now_micros`. A caller's count adds its
-    /// counts in each slice; its error adds its error where it holds a counter and, where it
-    /// does not, the most it could have had there (the slice's floor).
+    /// The `n` heaviest callers of the last hour at `now_micros`. A caller's count and error add
+    /// its count and error in each slice where it holds a counter and, where it does not, the
+    /// most it could have had there (the slice's floor): the count is never below the true
+    /// count, and at most the error above it.
     pub(crate) fn top(&self, n: usize, now_micros: u64) -> Merged {
         let current = now_micros / slice_micros();
         let live: Vec<&SpaceSaving> = self
@@ -76,6 +77,7 @@ impl Window {
             .map(|(key, mut estimate)| {
                 for summary in &live {
                     if !summary.holds(key) {
+                        estimate.count += summary.floor();
                         estimate.error += summary.floor();
                     }
                 }
