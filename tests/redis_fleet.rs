@@ -44,7 +44,20 @@ struct Setup<'a> {
     max_bytes: usize,
 }
 
-impl Setup<'_> {
+impl<'a> Setup<'a> {
+    /// A gateway on `connection` counting under `prefix`, following document `chirp` with the
+    /// poll an hour away, unsigned, with the default size cap.
+    fn new(connection: RedisConnection, prefix: &'a str) -> Setup<'a> {
+        Setup {
+            connection,
+            prefix,
+            name: "chirp",
+            poll_every: Duration::from_secs(3_600),
+            key: None,
+            max_bytes: 256 * 1024,
+        }
+    }
+
     async fn start(&self) -> Gateway {
         let dir = tempfile::tempdir().expect("a temporary directory");
         let path: PathBuf = dir.path().join("rules.toml");
@@ -175,12 +188,8 @@ async fn a_change_published_on_one_gateway_is_enforced_by_the_other_through_the_
 async fn a_gateway_whose_subscription_is_killed_still_converges() {
     let server = RedisServer::start().expect("start redis-server");
     let setup = Setup {
-        connection: standalone(&server).await,
-        prefix: "killed",
-        name: "chirp",
         poll_every: Duration::from_secs(1),
-        key: None,
-        max_bytes: 256 * 1024,
+        ..Setup::new(standalone(&server).await, "killed")
     };
     let (first, second) = (setup.start().await, setup.start().await);
     wait_for(&second, "subscribed", |status| status.subscribed).await;
@@ -202,12 +211,8 @@ async fn a_gateway_whose_subscription_is_killed_still_converges() {
 async fn a_gateway_started_after_the_change_starts_with_it() {
     let server = RedisServer::start().expect("start redis-server");
     let setup = Setup {
-        connection: standalone(&server).await,
-        prefix: "late",
-        name: "chirp",
-        poll_every: Duration::from_secs(3_600),
         key: Some(SECRET),
-        max_bytes: 256 * 1024,
+        ..Setup::new(standalone(&server).await, "late")
     };
     let first = setup.start().await;
     let version = first.fleet.publish(&reads(7)).await.expect("published");
@@ -222,12 +227,9 @@ async fn a_gateway_started_after_the_change_starts_with_it() {
 async fn a_tampered_signed_document_is_refused_and_the_rules_in_force_stay() {
     let server = RedisServer::start().expect("start redis-server");
     let setup = Setup {
-        connection: standalone(&server).await,
-        prefix: "signed",
-        name: "chirp",
         poll_every: Duration::from_secs(1),
         key: Some(SECRET),
-        max_bytes: 256 * 1024,
+        ..Setup::new(standalone(&server).await, "signed")
     };
     let (first, second) = (setup.start().await, setup.start().await);
     let version = first.fleet.publish(&reads(9)).await.expect("published");
@@ -275,12 +277,9 @@ async fn a_tampered_signed_document_is_refused_and_the_rules_in_force_stay() {
 async fn bad_or_oversized_documents_are_refused_whole_and_never_published() {
     let server = RedisServer::start().expect("start redis-server");
     let setup = Setup {
-        connection: standalone(&server).await,
-        prefix: "bad",
-        name: "chirp",
         poll_every: Duration::from_secs(1),
-        key: None,
         max_bytes: 4 * 1024,
+        ..Setup::new(standalone(&server).await, "bad")
     };
     let gateway = setup.start().await;
     let mistakes = "[[rule]]\nid = \"reads\"\nalgorithm = \"fixed_window\"\nlimit = 0\nwindow = \"1d\"\nkey = \"global\"\n";
@@ -343,12 +342,9 @@ async fn a_change_reaches_every_gateway_on_a_redis_cluster() {
             .expect("valid addresses")
     };
     let setup = Setup {
-        connection: connect().await,
-        prefix: "fleet-cluster",
         name: "chirp-cluster",
-        poll_every: Duration::from_secs(3_600),
         key: Some(SECRET),
-        max_bytes: 256 * 1024,
+        ..Setup::new(connect().await, "fleet-cluster")
     };
     let first = setup.start().await;
     let other = Setup {
@@ -366,12 +362,9 @@ async fn a_change_reaches_every_gateway_on_a_redis_cluster() {
 async fn forged_versions_are_refused_and_hold_nothing_back() {
     let server = RedisServer::start().expect("start redis-server");
     let setup = Setup {
-        connection: standalone(&server).await,
-        prefix: "forged",
-        name: "chirp",
         poll_every: Duration::from_secs(1),
         key: Some(SECRET),
-        max_bytes: 256 * 1024,
+        ..Setup::new(standalone(&server).await, "forged")
     };
     let gateway = setup.start().await;
     let key = "tollgate:fleet:{chirp}";
@@ -422,12 +415,8 @@ async fn forged_versions_are_refused_and_hold_nothing_back() {
 async fn a_lost_key_after_a_refused_future_version_does_not_freeze_the_fleet() {
     let server = RedisServer::start().expect("start redis-server");
     let setup = Setup {
-        connection: standalone(&server).await,
-        prefix: "lost",
-        name: "chirp",
-        poll_every: Duration::from_secs(3_600),
         key: Some(SECRET),
-        max_bytes: 256 * 1024,
+        ..Setup::new(standalone(&server).await, "lost")
     };
     let (first, second) = (setup.start().await, setup.start().await);
     let key = "tollgate:fleet:{chirp}";
@@ -465,14 +454,7 @@ async fn a_lost_key_after_a_refused_future_version_does_not_freeze_the_fleet() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_corrupt_key_is_refused_and_named_and_publishing_says_to_delete_it() {
     let server = RedisServer::start().expect("start redis-server");
-    let setup = Setup {
-        connection: standalone(&server).await,
-        prefix: "corrupt",
-        name: "chirp",
-        poll_every: Duration::from_secs(3_600),
-        key: None,
-        max_bytes: 256 * 1024,
-    };
+    let setup = Setup::new(standalone(&server).await, "corrupt");
     let gateway = setup.start().await;
     let key = "tollgate:fleet:{chirp}";
     for corruption in [
@@ -509,14 +491,7 @@ async fn a_corrupt_key_is_refused_and_named_and_publishing_says_to_delete_it() {
 async fn publishing_checks_what_this_gateway_would_refuse_and_a_short_key_is_refused() {
     let server = RedisServer::start().expect("start redis-server");
     let connection = standalone(&server).await;
-    let setup = Setup {
-        connection: connection.clone(),
-        prefix: "precheck",
-        name: "chirp",
-        poll_every: Duration::from_secs(3_600),
-        key: None,
-        max_bytes: 256 * 1024,
-    };
+    let setup = Setup::new(connection.clone(), "precheck");
     let gateway = setup.start().await;
     // The layer has no QuotaRegistry: a `[[limit]]` cannot apply here, so it is not published.
     let limit = "[[limit]]\nid = \"follows-per-day\"\nalgorithm = \"sliding_window_counter\"\nlimit = 400\nwindow = \"1d\"\n";
@@ -551,16 +526,7 @@ async fn an_announcement_whose_read_fails_is_retried_soon_not_at_the_next_poll()
             "ACL", "SETUSER", "follower", "on", ">pw", "+@all", "~*", "&*",
         ])
         .expect("ACL");
-    let publisher = Setup {
-        connection: standalone(&server).await,
-        prefix: "retry",
-        name: "chirp",
-        poll_every: Duration::from_secs(3_600),
-        key: None,
-        max_bytes: 256 * 1024,
-    }
-    .start()
-    .await;
+    let publisher = Setup::new(standalone(&server).await, "retry").start().await;
     let follower_url = format!("redis://follower:pw@127.0.0.1:{}/", server.port());
     let follower = Setup {
         connection: RedisConnection::connect(&follower_url)
