@@ -72,6 +72,9 @@ pub(crate) async fn charge(
         }
         if !answer.decision().is_allowed() {
             let enforced = check.item().is_enforcing();
+            if let Some(feed) = tollgate.top_refused() {
+                feed.offer(&check.rule, &check.key);
+            }
             record_refusal(
                 &check.rule,
                 &check.key,

@@ -50,6 +50,8 @@ struct Shared {
     responder: Option<Responder>,
     /// Each typed limit's rule id and default quota, resolved once per type.
     declared: RwLock<HashMap<TypeId, Declared>>,
+    /// The layer's top-refused counter, when it tracks one (with `from_layer`).
+    top_refused: Option<tollgate_tower::top_refused::TopRefusedFeed>,
     /// Whether typed limits record metrics: the layer's setting as it is when a limit is first
     /// used (with `from_layer`), else off.
     #[cfg(feature = "metrics")]
@@ -96,6 +98,7 @@ impl Tollgate {
                 unavailable_retry_after: Duration::from_secs(1),
                 responder: None,
                 declared: RwLock::new(HashMap::new()),
+                top_refused: None,
                 #[cfg(feature = "metrics")]
                 metrics: Arc::new(|| false),
             }),
@@ -105,8 +108,9 @@ impl Tollgate {
     /// Typed limits configured as `layer` is, so everything is configured once: they count in
     /// the layer's store, take live quotas from its registry (a new, unshared one if it has
     /// none), write the same headers (the layer's style as it is at each request, so a reloaded
-    /// rule file's `headers` apply here too), log keys the same way and answer refusals with
-    /// its responder, so a refusal by a typed limit looks exactly like one by the layer.
+    /// rule file's `headers` apply here too), log keys the same way, answer refusals with its
+    /// responder, and count refusals in its top refused callers and metrics when it keeps them,
+    /// so a refusal by a typed limit looks exactly like one by the layer.
     ///
     /// ```
     /// use axum::{Extension, Router, routing::post};
@@ -132,6 +136,7 @@ impl Tollgate {
                 unavailable_retry_after: layer.current_unavailable_retry_after(),
                 responder: layer.current_responder(),
                 declared: RwLock::new(HashMap::new()),
+                top_refused: layer.top_refused_feed(),
                 #[cfg(feature = "metrics")]
                 metrics: {
                     let metered = layer.clone();
@@ -182,6 +187,7 @@ impl Tollgate {
                 unavailable_retry_after: shared.unavailable_retry_after,
                 responder: shared.responder.clone(),
                 declared: RwLock::new(HashMap::new()),
+                top_refused: shared.top_refused.clone(),
                 #[cfg(feature = "metrics")]
                 metrics: Arc::clone(&shared.metrics),
             },
@@ -206,6 +212,12 @@ impl Tollgate {
 
     pub(crate) fn retry_after_unavailable(&self) -> Duration {
         self.shared.unavailable_retry_after
+    }
+
+    /// The layer's top-refused feed, when built [`from_layer`](Tollgate::from_layer) of a layer
+    /// that tracks one.
+    pub(crate) fn top_refused(&self) -> Option<&tollgate_tower::top_refused::TopRefusedFeed> {
+        self.shared.top_refused.as_ref()
     }
 
     /// The layer's responder hook, when built [`from_layer`](Tollgate::from_layer).

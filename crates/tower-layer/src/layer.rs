@@ -213,6 +213,13 @@ impl<St> RateLimitLayer<St> {
         Some(top.report(rule, n, self.settings.key_logging))
     }
 
+    /// The feed into this layer's top-refused counter, when tracked: for refusals decided
+    /// outside the layer (`tollgate_axum::Tollgate::from_layer` uses it for typed limits).
+    pub fn top_refused_feed(&self) -> Option<crate::top_refused::TopRefusedFeed> {
+        let top = self.settings.top_refused.as_ref()?;
+        Some(crate::top_refused::TopRefusedFeed(Arc::clone(top)))
+    }
+
     /// Whether this layer records metrics.
     pub fn metrics_enabled(&self) -> bool {
         #[cfg(feature = "metrics")]
