@@ -69,9 +69,9 @@ fn app(mode: &str) -> Result<(Router, Keep), Box<dyn std::error::Error>> {
         "attack-untracked" => Some(false),
         _ => None,
     } {
-        // Most requests refused: the per-IP rule (the load generator is one peer) allows 8,000 a
+        // Most requests refused: the per-IP rule (the load generator is one peer) allows 5,000 a
         // second, about a tenth of what it sends; `attack` also feeds the top refused callers.
-        let quota = Quota::token_bucket(8_000, Rate::per_second(8_000))?;
+        let quota = Quota::token_bucket(5_000, Rate::per_second(5_000))?;
         let mut layer = RateLimitLayer::new(MemoryStore::new()).rule(Rule::new(
             "per-ip",
             quota,
