@@ -559,3 +559,79 @@ async fn an_announcement_whose_read_fails_is_retried_soon_not_at_the_next_poll()
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn any_gateway_reports_the_fleets_top_refused_callers() {
+    use tollgate::core::FingerprintSecret;
+    use tollgate::redis::fleet::top::FleetTopRefused;
+    use tollgate::tower::key::PeerIp;
+    use tollgate::tower::{KeyLogging, Rule};
+    use tollgate::{Quota, RuleId};
+    use tower::{Layer, ServiceExt};
+
+    let server = RedisServer::start().expect("start redis-server");
+    let connection = standalone(&server).await;
+    let secret = FingerprintSecret::from_bytes(&[7; 32]).expect("a secret");
+    let gateway = |name: &'static str| {
+        let layer = RateLimitLayer::new(MemoryStore::new())
+            .rule(
+                Rule::new(
+                    "per-ip",
+                    Quota::fixed_window(1, Duration::from_secs(3_600)).expect("valid"),
+                    PeerIp::new(),
+                )
+                .expect("id"),
+            )
+            .key_logging(KeyLogging::HashedWith(secret))
+            .track_top_refused(10);
+        let fleet = FleetTopRefused::start(
+            &connection,
+            "chirp",
+            name,
+            &layer,
+            Duration::from_millis(100),
+        )
+        .expect("valid names");
+        (layer, fleet)
+    };
+    let ((east, east_top), (west, _west_top)) = (gateway("east"), gateway("west"));
+    let refuse = |layer: &RateLimitLayer<MemoryStore>, times: usize| {
+        let layer = layer.clone();
+        async move {
+            for _ in 0..times {
+                let service = layer.layer(tower::service_fn(|_: axum::http::Request<()>| async {
+                    Ok::<_, std::convert::Infallible>(axum::http::Response::new(()))
+                }));
+                let mut request = axum::http::Request::new(());
+                request
+                    .extensions_mut()
+                    .insert(std::net::SocketAddr::from(([203, 0, 113, 7], 4000)));
+                let _ = service.oneshot(request).await;
+            }
+        }
+    };
+    refuse(&east, 6).await; // 1 allowed, 5 refused
+    refuse(&west, 4).await; // 1 allowed, 3 refused
+    let rule = RuleId::new("per-ip").expect("id");
+    let started = Instant::now();
+    let callers = loop {
+        let callers = east_top.report(&rule, 5).await.expect("redis answers");
+        if callers.first().is_some_and(|caller| caller.count == 8) {
+            break callers;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "never merged: {callers:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert_eq!(
+        callers.len(),
+        1,
+        "one caller, one fingerprint on both gateways: {callers:?}"
+    );
+    assert!(
+        !callers[0].caller.contains("203.0.113"),
+        "a fingerprint: {callers:?}"
+    );
+}

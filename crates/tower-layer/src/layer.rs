@@ -213,6 +213,16 @@ impl<St> RateLimitLayer<St> {
         Some(top.report(rule, n, self.settings.key_logging))
     }
 
+    /// The rules whose refusals [`top_refused`](Self::top_refused) has counted (empty unless
+    /// tracked).
+    pub fn top_refused_rules(&self) -> Vec<tollgate_core::RuleId> {
+        self.settings
+            .top_refused
+            .as_ref()
+            .map(|top| top.rules())
+            .unwrap_or_default()
+    }
+
     /// The feed into this layer's top-refused counter, when tracked: for refusals decided
     /// outside the layer (`tollgate_axum::Tollgate::from_layer` uses it for typed limits).
     pub fn top_refused_feed(&self) -> Option<crate::top_refused::TopRefusedFeed> {

@@ -78,6 +78,7 @@
 
 mod document;
 mod follow;
+pub mod top;
 
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -145,12 +146,7 @@ impl FleetBuilder {
         connection: &RedisConnection,
         overlay: RuleOverlay,
     ) -> Result<FleetRules, FleetError> {
-        let valid = (1..=64).contains(&self.name.len())
-            && self
-                .name
-                .bytes()
-                .all(|byte| byte.is_ascii_alphanumeric() || b"-_.".contains(&byte));
-        if !valid {
+        if !valid_name(&self.name) {
             return Err(FleetError::InvalidName(self.name));
         }
         if let Some(key) = &self.signing_key
@@ -180,8 +176,8 @@ impl FleetBuilder {
 #[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum FleetError {
-    /// The document's name is not 1–64 letters, digits, `-`, `_` or `.`.
-    #[error("fleet document name {0:?} is not 1–64 letters, digits, '-', '_' or '.'")]
+    /// A document, fleet or gateway name is not 1–64 letters, digits, `-`, `_` or `.`.
+    #[error("fleet name {0:?} is not 1–64 letters, digits, '-', '_' or '.'")]
     InvalidName(String),
     /// The signing key is shorter than 32 bytes (an empty environment variable, say): anyone
     /// could guess it.
@@ -401,6 +397,14 @@ impl FleetRules {
         }
         Err(PublishError::Contended)
     }
+}
+
+/// Whether `name` is 1–64 letters, digits, `-`, `_` or `.` (a document, fleet or gateway name).
+fn valid_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name
+            .bytes()
+            .all(|byte| byte.is_ascii_alphanumeric() || b"-_.".contains(&byte))
 }
 
 /// Now, in Unix milliseconds: what versions are made of.

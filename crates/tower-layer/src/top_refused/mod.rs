@@ -110,6 +110,14 @@ impl TopRefused {
         }
     }
 
+    /// The rules with refusals counted (in the last hour or before).
+    pub(crate) fn rules(&self) -> Vec<RuleId> {
+        let windows = self.windows.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut rules: Vec<RuleId> = windows.keys().cloned().collect();
+        rules.sort();
+        rules
+    }
+
     /// `rule`'s `n` heaviest callers now, keys shown as `logging` says.
     pub(crate) fn report(&self, rule: &RuleId, n: usize, logging: KeyLogging) -> TopRefusedReport {
         let windows = self.windows.lock().unwrap_or_else(PoisonError::into_inner);
