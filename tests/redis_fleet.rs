@@ -572,8 +572,8 @@ async fn any_gateway_reports_the_fleets_top_refused_callers() {
     let server = RedisServer::start().expect("start redis-server");
     let connection = standalone(&server).await;
     let secret = FingerprintSecret::from_bytes(&[7; 32]).expect("a secret");
-    let gateway = |name: &'static str| {
-        let layer = RateLimitLayer::new(MemoryStore::new())
+    let layer = || {
+        RateLimitLayer::new(MemoryStore::new())
             .rule(
                 Rule::new(
                     "per-ip",
@@ -583,18 +583,8 @@ async fn any_gateway_reports_the_fleets_top_refused_callers() {
                 .expect("id"),
             )
             .key_logging(KeyLogging::HashedWith(secret))
-            .track_top_refused(10);
-        let fleet = FleetTopRefused::start(
-            &connection,
-            "chirp",
-            name,
-            &layer,
-            Duration::from_millis(100),
-        )
-        .expect("valid names");
-        (layer, fleet)
+            .track_top_refused(10)
     };
-    let ((east, east_top), (west, _west_top)) = (gateway("east"), gateway("west"));
     let refuse = |layer: &RateLimitLayer<MemoryStore>, times: usize| {
         let layer = layer.clone();
         async move {
@@ -610,13 +600,41 @@ async fn any_gateway_reports_the_fleets_top_refused_callers() {
             }
         }
     };
+    let (east, west) = (layer(), layer());
     refuse(&east, 6).await; // 1 allowed, 5 refused
     refuse(&west, 4).await; // 1 allowed, 3 refused
+    // West publishes every 10 s, east every 100 ms: liveness is each report's own expiry, so the
+    // slow gateway is still in the fast one's reports (west publishes once at start).
     let rule = RuleId::new("per-ip").expect("id");
+    for (layer, refused) in [(&west, 3), (&east, 5)] {
+        // Counted locally first (the counting thread gathers samples between batches).
+        let counting = Instant::now();
+        while layer.top_refused(&rule, 1).expect("tracked").refusals < refused {
+            assert!(
+                counting.elapsed() < Duration::from_secs(30),
+                "never counted locally"
+            );
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+    let west_top =
+        FleetTopRefused::start(&connection, "chirp", "west", &west, Duration::from_secs(10))
+            .expect("valid names");
+    let east_top = FleetTopRefused::start(
+        &connection,
+        "chirp",
+        "east",
+        &east,
+        Duration::from_millis(100),
+    )
+    .expect("valid names");
     let started = Instant::now();
     let callers = loop {
         let callers = east_top.report(&rule, 5).await.expect("redis answers");
-        if callers.first().is_some_and(|caller| caller.count == 8) {
+        if callers
+            .first()
+            .is_some_and(|caller| caller.count == 8 && caller.error == 0)
+        {
             break callers;
         }
         assert!(
@@ -634,4 +652,5 @@ async fn any_gateway_reports_the_fleets_top_refused_callers() {
         !callers[0].caller.contains("203.0.113"),
         "a fingerprint: {callers:?}"
     );
+    drop(west_top);
 }

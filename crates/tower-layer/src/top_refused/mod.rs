@@ -64,6 +64,9 @@ pub struct TopRefusedReport {
     pub refusals: u64,
     /// Refusals of every rule dropped because the counting thread fell behind (since start).
     pub dropped: u64,
+    /// The most refusals a caller not listed may have had in the window (what merging lists
+    /// from several gateways must allow for).
+    pub unlisted: u64,
 }
 
 /// One refused caller.
@@ -138,8 +141,9 @@ impl TopRefused {
                         .collect()
                 })
                 .unwrap_or_default(),
-            refusals: merged.map_or(0, |merged| merged.samples),
+            refusals: merged.as_ref().map_or(0, |merged| merged.samples),
             dropped: self.dropped.load(Ordering::Relaxed),
+            unlisted: merged.map_or(0, |merged| merged.unlisted),
         }
     }
 }

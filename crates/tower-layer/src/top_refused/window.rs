@@ -27,6 +27,9 @@ pub(crate) struct Merged {
     pub(crate) top: Vec<(Key, Estimate)>,
     /// Refusals counted in the window.
     pub(crate) samples: u64,
+    /// The most refusals a caller not in `top` may have had in the window: the smallest listed
+    /// count when the list was cut, or the slices' floors added up.
+    pub(crate) unlisted: u64,
 }
 
 impl Window {
@@ -85,10 +88,18 @@ impl Window {
             })
             .collect();
         top.sort_by(|a, b| b.1.count.cmp(&a.1.count).then_with(|| a.0.cmp(&b.0)));
+        let floors: u64 = live.iter().map(|summary| summary.floor()).sum();
+        let cut = if top.len() > n {
+            top.get(n.saturating_sub(1))
+                .map_or(0, |(_, estimate)| estimate.count)
+        } else {
+            0
+        };
         top.truncate(n);
         Merged {
             top,
             samples: live.iter().map(|summary| summary.samples()).sum(),
+            unlisted: floors.max(cut),
         }
     }
 
