@@ -781,6 +781,15 @@ async fn a_healthy_primary_is_used_and_nothing_is_counted() {
 // ---------------------------------------------------------------------------------------------
 // Loud fall-back.
 
+/// How many `tollgate::fallback` events at `level` name `rule`.
+fn fallback_events(recorder: &EventRecorder, rule: &str, level: tracing::Level) -> usize {
+    recorder
+        .on_target("tollgate::fallback")
+        .into_iter()
+        .filter(|event| event.level == level && event.field("rule") == Some(rule))
+        .count()
+}
+
 #[tokio::test]
 async fn a_rule_falling_back_is_announced_once_a_minute_and_its_recovery_once() {
     let recorder = EventRecorder::global();
@@ -791,13 +800,7 @@ async fn a_rule_falling_back_is_announced_once_a_minute_and_its_recovery_once() 
     } = setup();
     let (id, key) = (rule("loud-fallback"), Key::new("user77"));
     let item = Item::new(&id, per_hour(1000), &key).with_store_failure(OnStoreFailure::Local);
-    let about_us = |level: tracing::Level| {
-        recorder
-            .on_target("tollgate::fallback")
-            .into_iter()
-            .filter(|event| event.level == level && event.field("rule") == Some("loud-fallback"))
-            .count()
-    };
+    let about_us = |level| fallback_events(recorder, "loud-fallback", level);
     primary.fail();
     for _ in 0..20 {
         assert!(allowed(&store, item).await);
@@ -952,15 +955,7 @@ async fn a_flapping_primary_is_announced_once_a_minute_and_a_closed_call_names_o
     } = setup();
     let (id, key) = (rule("flapping"), Key::new("user77"));
     let item = Item::new(&id, per_hour(1000), &key).with_store_failure(OnStoreFailure::Local);
-    let warnings = || {
-        recorder
-            .on_target("tollgate::fallback")
-            .into_iter()
-            .filter(|event| {
-                event.level == tracing::Level::WARN && event.field("rule") == Some("flapping")
-            })
-            .count()
-    };
+    let warnings = || fallback_events(recorder, "flapping", tracing::Level::WARN);
     for _ in 0..50 {
         primary.fail();
         assert!(allowed(&store, item).await);

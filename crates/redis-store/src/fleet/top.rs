@@ -28,7 +28,7 @@ use tokio::task::JoinHandle;
 use tollgate_core::RuleId;
 use tollgate_tower::RateLimitLayer;
 
-use super::{FleetError, now_ms};
+use super::FleetError;
 use crate::RedisConnection;
 
 /// How many callers per rule each gateway publishes.
@@ -272,16 +272,13 @@ fn merge(reports: &[String], rule: &str, n: usize) -> Vec<FleetCaller> {
     callers
 }
 
-/// A random-enough id for this instance (process id, time, and an address), to tell two
-/// gateways under one name apart.
+/// An id for this instance (process id and start time in nanoseconds), to tell two gateways
+/// under one name apart.
 fn instance_id() -> String {
-    let marker = 0u8;
-    format!(
-        "{:x}-{:x}-{:x}",
-        std::process::id(),
-        now_ms(),
-        std::ptr::addr_of!(marker) as usize
-    )
+    let started = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |since| since.as_nanos());
+    format!("{:x}-{started:x}", std::process::id())
 }
 
 impl Drop for FleetTopRefused {
