@@ -12,7 +12,8 @@
 //!   re-exported at the top level;
 //! * `tower` (feature `tower`): the `RateLimitLayer` middleware;
 //! * `axum` (feature `axum`): typed limits as extractors;
-//! * `redis` (feature `redis`): the Redis and Redis Cluster store.
+//! * `redis` (feature `redis`): the Redis and Redis Cluster store;
+//! * `admin` (feature `admin`): the admin API and status page for the person on call.
 //!
 //! ```
 //! use futures_executor::block_on;
@@ -48,6 +49,10 @@ pub use tollgate_axum as axum;
 /// The Redis and Redis Cluster store (feature `redis`).
 #[cfg(feature = "redis")]
 pub use tollgate_redis as redis;
+
+/// The admin API and status page (feature `admin`).
+#[cfg(feature = "admin")]
+pub use tollgate_admin as admin;
 
 /// The README's examples, compiled and run as doc tests (they use the `axum` and `redis`
 /// features).

@@ -15,7 +15,7 @@ use crate::events;
 use crate::flag::Flagged;
 use crate::plan::{Plan, is_enforcing};
 use crate::respond::{self, Refused};
-use crate::route::RuleSet;
+use crate::route::{RuleRef, RuleSet};
 use crate::rule::CountWhen;
 use crate::settings::Settings;
 use crate::{RefusalAction, Rule};
@@ -60,14 +60,11 @@ pub(crate) fn conclude(
     let gate = closed_gate(rules, plan, &batch);
     // Each rule's own decision, counted whatever the request gets (a blocked caller's blocking
     // rule is counted as refused by `blocked`).
-    #[cfg(feature = "metrics")]
     for (at, ((planned, rule), answer)) in plan.rules(rules).zip(batch.items()).enumerate() {
         if gate.is_some_and(|(blocking, _)| blocking == at) {
             continue;
         }
-        if let Some(metrics) = rules.metrics_for(planned.rule) {
-            metrics.record(answer.decision(), is_enforcing(rule));
-        }
+        count(rules, planned.rule, answer.decision(), is_enforcing(rule));
     }
     if let Some((position, block)) = gate {
         return blocked(settings, rules, plan, position, block);
@@ -129,6 +126,17 @@ pub(crate) fn conclude(
     }
 }
 
+/// Counts a rule's own decision in its metrics and admin counters, when the set has them.
+fn count(rules: &RuleSet, at: RuleRef, decision: &Decision, enforcing: bool) {
+    #[cfg(feature = "metrics")]
+    if let Some(metrics) = rules.metrics_for(at) {
+        metrics.record(decision, enforcing);
+    }
+    if let Some(stats) = rules.stats_for(at) {
+        stats.record(decision, enforcing);
+    }
+}
+
 /// The first escalation block that refused the request: the plan position of its rule, and the
 /// block's own decision (its wait is the rest of the block).
 fn closed_gate(rules: &RuleSet, plan: &Plan, batch: &BatchDecision) -> Option<(usize, Decision)> {
@@ -161,10 +169,7 @@ fn blocked(
     let limit = planned.quota.limit();
     let decision = Decision::refused(Refusal::LimitReached, limit, 0, until, until);
     events::refusal(settings, rule, &planned.key, &decision, true);
-    #[cfg(feature = "metrics")]
-    if let Some(metrics) = rules.metrics_for(planned.rule) {
-        metrics.record(&decision, true);
-    }
+    count(rules, planned.rule, &decision, true);
     let shown = rule
         .is_disclosed()
         .then_some((&rule.id, planned.quota, &decision));

@@ -82,6 +82,11 @@ impl Escalated {
         })
     }
 
+    /// The ids its strikes and block are counted under.
+    pub(crate) fn rule_ids(&self) -> [&RuleId; 2] {
+        [&self.strikes_rule, &self.block_rule]
+    }
+
     fn block<'a>(&'a self, key: &'a Key) -> Item<'a> {
         Item::new(&self.block_rule, self.escalation.block, key)
     }

@@ -22,6 +22,9 @@ pub(crate) struct Core<St> {
     /// whoever replaces them (a watcher, a clone made earlier) installs them alike.
     #[cfg(feature = "metrics")]
     pub(crate) metrics: std::sync::atomic::AtomicBool,
+    /// Each rule's admin counters once tracked ([`RateLimitLayer::track_stats`]), shared by
+    /// every layer value built from the same `new`, so a rule keeps its counts across reloads.
+    pub(crate) stats: Arc<std::sync::OnceLock<crate::stats::StatsBook>>,
 }
 
 /// Applies rate-limit rules to every request of the services it wraps.
@@ -90,6 +93,7 @@ impl<St> RateLimitLayer<St> {
                 rules: ArcSwap::from_pointee(RuleSet::new()),
                 #[cfg(feature = "metrics")]
                 metrics: std::sync::atomic::AtomicBool::new(false),
+                stats: Arc::default(),
             }),
             settings: Arc::new(Settings::default()),
         }
@@ -132,6 +136,7 @@ impl<St> RateLimitLayer<St> {
             rules: ArcSwap::from_pointee(rules),
             #[cfg(feature = "metrics")]
             metrics: std::sync::atomic::AtomicBool::new(self.metrics_enabled()),
+            stats: Arc::clone(&self.core.stats),
         });
         self
     }
@@ -139,6 +144,7 @@ impl<St> RateLimitLayer<St> {
     /// `rules` as this layer installs them: with each rule's metric handles when metrics are on,
     /// without any (a set taken from a metered layer, say) when they are off.
     fn prepared(&self, rules: RuleSet) -> RuleSet {
+        let rules = rules.with_stats(self.core.stats.get());
         #[cfg(feature = "metrics")]
         return if self.metrics_enabled() {
             rules.with_metrics()
@@ -176,6 +182,41 @@ impl<St> RateLimitLayer<St> {
             .rules
             .rcu(|rules| RuleSet::clone(rules).with_metrics());
         self
+    }
+
+    /// Counts each rule's decisions in the layer — allowed, refused, shadow-refused — since now
+    /// and per minute over the last hour, for [`rule_stats`](Self::rule_stats) (what
+    /// `tollgate-admin`'s stats endpoint and status page show). A rule keeps its counts when a
+    /// reload keeps it. Off (and free) until called; then a few relaxed atomic operations per
+    /// rule a request meets. Independent of [`metrics`](Self::metrics): no recorder needed.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use tollgate_core::{MemoryStore, Quota, RuleId};
+    /// use tollgate_tower::{RateLimitLayer, Rule};
+    /// use tollgate_tower::key::Global;
+    ///
+    /// let layer = RateLimitLayer::new(MemoryStore::new())
+    ///     .rule(Rule::new("all", Quota::fixed_window(100, Duration::from_secs(1))?, Global)?)
+    ///     .track_stats();
+    /// let stats = layer.rule_stats(&RuleId::new("all")?).expect("tracked");
+    /// assert_eq!(stats.since_start.checks(), 0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn track_stats(self) -> Self {
+        let _ = self.core.stats.set(crate::stats::StatsBook::default());
+        // In place: a watcher or a clone made before this call goes on replacing these rules.
+        let book = self.core.stats.get();
+        self.core
+            .rules
+            .rcu(|rules| RuleSet::clone(rules).with_stats(book));
+        self
+    }
+
+    /// `rule`'s counts ([`track_stats`](Self::track_stats)); `None` when not tracked, or no
+    /// rule with this id was installed since.
+    pub fn rule_stats(&self, rule: &tollgate_core::RuleId) -> Option<crate::stats::RuleStats> {
+        self.core.stats.get()?.report(rule)
     }
 
     /// Counts each rule's refused callers (shadow refusals included) over the last hour, for

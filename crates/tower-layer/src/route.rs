@@ -39,6 +39,9 @@ pub struct RuleSet {
     /// installed in a layer whose metrics are on.
     #[cfg(feature = "metrics")]
     metrics: Option<Arc<[crate::metrics::RuleMetrics]>>,
+    /// Each rule's admin counters, by position, made when the set is installed in a layer that
+    /// tracks them ([`RateLimitLayer::track_stats`](crate::RateLimitLayer::track_stats)).
+    stats: Option<Arc<[Arc<crate::stats::RuleCounters>]>>,
 }
 
 impl RuleSet {
@@ -62,6 +65,7 @@ impl RuleSet {
         {
             self.metrics = None;
         }
+        self.stats = None;
     }
 
     /// Adds a rule for requests with `method` whose path matches `pattern` (a `GET` row also
@@ -128,6 +132,28 @@ impl RuleSet {
         self
     }
 
+    /// The set with `book`'s counters for each of its rules, or without any.
+    pub(crate) fn with_stats(mut self, book: Option<&crate::stats::StatsBook>) -> Self {
+        self.stats = book.map(|book| self.rules().map(|rule| book.counters(&rule.id)).collect());
+        self
+    }
+
+    /// The admin counters of the rule `at` names, when the set has them.
+    pub(crate) fn stats_for(&self, at: RuleRef) -> Option<&crate::stats::RuleCounters> {
+        self.stats
+            .as_ref()?
+            .get(self.position(at))
+            .map(|counters| &**counters)
+    }
+
+    /// Where the rule `at` names is among [`rules`](Self::rules).
+    fn position(&self, at: RuleRef) -> usize {
+        match at {
+            RuleRef::Everywhere(index) => index,
+            RuleRef::Route(index) => self.everywhere.len() + index,
+        }
+    }
+
     /// The set without metric handles.
     #[cfg(feature = "metrics")]
     pub(crate) fn without_metrics(mut self) -> Self {
@@ -138,11 +164,7 @@ impl RuleSet {
     /// The counters of the rule `at` names, when the set has them.
     #[cfg(feature = "metrics")]
     pub(crate) fn metrics_for(&self, at: RuleRef) -> Option<&crate::metrics::RuleMetrics> {
-        let index = match at {
-            RuleRef::Everywhere(index) => index,
-            RuleRef::Route(index) => self.everywhere.len() + index,
-        };
-        self.metrics.as_ref()?.get(index)
+        self.metrics.as_ref()?.get(self.position(at))
     }
 
     /// Whether the set exempts `request` from limiting.

@@ -219,6 +219,23 @@ impl Rule {
         self.notices.keyless_skips()
     }
 
+    /// The TOML table a rule file defined this rule with, as the file would be written back
+    /// (`None`: the rule was built in code) (feature `config`).
+    #[cfg(feature = "config")]
+    pub fn source_toml(&self) -> Option<&str> {
+        self.source.as_deref()
+    }
+
+    /// The rule's mode: enforcing, shadow, ...
+    pub fn mode_in_force(&self) -> Mode {
+        self.mode
+    }
+
+    /// What the rule does when the store cannot answer.
+    pub fn store_failure_policy(&self) -> OnStoreFailure {
+        self.on_store_failure
+    }
+
     /// Whether the policy is shown in headers.
     pub fn is_disclosed(&self) -> bool {
         self.disclose.unwrap_or(

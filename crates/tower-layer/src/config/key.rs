@@ -381,4 +381,14 @@ impl KeyExtractor for Combined {
             .iter()
             .find_map(|part| part.misconfiguration(request))
     }
+
+    fn key_from_values(
+        &self,
+        values: &mut dyn Iterator<Item = &str>,
+        key: &mut KeyBuilder,
+    ) -> Result<(), crate::key::KeyValueError> {
+        self.0
+            .iter()
+            .try_for_each(|part| part.key_from_values(values, key))
+    }
 }

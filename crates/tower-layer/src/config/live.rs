@@ -255,6 +255,22 @@ impl RuleOverlay {
         self.live.lock().status.overlay_version.clone()
     }
 
+    /// Where the watched file and the document over it stand (as
+    /// [`RuleWatcher::status`](super::RuleWatcher::status)).
+    pub fn status(&self) -> WatchStatus {
+        self.live.lock().status.clone()
+    }
+
+    /// The fleet document in force, if any (what a change of one rule builds on).
+    pub fn document(&self) -> Option<RuleFile> {
+        self.live.lock().overlay.clone()
+    }
+
+    /// The rule file in force under the document (`None` before it is first loaded).
+    pub fn local(&self) -> Option<RuleFile> {
+        self.live.lock().local.clone()
+    }
+
     /// The registered extractors, to check a document before publishing it.
     pub fn extractors(&self) -> &Extractors {
         &self.live.extractors

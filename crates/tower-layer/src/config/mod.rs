@@ -35,6 +35,7 @@
 //! result to [`RateLimitLayer::replace_rules`](crate::RateLimitLayer::replace_rules) only when
 //! it is `Ok`. [`RuleWatcher`] does that for a file on disk, on every change.
 
+mod edit;
 mod error;
 mod fields;
 mod key;
@@ -49,6 +50,7 @@ mod write;
 
 use std::collections::HashSet;
 
+pub use self::edit::{PATCHABLE_FIELDS, parse_rule, patch_rule};
 use self::error::Report;
 pub use self::error::{ConfigError, ConfigErrors};
 use self::fields::Fields;

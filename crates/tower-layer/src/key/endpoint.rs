@@ -2,7 +2,7 @@
 
 use http::request::Parts;
 
-use super::{KeyBuilder, KeyExtractor};
+use super::{KeyBuilder, KeyExtractor, KeyValueError, next_value};
 
 /// The route pattern that matched a request (`/users/{id}/follow`), inserted by the layer's route
 /// table so [`Endpoint`] counts per route, not per concrete path.
@@ -27,6 +27,27 @@ impl KeyExtractor for Endpoint {
         key.part(request.method.as_str());
         key.part(route_of(request));
         true
+    }
+
+    /// One value, the method and the route pattern: `"GET /users/{id}"`.
+    fn key_from_values(
+        &self,
+        values: &mut dyn Iterator<Item = &str>,
+        key: &mut KeyBuilder,
+    ) -> Result<(), KeyValueError> {
+        const EXPECTED: &str = "a method and route pattern, e.g. \"GET /users/{id}\"";
+        let value = next_value(values, EXPECTED)?;
+        let (method, route) = value
+            .trim()
+            .split_once(' ')
+            .filter(|(method, route)| !method.is_empty() && route.starts_with('/'))
+            .ok_or_else(|| KeyValueError::Invalid {
+                value: value.to_owned(),
+                expected: EXPECTED,
+            })?;
+        key.part(method);
+        key.part(route.trim());
+        Ok(())
     }
 }
 

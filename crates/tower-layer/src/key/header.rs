@@ -3,7 +3,7 @@
 use http::HeaderName;
 use http::request::Parts;
 
-use super::{KeyBuilder, KeyExtractor};
+use super::{KeyBuilder, KeyExtractor, KeyValueError, next_value};
 
 /// Counts by the value of one header (an API key, a device id the app sends, a bearer token).
 ///
@@ -58,7 +58,31 @@ impl KeyExtractor for HeaderKey {
         let Some(value) = request.headers.get(&self.name) else {
             return false;
         };
-        let value = value.as_bytes().trim_ascii();
+        self.append(value.as_bytes(), key)
+    }
+
+    fn key_from_values(
+        &self,
+        values: &mut dyn Iterator<Item = &str>,
+        key: &mut KeyBuilder,
+    ) -> Result<(), KeyValueError> {
+        const EXPECTED: &str = "a header value";
+        let value = next_value(values, EXPECTED)?;
+        if self.append(value.as_bytes(), key) {
+            Ok(())
+        } else {
+            Err(KeyValueError::Invalid {
+                value: value.to_owned(),
+                expected: EXPECTED,
+            })
+        }
+    }
+}
+
+impl HeaderKey {
+    /// Appends the part a header value counts as; `false` for an empty value.
+    fn append(&self, value: &[u8], key: &mut KeyBuilder) -> bool {
+        let value = value.trim_ascii();
         if value.is_empty() {
             return false;
         }

@@ -4,7 +4,7 @@ use std::net::{IpAddr, SocketAddr};
 
 use http::request::Parts;
 
-use super::{KeyBuilder, KeyExtractor};
+use super::{KeyBuilder, KeyExtractor, KeyValueError, next_value};
 use crate::client_ip::{IpGrouping, TrustedProxies};
 
 /// The TCP peer of a request, as a request extension: what a serve loop that is not axum's
@@ -135,6 +135,14 @@ impl KeyExtractor for PeerIp {
     fn misconfiguration(&self, request: &Parts) -> Option<&'static str> {
         no_peer_address(request)
     }
+
+    fn key_from_values(
+        &self,
+        values: &mut dyn Iterator<Item = &str>,
+        key: &mut KeyBuilder,
+    ) -> Result<(), KeyValueError> {
+        block_of_value(&self.grouping, values, key)
+    }
 }
 
 /// Counts by the client's address: behind trusted proxies, the address their one configured
@@ -194,6 +202,30 @@ impl KeyExtractor for ClientIp {
     fn misconfiguration(&self, request: &Parts) -> Option<&'static str> {
         no_peer_address(request)
     }
+
+    fn key_from_values(
+        &self,
+        values: &mut dyn Iterator<Item = &str>,
+        key: &mut KeyBuilder,
+    ) -> Result<(), KeyValueError> {
+        block_of_value(&self.grouping, values, key)
+    }
+}
+
+/// An address given by hand, grouped as requests' are.
+fn block_of_value(
+    grouping: &IpGrouping,
+    values: &mut dyn Iterator<Item = &str>,
+    key: &mut KeyBuilder,
+) -> Result<(), KeyValueError> {
+    const EXPECTED: &str = "an IP address";
+    let value = next_value(values, EXPECTED)?;
+    let ip: IpAddr = value.trim().parse().map_err(|_| KeyValueError::Invalid {
+        value: value.to_owned(),
+        expected: EXPECTED,
+    })?;
+    append_block(grouping, ip, key);
+    Ok(())
 }
 
 fn append_block(grouping: &IpGrouping, ip: IpAddr, key: &mut KeyBuilder) {

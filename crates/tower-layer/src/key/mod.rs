@@ -76,6 +76,80 @@ pub trait KeyExtractor: Send + Sync + 'static {
         let _ = request;
         None
     }
+
+    /// Appends the parts this extractor would for a caller named by hand rather than by a
+    /// request — an operator resetting `2001:db8::1` — taking one value per part from `values`
+    /// (the IP extractors group the address as they group requests', so the reset reaches the
+    /// caller's whole /64; [`Global`] takes none). An error when the values do not name such a
+    /// caller, and (the default) when this extractor cannot build a key from values at all:
+    /// extension and closure keys, which only code can name.
+    fn key_from_values(
+        &self,
+        values: &mut dyn Iterator<Item = &str>,
+        key: &mut KeyBuilder,
+    ) -> Result<(), KeyValueError> {
+        let _ = (values, key);
+        Err(KeyValueError::Unsupported)
+    }
+}
+
+/// Why [`KeyExtractor::key_from_values`] could not name a caller.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum KeyValueError {
+    /// This kind of key is built by code from requests only.
+    Unsupported,
+    /// Fewer values than the key has parts.
+    Missing(&'static str),
+    /// A value that is not what the part counts (`expected` says what is).
+    Invalid {
+        /// The value given.
+        value: String,
+        /// What the part needs.
+        expected: &'static str,
+    },
+    /// More values than the key has parts.
+    TooMany,
+}
+
+impl std::fmt::Display for KeyValueError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            KeyValueError::Unsupported => f.write_str(
+                "this rule's key is built by code from requests (an extension or a closure) and cannot be named by value",
+            ),
+            KeyValueError::Missing(expected) => write!(f, "missing a value: {expected}"),
+            KeyValueError::Invalid { value, expected } => {
+                write!(f, "{value:?} is not {expected}")
+            }
+            KeyValueError::TooMany => f.write_str("more values than the rule's key has parts"),
+        }
+    }
+}
+
+impl std::error::Error for KeyValueError {}
+
+/// The next of `values`, or [`KeyValueError::Missing`] naming what it should be.
+pub(crate) fn next_value<'v>(
+    values: &mut dyn Iterator<Item = &'v str>,
+    expected: &'static str,
+) -> Result<&'v str, KeyValueError> {
+    values.next().ok_or(KeyValueError::Missing(expected))
+}
+
+/// Builds `extractor`'s key for a caller named by `values` (one per part, all used): what an
+/// operator's reset counts against ([`KeyExtractor::key_from_values`]).
+pub(crate) fn key_of_values(
+    extractor: &dyn KeyExtractor,
+    values: &[&str],
+) -> Result<tollgate_core::Key, KeyValueError> {
+    let mut key = KeyBuilder::default();
+    let mut rest = values.iter().copied();
+    extractor.key_from_values(&mut rest, &mut key)?;
+    match rest.next() {
+        Some(_) => Err(KeyValueError::TooMany),
+        None => Ok(key.build()),
+    }
 }
 
 impl<A: KeyExtractor, B: KeyExtractor> KeyExtractor for (A, B) {
@@ -85,6 +159,15 @@ impl<A: KeyExtractor, B: KeyExtractor> KeyExtractor for (A, B) {
 
     fn misconfiguration(&self, request: &Parts) -> Option<&'static str> {
         (self.0.misconfiguration(request)).or_else(|| self.1.misconfiguration(request))
+    }
+
+    fn key_from_values(
+        &self,
+        values: &mut dyn Iterator<Item = &str>,
+        key: &mut KeyBuilder,
+    ) -> Result<(), KeyValueError> {
+        self.0.key_from_values(values, key)?;
+        self.1.key_from_values(values, key)
     }
 }
 
@@ -98,6 +181,16 @@ impl<A: KeyExtractor, B: KeyExtractor, C: KeyExtractor> KeyExtractor for (A, B, 
             .or_else(|| self.1.misconfiguration(request))
             .or_else(|| self.2.misconfiguration(request))
     }
+
+    fn key_from_values(
+        &self,
+        values: &mut dyn Iterator<Item = &str>,
+        key: &mut KeyBuilder,
+    ) -> Result<(), KeyValueError> {
+        self.0.key_from_values(values, key)?;
+        self.1.key_from_values(values, key)?;
+        self.2.key_from_values(values, key)
+    }
 }
 
 impl<K: KeyExtractor + ?Sized> KeyExtractor for std::sync::Arc<K> {
@@ -108,6 +201,14 @@ impl<K: KeyExtractor + ?Sized> KeyExtractor for std::sync::Arc<K> {
     fn misconfiguration(&self, request: &Parts) -> Option<&'static str> {
         (**self).misconfiguration(request)
     }
+
+    fn key_from_values(
+        &self,
+        values: &mut dyn Iterator<Item = &str>,
+        key: &mut KeyBuilder,
+    ) -> Result<(), KeyValueError> {
+        (**self).key_from_values(values, key)
+    }
 }
 
 impl<K: KeyExtractor + ?Sized> KeyExtractor for Box<K> {
@@ -117,6 +218,14 @@ impl<K: KeyExtractor + ?Sized> KeyExtractor for Box<K> {
 
     fn misconfiguration(&self, request: &Parts) -> Option<&'static str> {
         (**self).misconfiguration(request)
+    }
+
+    fn key_from_values(
+        &self,
+        values: &mut dyn Iterator<Item = &str>,
+        key: &mut KeyBuilder,
+    ) -> Result<(), KeyValueError> {
+        (**self).key_from_values(values, key)
     }
 }
 

@@ -1,0 +1,486 @@
+//! The routes and their handlers.
+
+use std::sync::Arc;
+
+use axum::Json;
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{DefaultBodyLimit, Path, Query, State as Shared};
+use axum::routing::{get, post};
+use serde::Deserialize;
+use tollgate_core::RuleId;
+use tollgate_tower::ResetError;
+use tollgate_tower::config::{PATCHABLE_FIELDS, RuleFile, parse_rule, patch_rule};
+use utoipa::IntoParams;
+
+use crate::auth::{Operator, Viewer};
+use crate::error::{ApiError, ErrorBody};
+use crate::page;
+use crate::state::State;
+use crate::views::{
+    CallerView, ChangeView, FleetHealth, HealthView, KeyValues, ResetRequest, ResetView, RuleView,
+    RulesHealth, RulesView, StatsView, TopView,
+};
+
+/// The largest request body taken: a rule is a few hundred bytes.
+const MAX_BODY: usize = 64 * 1024;
+
+/// The most top refused callers one request may ask for.
+const MAX_TOP: usize = 100;
+
+/// The router over `state`.
+pub(crate) fn router(state: Arc<State>) -> Router {
+    Router::new()
+        .route("/v1/rules", get(list_rules))
+        .route(
+            "/v1/rules/{id}",
+            get(get_rule)
+                .put(put_rule)
+                .patch(patch_rule_fields)
+                .delete(withdraw_rule),
+        )
+        .route("/v1/rules/{id}/stats", get(rule_stats))
+        .route("/v1/rules/{id}/reset", post(reset_caller))
+        .route("/v1/health", get(health))
+        .route("/v1/openapi.json", get(openapi))
+        .route("/", get(status_page))
+        .route("/login", post(page::log_in))
+        .route("/logout", post(page::log_out))
+        .layer(DefaultBodyLimit::max(MAX_BODY))
+        .with_state(state)
+}
+
+type Answer<T> = Result<Json<T>, ApiError>;
+
+/// The rules in force.
+#[utoipa::path(get, path = "/v1/rules", tag = "rules", security(("bearer" = [])),
+    responses((status = 200, description = "The rules in force, as the rule file would write them", body = RulesView),
+               (status = 401, description = "No token, or a wrong one", body = ErrorBody)))]
+pub(crate) async fn list_rules(_: Operator, Shared(state): Shared<Arc<State>>) -> Json<RulesView> {
+    Json(state.rules_view())
+}
+
+/// One rule in force.
+#[utoipa::path(get, path = "/v1/rules/{id}", tag = "rules", security(("bearer" = [])),
+    params(("id" = String, Path, description = "The rule's id")),
+    responses((status = 200, description = "The rule", body = RuleView),
+               (status = 401, description = "No token, or a wrong one", body = ErrorBody),
+               (status = 404, description = "No rule in force has this id", body = ErrorBody)))]
+pub(crate) async fn get_rule(
+    _: Operator,
+    Shared(state): Shared<Arc<State>>,
+    Path(id): Path<String>,
+) -> Answer<RuleView> {
+    state.find_rule(&id).map(Json).ok_or_else(|| no_rule(&id))
+}
+
+/// Replaces (or adds) a rule.
+#[utoipa::path(put, path = "/v1/rules/{id}", tag = "rules", security(("bearer" = [])),
+    params(("id" = String, Path, description = "The rule's id")),
+    request_body(content = String, content_type = "application/toml",
+        description = "A rule file holding exactly this one `[[rule]]` (what `GET /v1/rules/{id}` gives as `toml`)"),
+    responses((status = 200, description = "The rule is in force", body = ChangeView),
+               (status = 400, description = "The rule has mistakes, each at its line and column; nothing changed", body = ErrorBody),
+               (status = 401, description = "No token, or a wrong one", body = ErrorBody),
+               (status = 409, description = "Rules cannot be changed here (built in code, or a fleet document is in force)", body = ErrorBody),
+               (status = 503, description = "The fleet store failed; nothing changed", body = ErrorBody)))]
+pub(crate) async fn put_rule(
+    Operator(operator): Operator,
+    Shared(state): Shared<Arc<State>>,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> Answer<ChangeView> {
+    let Some(overlay) = state.changes.overlay() else {
+        return Err(ApiError::of_change(
+            state.changes.base().err().unwrap_or_else(read_only),
+            None,
+        ));
+    };
+    let text = std::str::from_utf8(&body)
+        .map_err(|_| ApiError::BadRequest("the body is not UTF-8 text".to_owned()))?;
+    let rule = parse_rule("request body", text, &id, overlay.extractors()).map_err(|errors| {
+        ApiError::Invalid {
+            errors,
+            document: None,
+        }
+    })?;
+    change(&state, &operator, &id, "put", Some(rule), None).await
+}
+
+/// Changes a rule's quota, mode or failure policy.
+#[utoipa::path(patch, path = "/v1/rules/{id}", tag = "rules", security(("bearer" = [])),
+    params(("id" = String, Path, description = "The rule's id")),
+    request_body(content = Object, content_type = "application/json",
+        description = "The fields to change, as a rule file writes them: `algorithm`, `capacity`, `refill`, `limit`, `window`, `rate`, `max_delay`, `mode`, `on_store_failure` (e.g. `{\"limit\": 100}`; naming `algorithm` replaces the whole quota)"),
+    responses((status = 200, description = "The rule is in force", body = ChangeView),
+               (status = 400, description = "Not a JSON object of those fields, or the changed rule has mistakes (located in `document`); nothing changed", body = ErrorBody),
+               (status = 401, description = "No token, or a wrong one", body = ErrorBody),
+               (status = 404, description = "No rule in force has this id", body = ErrorBody),
+               (status = 409, description = "The rule is built in code, or rules cannot be changed here", body = ErrorBody),
+               (status = 503, description = "The fleet store failed; nothing changed", body = ErrorBody)))]
+pub(crate) async fn patch_rule_fields(
+    Operator(operator): Operator,
+    Shared(state): Shared<Arc<State>>,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> Answer<ChangeView> {
+    let Some(overlay) = state.changes.overlay() else {
+        return Err(ApiError::of_change(
+            state.changes.base().err().unwrap_or_else(read_only),
+            None,
+        ));
+    };
+    let fields = patch_fields(&body)?;
+    let current = state.find_rule(&id).ok_or_else(|| no_rule(&id))?;
+    let Some(table) = current.toml else {
+        return Err(ApiError::Conflict(format!(
+            "rule {id:?} is built in code; only rules from a rule file can be changed"
+        )));
+    };
+    let name = format!("rule {id} patched");
+    let text = patch_rule(&table, &fields);
+    let rule = parse_rule(&name, &text, &id, overlay.extractors()).map_err(|errors| {
+        ApiError::Invalid {
+            errors,
+            document: Some(text.clone()),
+        }
+    })?;
+    change(&state, &operator, &id, "patch", Some(rule), Some(text)).await
+}
+
+/// Withdraws this API's change to a rule.
+#[utoipa::path(delete, path = "/v1/rules/{id}", tag = "rules", security(("bearer" = [])),
+    params(("id" = String, Path, description = "The rule's id")),
+    responses((status = 200, description = "The change is withdrawn: the rule file's version of the rule (if any) is in force", body = ChangeView),
+               (status = 401, description = "No token, or a wrong one", body = ErrorBody),
+               (status = 404, description = "No change to this rule is in force", body = ErrorBody),
+               (status = 409, description = "Rules cannot be changed here", body = ErrorBody),
+               (status = 503, description = "The fleet store failed; nothing changed", body = ErrorBody)))]
+pub(crate) async fn withdraw_rule(
+    Operator(operator): Operator,
+    Shared(state): Shared<Arc<State>>,
+    Path(id): Path<String>,
+) -> Answer<ChangeView> {
+    change(&state, &operator, &id, "withdraw", None, None).await
+}
+
+/// Puts `rule` (or, with `None`, no change) in place of the change to rule `id` and logs it.
+async fn change(
+    state: &State,
+    operator: &str,
+    id: &str,
+    what: &str,
+    rule: Option<RuleFile>,
+    checked: Option<String>,
+) -> Answer<ChangeView> {
+    let _editing = state.editing.lock().await;
+    let base = state
+        .changes
+        .base()
+        .map_err(|error| ApiError::of_change(error, None))?;
+    let document = match (base, &rule) {
+        (Some(base), Some(rule)) => base.overridden_by(rule),
+        (None, Some(rule)) => rule.clone(),
+        (Some(base), None) if base.ids().any(|changed| changed == id) => base.without(id),
+        _ => {
+            return Err(ApiError::NotFound(format!(
+                "no change to rule {id:?} is in force; the rule file's version is"
+            )));
+        }
+    };
+    let before = state.find_rule(id).and_then(|view| view.toml);
+    let version = state
+        .changes
+        .install(&document)
+        .await
+        .map_err(|error| ApiError::of_change(error, checked))?;
+    let after = state.find_rule(id);
+    tracing::info!(
+        target: "tollgate::admin",
+        token = operator,
+        rule = id,
+        change = what,
+        version,
+        before = before.as_deref().map(one_line).unwrap_or_default(),
+        after = after.as_ref().and_then(|view| view.toml.as_deref()).map(one_line).unwrap_or_default(),
+        "rule changed through the admin API"
+    );
+    Ok(Json(ChangeView {
+        version,
+        rule: after,
+    }))
+}
+
+/// A rule's numbers.
+#[utoipa::path(get, path = "/v1/rules/{id}/stats", tag = "rules", security(("bearer" = [])),
+    params(("id" = String, Path, description = "The rule's id"), TopQuery),
+    responses((status = 200, description = "The rule's checks and refusals, and its top refused callers", body = StatsView),
+               (status = 401, description = "No token, or a wrong one", body = ErrorBody),
+               (status = 404, description = "No rule in force has this id", body = ErrorBody)))]
+pub(crate) async fn rule_stats(
+    _: Operator,
+    Shared(state): Shared<Arc<State>>,
+    Path(id): Path<String>,
+    Query(query): Query<TopQuery>,
+) -> Answer<StatsView> {
+    let rule_id = RuleId::new(&id).map_err(|_| no_rule(&id))?;
+    state.find_rule(&id).ok_or_else(|| no_rule(&id))?;
+    let stats = state.limiter.stats(&rule_id).ok_or_else(|| no_rule(&id))?;
+    let top = query.top.unwrap_or(10).clamp(1, MAX_TOP);
+    Ok(Json(StatsView::new(
+        &id,
+        stats,
+        top_refused(&state, &rule_id, top).await,
+    )))
+}
+
+/// How many top refused callers to list.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub(crate) struct TopQuery {
+    /// How many of the most refused callers to list (1–100, default 10).
+    top: Option<usize>,
+}
+
+/// The top refused callers of `rule`: the fleet's when configured (this gateway's when Redis
+/// cannot answer), else this gateway's.
+pub(crate) async fn top_refused(state: &State, rule: &RuleId, n: usize) -> Option<TopView> {
+    #[cfg(feature = "fleet")]
+    if let Some(fleet) = &state.fleet_top {
+        match fleet.report(rule, n).await {
+            Ok(callers) => {
+                return Some(TopView {
+                    scope: "fleet".to_owned(),
+                    callers: callers
+                        .into_iter()
+                        .map(|caller| CallerView {
+                            caller: caller.caller,
+                            count: caller.count,
+                            error: caller.error,
+                        })
+                        .collect(),
+                    refusals: None,
+                    dropped: None,
+                });
+            }
+            Err(error) => {
+                tracing::warn!(target: "tollgate::admin", %error, "cannot read the fleet's top refused callers; showing this gateway's");
+            }
+        }
+    }
+    let report = state.limiter.top_refused(rule, n)?;
+    Some(TopView {
+        scope: "gateway".to_owned(),
+        callers: report
+            .callers
+            .into_iter()
+            .map(|caller| CallerView {
+                caller: caller.caller,
+                count: caller.count,
+                error: caller.error,
+            })
+            .collect(),
+        refusals: Some(report.refusals),
+        dropped: Some(report.dropped),
+    })
+}
+
+/// Forgets what a rule counted for one caller.
+#[utoipa::path(post, path = "/v1/rules/{id}/reset", tag = "rules", security(("bearer" = [])),
+    params(("id" = String, Path, description = "The rule's id")),
+    request_body(content = ResetRequest, content_type = "application/json"),
+    responses((status = 200, description = "The caller's count (and an escalating rule's strikes and block) is gone; the caller gets through at once", body = ResetView),
+               (status = 400, description = "The body does not name a caller of this rule's key", body = ErrorBody),
+               (status = 401, description = "No token, or a wrong one", body = ErrorBody),
+               (status = 404, description = "No rule in force has this id", body = ErrorBody),
+               (status = 503, description = "The store failed (the reset may be repeated)", body = ErrorBody)))]
+pub(crate) async fn reset_caller(
+    Operator(operator): Operator,
+    Shared(state): Shared<Arc<State>>,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> Answer<ResetView> {
+    let request: ResetRequest = serde_json::from_slice(&body).map_err(|error| {
+        ApiError::BadRequest(format!(
+            "the body is not {{\"key\": \"<value>\"}} or {{\"key\": [\"<part>\", ...]}}: {error}"
+        ))
+    })?;
+    let values: Vec<String> = match request.key {
+        KeyValues::One(value) => vec![value],
+        KeyValues::Parts(parts) => parts,
+    };
+    let values: Vec<&str> = values.iter().map(String::as_str).collect();
+    let done = state
+        .limiter
+        .reset(&id, &values)
+        .await
+        .map_err(|error| match error {
+            ResetError::UnknownRule(_) => no_rule(&id),
+            ResetError::Key { .. } => ApiError::BadRequest(error.to_string()),
+            other => ApiError::Unavailable(other.to_string()),
+        })?;
+    tracing::info!(target: "tollgate::admin", token = operator, rule = id, caller = done.caller, "caller reset through the admin API");
+    Ok(Json(ResetView {
+        caller: done.caller,
+        cleared: done
+            .cleared
+            .iter()
+            .map(|rule| rule.as_str().to_owned())
+            .collect(),
+    }))
+}
+
+/// The limiter's health.
+#[utoipa::path(get, path = "/v1/health", tag = "health", security(("bearer" = [])),
+    responses((status = 200, description = "The store, the rules' versions and the last config error", body = HealthView),
+               (status = 401, description = "No token, or a wrong one", body = ErrorBody)))]
+pub(crate) async fn health(_: Operator, Shared(state): Shared<Arc<State>>) -> Json<HealthView> {
+    Json(health_of(&state).await)
+}
+
+/// Where the limiter stands.
+pub(crate) async fn health_of(state: &State) -> HealthView {
+    let store = state.limiter.health().await;
+    let status = state.watch_status();
+    let rules = RulesHealth {
+        versions: state.versions(),
+        last_error: status
+            .as_ref()
+            .and_then(|status| status.last_error.as_ref())
+            .map(ToString::to_string),
+        changes_error: status
+            .as_ref()
+            .and_then(|status| status.overlay_error.as_ref())
+            .map(ToString::to_string),
+    };
+    let fleet = fleet_health(state);
+    let healthy = store.reachable
+        && store.breaker_open != Some(true)
+        && rules.last_error.is_none()
+        && rules.changes_error.is_none()
+        && fleet.as_ref().is_none_or(|fleet| fleet.refused.is_none());
+    HealthView {
+        status: if healthy { "ok" } else { "degraded" }.to_owned(),
+        store,
+        rules,
+        fleet,
+    }
+}
+
+fn fleet_health(state: &State) -> Option<FleetHealth> {
+    #[cfg(feature = "fleet")]
+    if let crate::changes::Changes::Fleet { fleet, .. } = &state.changes {
+        let status = fleet.status();
+        return Some(FleetHealth {
+            version: status.version,
+            in_redis: status.in_redis,
+            subscribed: status.subscribed,
+            refused: status
+                .refused
+                .map(|(version, why)| format!("version {version}: {why}")),
+            last_redis_error: status.last_redis_error,
+        });
+    }
+    let _ = state;
+    None
+}
+
+/// This API as an OpenAPI 3.1 document.
+#[utoipa::path(get, path = "/v1/openapi.json", tag = "health", security(("bearer" = [])),
+    responses((status = 200, description = "The OpenAPI 3.1 document of this API", content_type = "application/json"),
+               (status = 401, description = "No token, or a wrong one", body = ErrorBody)))]
+pub(crate) async fn openapi(_: Operator) -> ([(axum::http::HeaderName, &'static str); 1], String) {
+    (
+        [(axum::http::header::CONTENT_TYPE, "application/json")],
+        crate::openapi::openapi_json(),
+    )
+}
+
+/// The status page.
+#[utoipa::path(get, path = "/", tag = "page",
+    security(("bearer" = []), ("basic" = []), ("cookie" = [])),
+    responses((status = 200, description = "The status page (HTML, refreshes itself)", content_type = "text/html"),
+               (status = 401, description = "The login form, with a Basic challenge", content_type = "text/html")))]
+pub(crate) async fn status_page(
+    Viewer(_viewer): Viewer,
+    Shared(state): Shared<Arc<State>>,
+    uri: axum::extract::OriginalUri,
+    request_uri: axum::http::Uri,
+) -> maud::Markup {
+    page::render(&state, &page::base_of(uri.0.path(), request_uri.path())).await
+}
+
+/// The fields of a PATCH body, as `(name, TOML value)` pairs.
+fn patch_fields(body: &[u8]) -> Result<Vec<(String, String)>, ApiError> {
+    let value: serde_json::Value = serde_json::from_slice(body)
+        .map_err(|error| ApiError::BadRequest(format!("the body is not JSON: {error}")))?;
+    let serde_json::Value::Object(object) = value else {
+        return Err(ApiError::BadRequest(
+            "the body is a JSON object of fields, e.g. {\"limit\": 100}".to_owned(),
+        ));
+    };
+    if object.is_empty() {
+        return Err(ApiError::BadRequest(format!(
+            "nothing to change; a PATCH changes {}",
+            PATCHABLE_FIELDS.join(", ")
+        )));
+    }
+    object
+        .iter()
+        .map(|(name, value)| {
+            if !PATCHABLE_FIELDS.contains(&name.as_str()) {
+                return Err(ApiError::BadRequest(format!(
+                    "a PATCH cannot change {name:?}; it changes {} (PUT the whole rule to change the rest)",
+                    PATCHABLE_FIELDS.join(", ")
+                )));
+            }
+            Ok((name.clone(), toml_value(value).ok_or_else(|| ApiError::BadRequest(format!("{name:?} is null; give a value")))?))
+        })
+        .collect()
+}
+
+/// A JSON value as a TOML inline value (`None` for a null anywhere in it). JSON string
+/// escapes are valid in TOML basic strings, so strings and keys are written as JSON writes
+/// them.
+fn toml_value(value: &serde_json::Value) -> Option<String> {
+    use serde_json::Value;
+    Some(match value {
+        Value::Null => return None,
+        Value::Bool(flag) => flag.to_string(),
+        Value::Number(number) => number.to_string(),
+        Value::String(_) => value.to_string(),
+        Value::Array(items) => format!(
+            "[{}]",
+            items
+                .iter()
+                .map(toml_value)
+                .collect::<Option<Vec<_>>>()?
+                .join(", ")
+        ),
+        Value::Object(fields) => format!(
+            "{{ {} }}",
+            fields
+                .iter()
+                .map(|(key, value)| Some(format!(
+                    "{} = {}",
+                    Value::String(key.clone()),
+                    toml_value(value)?
+                )))
+                .collect::<Option<Vec<_>>>()?
+                .join(", ")
+        ),
+    })
+}
+
+fn no_rule(id: &str) -> ApiError {
+    ApiError::NotFound(format!("no rule {id:?} is in force"))
+}
+
+fn read_only() -> crate::changes::ChangeError {
+    crate::changes::ChangeError::Conflict("rules cannot be changed here".to_owned())
+}
+
+/// A rule's TOML on one line, for a log field.
+fn one_line(toml: &str) -> String {
+    toml.lines().skip(1).collect::<Vec<_>>().join("; ")
+}

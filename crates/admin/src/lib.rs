@@ -1,0 +1,169 @@
+//! tollgate's admin API and status page: see and steer a running limiter.
+//!
+//! [`Admin`] builds an axum [`Router`](axum::Router) the service mounts where it wants (behind
+//! its own network policy: the admin port, or a path only operators reach):
+//!
+//! | route | what it does |
+//! |---|---|
+//! | `GET /v1/rules` | the rules in force as the rule file would write them, each with its source, and the versions |
+//! | `GET /v1/rules/{id}` | one rule |
+//! | `PUT /v1/rules/{id}` | replaces a rule: the body is the rule as TOML (what `GET` gives), checked exactly as a rule file is |
+//! | `PATCH /v1/rules/{id}` | changes a rule's quota fields, `mode` or `on_store_failure` (a JSON object) |
+//! | `DELETE /v1/rules/{id}` | withdraws this API's change to a rule: the rule file's version is back |
+//! | `GET /v1/rules/{id}/stats` | checks and refusals since start, over the last 5 minutes and hour, per minute, and the top refused callers |
+//! | `POST /v1/rules/{id}/reset` | forgets what the rule counted for one caller, named by value (`{"key": "2001:db8::1"}`) |
+//! | `GET /v1/health` | the store (reachable, breaker), the rules' versions, the last config error |
+//! | `GET /v1/openapi.json` | this API as an OpenAPI 3.1 document |
+//! | `GET /` | the status page for the person on call (HTML, refreshes itself) |
+//! | `POST /login`, `POST /logout` | the status page's session cookie |
+//!
+//! **Authentication.** Every route but the login form needs a named token
+//! ([`AdminToken`]): `Authorization: Bearer <token>`. Only SHA-256 digests of tokens are
+//! kept, compared in constant time. A missing or wrong token is answered `401` with
+//! `WWW-Authenticate` and logged at `warn` (target `tollgate::admin`) without the token. The
+//! status page (`GET /`) also takes HTTP Basic (any user, the token as password) or a session
+//! cookie (`HttpOnly`, `SameSite=Strict`, `Secure` unless [`Admin::insecure_cookie`]) that
+//! `POST /login` exchanges for a token; the cookie opens the page and nothing else, so writes
+//! need the bearer header. There is no way to build the router without a token.
+//!
+//! **Changes** are logged at `info` (target `tollgate::admin`) with the token's name, the rule
+//! and the rule before and after. They are checked exactly as a rule file is (`400` with each
+//! mistake's line and column when not) and put over the watched rule file as one document —
+//! on this gateway, or, with [`Admin::fleet`], published to every gateway through Redis. The
+//! precedence: **a changed rule stays changed when the rule file is reloaded**; the file's
+//! edits to that rule wait until the change is withdrawn (`DELETE /v1/rules/{id}`), while its
+//! other rules reload as usual. So a limit loosened during an incident is not undone by a
+//! deploy, and going back to the file is one explicit request.
+//!
+//! ```no_run
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! use tollgate_admin::{Admin, AdminToken};
+//! use tollgate_core::MemoryStore;
+//! use tollgate_tower::RateLimitLayer;
+//! use tollgate_tower::config::{Extractors, RuleWatcher};
+//!
+//! let layer = RateLimitLayer::new(MemoryStore::new()).track_top_refused(100);
+//! let watcher = RuleWatcher::start("rules.toml", Extractors::new(), &layer)?;
+//! let token = AdminToken::new("on-call", std::env::var("ADMIN_TOKEN")?)?;
+//! let admin = Admin::new(&layer, token).rule_file(&watcher).router();
+//! let app = axum::Router::new()
+//!     .route("/", axum::routing::get(|| async { "hello" }))
+//!     .layer(layer)
+//!     .nest("/admin", admin);
+//! # let _ = app;
+//! # Ok(()) }
+//! ```
+
+mod auth;
+mod changes;
+mod error;
+mod handlers;
+mod health;
+mod limiter;
+mod openapi;
+mod page;
+mod session;
+mod state;
+mod token;
+mod views;
+
+use std::sync::Arc;
+
+use tollgate_core::Store;
+use tollgate_tower::RateLimitLayer;
+use tollgate_tower::config::RuleWatcher;
+
+pub use health::{StoreHealth, StoreReport, probe};
+pub use openapi::openapi_json;
+pub use token::{AdminToken, MIN_SECRET_BYTES, TokenError};
+
+use crate::changes::Changes;
+use crate::session::Sessions;
+use crate::state::State;
+use crate::token::Tokens;
+
+/// Builds the admin router for one layer: [`Admin::new`] with the first token, then what it
+/// should see and change.
+#[must_use]
+pub struct Admin {
+    state: State,
+}
+
+impl Admin {
+    /// The admin API of `layer` (the layer value the service is built with, or a clone),
+    /// accepting `token`. Turns on the layer's per-rule counters
+    /// ([`RateLimitLayer::track_stats`]); the top refused callers show when the layer tracks
+    /// them ([`RateLimitLayer::track_top_refused`]).
+    pub fn new<St: Store + StoreHealth>(layer: &RateLimitLayer<St>, token: AdminToken) -> Admin {
+        let layer = layer.clone().track_stats();
+        Admin {
+            state: State {
+                limiter: Box::new(layer),
+                tokens: Tokens::new(token),
+                sessions: Sessions::default(),
+                changes: Changes::Fixed,
+                #[cfg(feature = "fleet")]
+                fleet_top: None,
+                secure_cookie: true,
+                editing: tokio::sync::Mutex::new(()),
+            },
+        }
+    }
+
+    /// Accepts another token (each person or tool its own, so logs say who did what).
+    pub fn token(mut self, token: AdminToken) -> Admin {
+        self.state.tokens.add(token);
+        self
+    }
+
+    /// Lets the API change rules: changes go over `watcher`'s rule file on this gateway (see
+    /// the crate docs for the precedence). Without it, rules are read-only (`409`).
+    pub fn rule_file(mut self, watcher: &RuleWatcher) -> Admin {
+        self.state.changes = Changes::Local(watcher.overlay());
+        self
+    }
+
+    /// Sends changes to every gateway: published as the fleet document `fleet` follows (over
+    /// `watcher`'s rule file, the one `fleet` was given the overlay of) (feature `fleet`).
+    #[cfg(feature = "fleet")]
+    pub fn fleet(
+        mut self,
+        watcher: &RuleWatcher,
+        fleet: Arc<tollgate_redis::fleet::FleetRules>,
+    ) -> Admin {
+        self.state.changes = Changes::Fleet {
+            overlay: watcher.overlay(),
+            fleet,
+        };
+        self
+    }
+
+    /// Answers the top refused callers for the whole fleet, as `top` reports them (feature
+    /// `fleet`).
+    #[cfg(feature = "fleet")]
+    pub fn fleet_top_refused(
+        mut self,
+        top: Arc<tollgate_redis::fleet::top::FleetTopRefused>,
+    ) -> Admin {
+        self.state.fleet_top = Some(top);
+        self
+    }
+
+    /// Leaves `Secure` off the status page's cookie, for an admin port served over plain HTTP
+    /// (browsers send `Secure` cookies only over HTTPS, and to `localhost`).
+    pub fn insecure_cookie(mut self) -> Admin {
+        self.state.secure_cookie = false;
+        self
+    }
+
+    /// The router; mount it with `Router::nest` (or serve it on its own port).
+    pub fn router(self) -> axum::Router {
+        handlers::router(Arc::new(self.state))
+    }
+}
+
+impl std::fmt::Debug for Admin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Admin").finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,525 @@
+//! The admin API over real HTTP: authentication, reading and changing rules, stats, resets,
+//! health and the precedence of a change over the rule file.
+
+mod common;
+
+use common::{DEPLOY, Gateway, ONCALL, RULES, gateway};
+use reqwest::Method;
+use serde_json::json;
+use tollgate_core::testing::EventRecorder;
+
+/// Every route of the API, as `(method, path)`.
+const ROUTES: &[(&str, &str)] = &[
+    ("GET", "/v1/rules"),
+    ("GET", "/v1/rules/reads"),
+    ("PUT", "/v1/rules/reads"),
+    ("PATCH", "/v1/rules/reads"),
+    ("DELETE", "/v1/rules/reads"),
+    ("GET", "/v1/rules/reads/stats"),
+    ("POST", "/v1/rules/reads/reset"),
+    ("GET", "/v1/health"),
+    ("GET", "/v1/openapi.json"),
+];
+
+#[tokio::test]
+async fn no_token_or_a_wrong_token_is_401_with_a_challenge_and_a_log_line_without_the_token() {
+    let recorder = EventRecorder::global();
+    let gateway = gateway(RULES).await;
+    let wrong = "not-the-token-but-long-enough-0001";
+    for (method, path) in ROUTES {
+        let method = Method::from_bytes(method.as_bytes()).expect("method");
+        let url = format!("{}/admin{path}", gateway.url);
+        let missing = gateway
+            .client
+            .request(method.clone(), &url)
+            .send()
+            .await
+            .expect("send");
+        assert_eq!(missing.status(), 401, "{method} {path} without a token");
+        let challenge = missing.headers()["www-authenticate"]
+            .to_str()
+            .expect("text")
+            .to_owned();
+        assert!(challenge.starts_with("Bearer"), "{challenge}");
+        let refused = gateway
+            .client
+            .request(method.clone(), &url)
+            .bearer_auth(wrong)
+            .send()
+            .await
+            .expect("send");
+        assert_eq!(refused.status(), 401, "{method} {path} with a wrong token");
+        assert!(
+            refused.headers()["www-authenticate"]
+                .to_str()
+                .expect("text")
+                .contains("invalid_token")
+        );
+        // Basic and cookies do not open the API.
+        let basic = gateway
+            .client
+            .request(method.clone(), &url)
+            .basic_auth("me", Some(ONCALL))
+            .send()
+            .await
+            .expect("send");
+        assert_eq!(basic.status(), 401, "{method} {path} with Basic");
+    }
+    let (status, _) = Gateway::json(gateway.admin(Method::GET, "/v1/rules")).await;
+    assert_eq!(status, 200);
+    let (status, _) = Gateway::json(
+        gateway
+            .client
+            .get(format!("{}/admin/v1/health", gateway.url))
+            .bearer_auth(DEPLOY),
+    )
+    .await;
+    assert_eq!(status, 200, "every named token works");
+
+    let events = recorder.on_target("tollgate::admin");
+    let refusals = events
+        .iter()
+        .filter(|event| event.field("message").is_some_and(|m| m.contains("401")))
+        .count();
+    assert!(
+        refusals >= ROUTES.len() * 3,
+        "each refusal is logged ({refusals})"
+    );
+    for event in &events {
+        let text = format!("{:?}", event.fields);
+        assert!(
+            !text.contains(ONCALL) && !text.contains(wrong) && !text.contains(DEPLOY),
+            "a token in a log line: {text}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn the_rules_in_force_are_listed_as_the_file_writes_them_with_source_and_version() {
+    let gateway = gateway(RULES).await;
+    let (status, body) = Gateway::json(gateway.admin(Method::GET, "/v1/rules")).await;
+    assert_eq!(status, 200);
+    let ids: Vec<&str> = body["rules"]
+        .as_array()
+        .expect("rules")
+        .iter()
+        .map(|rule| rule["id"].as_str().expect("id"))
+        .collect();
+    assert_eq!(ids, ["reads", "posts"]);
+    assert_eq!(body["rules"][0]["source"], "file");
+    assert_eq!(body["rules"][0]["mode"], "enforce");
+    assert_eq!(body["rules"][0]["on_store_failure"], "open");
+    assert!(
+        body["rules"][0]["quota"]
+            .as_str()
+            .expect("quota")
+            .contains("limit = 3")
+    );
+    assert_eq!(
+        body["versions"]["file"],
+        gateway.watcher.status().version.expect("version").as_str()
+    );
+    assert_eq!(body["versions"]["changes"], serde_json::Value::Null);
+    let toml = body["toml"].as_str().expect("toml");
+    assert!(
+        tollgate_tower::config::RuleFile::parse(
+            "listed",
+            toml,
+            &tollgate_tower::config::Extractors::new()
+        )
+        .is_ok()
+    );
+
+    let (status, rule) = Gateway::json(gateway.admin(Method::GET, "/v1/rules/posts")).await;
+    assert_eq!((status, rule["id"].as_str()), (200, Some("posts")));
+    let (status, missing) = Gateway::json(gateway.admin(Method::GET, "/v1/rules/nope")).await;
+    assert_eq!(status, 404);
+    assert!(missing["error"].as_str().expect("error").contains("nope"));
+}
+
+/// The rule `reads` with `limit`, as a PUT body.
+fn reads_with(limit: &str) -> String {
+    format!(
+        "[[rule]]\nid = \"reads\"\nmatch = {{ method = \"GET\", path = \"/hello\" }}\nalgorithm = \"fixed_window\"\nlimit = {limit}\nwindow = \"1h\"\nkey = \"peer_ip\"\n"
+    )
+}
+
+#[tokio::test]
+async fn a_put_with_a_bad_quota_is_400_at_its_line_and_the_old_rule_stays_enforced() {
+    let gateway = gateway(RULES).await;
+    let (status, body) = Gateway::json(
+        gateway
+            .admin(Method::PUT, "/v1/rules/reads")
+            .body(reads_with("-5")),
+    )
+    .await;
+    assert_eq!(status, 400, "{body}");
+    let mistake = &body["errors"][0];
+    assert_eq!(mistake["file"], "request body");
+    assert_eq!(mistake["line"], 5, "{body}");
+    assert!(mistake["column"].as_u64().expect("column") > 1);
+    assert!(!mistake["message"].as_str().expect("message").is_empty());
+    // Still three an hour.
+    for _ in 0..3 {
+        assert_eq!(gateway.hello().await, 200);
+    }
+    assert_eq!(gateway.hello().await, 429);
+
+    // The body must be this one rule.
+    let other = reads_with("5").replace("\"reads\"", "\"writes\"");
+    let (status, body) =
+        Gateway::json(gateway.admin(Method::PUT, "/v1/rules/reads").body(other)).await;
+    assert_eq!(status, 400);
+    assert!(
+        body["errors"][0]["message"]
+            .as_str()
+            .expect("message")
+            .contains("\"reads\""),
+        "{body}"
+    );
+}
+
+#[tokio::test]
+async fn after_a_put_the_next_request_is_decided_by_the_new_quota_and_the_change_is_logged() {
+    let recorder = EventRecorder::global();
+    let gateway = gateway(RULES).await;
+    for _ in 0..3 {
+        assert_eq!(gateway.hello().await, 200);
+    }
+    assert_eq!(gateway.hello().await, 429);
+    let (status, body) = Gateway::json(
+        gateway
+            .admin(Method::PUT, "/v1/rules/reads")
+            .body(reads_with("5")),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert!(
+        body["version"]
+            .as_str()
+            .expect("version")
+            .starts_with("admin-")
+    );
+    assert_eq!(body["rule"]["source"], "admin");
+    // The count carries over: three used of five.
+    assert_eq!(gateway.hello().await, 200);
+    assert_eq!(gateway.hello().await, 200);
+    assert_eq!(gateway.hello().await, 429);
+
+    let version = body["version"].as_str().expect("version").to_owned();
+    let logged = recorder
+        .on_target("tollgate::admin")
+        .into_iter()
+        .find(|event| event.field("version") == Some(version.as_str()));
+    let logged = logged.expect("the change is logged");
+    assert_eq!(logged.field("token"), Some("on-call"));
+    assert_eq!(logged.field("rule"), Some("reads"));
+    assert!(
+        logged
+            .field("before")
+            .is_some_and(|before| before.contains("limit = 3"))
+    );
+    assert!(
+        logged
+            .field("after")
+            .is_some_and(|after| after.contains("limit = 5"))
+    );
+}
+
+#[tokio::test]
+async fn a_patch_changes_the_quota_mode_or_policy_and_refuses_anything_else() {
+    let gateway = gateway(RULES).await;
+    let (status, body) = Gateway::json(
+        gateway
+            .admin(Method::PATCH, "/v1/rules/reads")
+            .json(&json!({"limit": 1})),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert!(
+        body["rule"]["quota"]
+            .as_str()
+            .expect("quota")
+            .contains("limit = 1")
+    );
+    assert_eq!(gateway.hello().await, 200);
+    assert_eq!(gateway.hello().await, 429);
+
+    let (status, body) = Gateway::json(
+        gateway
+            .admin(Method::PATCH, "/v1/rules/reads")
+            .json(&json!({"mode": "shadow", "on_store_failure": "closed"})),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        (
+            body["rule"]["mode"].as_str(),
+            body["rule"]["on_store_failure"].as_str()
+        ),
+        (Some("shadow"), Some("closed"))
+    );
+    assert_eq!(
+        gateway.hello().await,
+        200,
+        "shadow: refusals are let through"
+    );
+
+    // A quota of another algorithm replaces the whole quota.
+    let bucket = json!({"algorithm": "token_bucket", "capacity": 2, "refill": {"amount": 1, "per": "1h"}, "mode": "enforce"});
+    let (status, body) = Gateway::json(
+        gateway
+            .admin(Method::PATCH, "/v1/rules/reads")
+            .json(&bucket),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert!(
+        !body["rule"]["toml"]
+            .as_str()
+            .expect("toml")
+            .contains("window")
+    );
+
+    for (patch, words) in [
+        (json!({"key": "global"}), "cannot change \"key\""),
+        (json!({}), "nothing to change"),
+        (json!([1]), "JSON object"),
+        (json!({"limit": null}), "null"),
+    ] {
+        let (status, body) =
+            Gateway::json(gateway.admin(Method::PATCH, "/v1/rules/reads").json(&patch)).await;
+        assert_eq!(status, 400, "{patch}");
+        assert!(
+            body["error"].as_str().expect("error").contains(words),
+            "{body}"
+        );
+    }
+    // A bad value: located in the merged rule, which the answer shows.
+    let (status, body) = Gateway::json(
+        gateway
+            .admin(Method::PATCH, "/v1/rules/reads")
+            .json(&json!({"capacity": "lots"})),
+    )
+    .await;
+    assert_eq!(status, 400, "{body}");
+    let document = body["document"].as_str().expect("document");
+    let line = usize::try_from(body["errors"][0]["line"].as_u64().expect("line")).expect("small");
+    assert!(
+        document
+            .lines()
+            .nth(line - 1)
+            .expect("the line")
+            .contains("capacity"),
+        "{body}"
+    );
+    let (status, _) = Gateway::json(
+        gateway
+            .admin(Method::PATCH, "/v1/rules/nope")
+            .json(&json!({"limit": 1})),
+    )
+    .await;
+    assert_eq!(status, 404);
+}
+
+#[tokio::test]
+async fn a_reset_lets_a_blocked_caller_through_at_once() {
+    let recorder = EventRecorder::global();
+    let gateway = gateway(RULES).await;
+    for _ in 0..3 {
+        assert_eq!(gateway.hello().await, 200);
+    }
+    assert_eq!(gateway.hello().await, 429);
+    let (status, body) = Gateway::json(
+        gateway
+            .admin(Method::POST, "/v1/rules/reads/reset")
+            .json(&json!({"key": "127.0.0.1"})),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["cleared"], json!(["reads"]));
+    let caller = body["caller"].as_str().expect("caller").to_owned();
+    assert_ne!(caller, "127.0.0.1", "shown as a fingerprint");
+    assert_eq!(gateway.hello().await, 200);
+    let logged = recorder
+        .on_target("tollgate::admin")
+        .into_iter()
+        .any(|event| {
+            event.field("caller") == Some(caller.as_str())
+                && event.field("token") == Some("on-call")
+        });
+    assert!(logged, "the reset is logged with the token's name");
+
+    for (body, status) in [
+        (json!({"key": "not an address"}), 400),
+        (json!({"key": ["127.0.0.1", "extra"]}), 400),
+        (json!({"who": "127.0.0.1"}), 400),
+    ] {
+        let (got, answer) = Gateway::json(
+            gateway
+                .admin(Method::POST, "/v1/rules/reads/reset")
+                .json(&body),
+        )
+        .await;
+        assert_eq!(got, status, "{body}: {answer}");
+    }
+    let (status, _) = Gateway::json(
+        gateway
+            .admin(Method::POST, "/v1/rules/nope/reset")
+            .json(&json!({"key": "127.0.0.1"})),
+    )
+    .await;
+    assert_eq!(status, 404);
+}
+
+#[tokio::test]
+async fn stats_count_each_rules_decisions_and_its_top_refused_callers() {
+    let gateway = gateway(RULES).await;
+    for _ in 0..5 {
+        gateway.hello().await;
+    }
+    let (status, body) =
+        Gateway::json(gateway.admin(Method::GET, "/v1/rules/reads/stats?top=5")).await;
+    assert_eq!(status, 200, "{body}");
+    for window in ["since_start", "last_5_minutes", "last_hour"] {
+        assert_eq!(
+            body[window],
+            json!({"allowed": 3, "refused": 2, "shadow_refused": 0}),
+            "{window}"
+        );
+    }
+    assert_eq!(body["per_minute"].as_array().expect("minutes").len(), 60);
+    // The counting thread takes refusals off the request path: wait for both.
+    let mut top = body["top_refused"].clone();
+    for _ in 0..200 {
+        if top["callers"][0]["count"] == 2 {
+            break;
+        }
+        tokio::task::yield_now().await;
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        top = Gateway::json(gateway.admin(Method::GET, "/v1/rules/reads/stats"))
+            .await
+            .1["top_refused"]
+            .clone();
+    }
+    assert_eq!(top["scope"], "gateway");
+    assert_eq!(top["callers"][0]["count"], 2, "{top}");
+    let (status, _) = Gateway::json(gateway.admin(Method::GET, "/v1/rules/nope/stats")).await;
+    assert_eq!(status, 404);
+}
+
+#[tokio::test]
+async fn a_change_outlives_file_reloads_until_it_is_withdrawn() {
+    let gateway = gateway(RULES).await;
+    let (status, _) = Gateway::json(
+        gateway
+            .admin(Method::PATCH, "/v1/rules/reads")
+            .json(&json!({"limit": 7})),
+    )
+    .await;
+    assert_eq!(status, 200);
+    // The file changes both rules; the changed rule keeps the admin's quota.
+    let edited = RULES
+        .replace("limit = 3", "limit = 4")
+        .replace("limit = 100", "limit = 50");
+    std::fs::write(&gateway.rule_file, &edited).expect("edit");
+    gateway.watcher.reload().expect("reload");
+    let (_, rules) = Gateway::json(gateway.admin(Method::GET, "/v1/rules")).await;
+    assert!(
+        rules["rules"][0]["quota"]
+            .as_str()
+            .expect("quota")
+            .contains("limit = 7"),
+        "{rules}"
+    );
+    assert_eq!(rules["rules"][0]["source"], "admin");
+    assert!(
+        rules["rules"][1]["quota"]
+            .as_str()
+            .expect("quota")
+            .contains("limit = 50"),
+        "{rules}"
+    );
+    // Withdrawn: the file's version is back.
+    let (status, body) = Gateway::json(gateway.admin(Method::DELETE, "/v1/rules/reads")).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["rule"]["source"], "file");
+    assert!(
+        body["rule"]["quota"]
+            .as_str()
+            .expect("quota")
+            .contains("limit = 4")
+    );
+    let (status, _) = Gateway::json(gateway.admin(Method::DELETE, "/v1/rules/reads")).await;
+    assert_eq!(status, 404, "nothing left to withdraw");
+}
+
+#[tokio::test]
+async fn health_reports_the_store_versions_and_the_last_config_error() {
+    let gateway = gateway(RULES).await;
+    let (status, body) = Gateway::json(gateway.admin(Method::GET, "/v1/health")).await;
+    assert_eq!(status, 200);
+    assert_eq!(body["status"], "ok", "{body}");
+    assert_eq!(body["store"]["reachable"], true);
+    assert_eq!(body["rules"]["last_error"], serde_json::Value::Null);
+
+    std::fs::write(
+        &gateway.rule_file,
+        "[[rule]]\nid = \"reads\"\nalgorithm = \"fixed_window\"\n",
+    )
+    .expect("break the file");
+    assert!(gateway.watcher.reload().is_err());
+    let (_, body) = Gateway::json(gateway.admin(Method::GET, "/v1/health")).await;
+    assert_eq!(body["status"], "degraded");
+    assert!(
+        body["rules"]["last_error"]
+            .as_str()
+            .expect("error")
+            .contains("rules.toml:"),
+        "{body}"
+    );
+}
+
+#[tokio::test]
+async fn rules_built_in_code_are_read_only() {
+    use std::time::Duration;
+    use tollgate_core::{MemoryStore, Quota};
+    use tollgate_tower::key::Global;
+    use tollgate_tower::{RateLimitLayer, Rule};
+
+    let layer = RateLimitLayer::new(MemoryStore::new()).rule(
+        Rule::new(
+            "all",
+            Quota::fixed_window(10, Duration::from_secs(1)).expect("quota"),
+            Global,
+        )
+        .expect("rule"),
+    );
+    let admin = tollgate_admin::Admin::new(
+        &layer,
+        tollgate_admin::AdminToken::new("on-call", ONCALL).expect("token"),
+    );
+    let url = common::serve(layer, admin.router()).await;
+    let client = reqwest::Client::new();
+    let (status, body) = Gateway::json(
+        client
+            .get(format!("{url}/admin/v1/rules/all"))
+            .bearer_auth(ONCALL),
+    )
+    .await;
+    assert_eq!((status, body["source"].as_str()), (200, Some("code")));
+    let (status, body) = Gateway::json(
+        client
+            .patch(format!("{url}/admin/v1/rules/all"))
+            .bearer_auth(ONCALL)
+            .json(&json!({"limit": 5})),
+    )
+    .await;
+    assert_eq!(status, 409, "{body}");
+    assert!(
+        body["error"]
+            .as_str()
+            .expect("error")
+            .contains("RuleWatcher")
+    );
+}

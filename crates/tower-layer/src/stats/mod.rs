@@ -1,0 +1,174 @@
+//! Each rule's decisions counted in the layer itself, for an admin API or status page: since
+//! tracking began, and per minute over the last hour ([`RateLimitLayer::track_stats`](crate::RateLimitLayer::track_stats)).
+//!
+//! Counters live per rule id in the layer, so a reload that keeps a rule keeps its counts.
+//! Recording is a few relaxed atomic operations per rule a request meets, and nothing at all
+//! until tracking is turned on.
+
+mod minutes;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use tollgate_core::{Decision, RuleId};
+
+use self::minutes::{MINUTES, MinuteCounts};
+
+/// Decisions of one kind each.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counts {
+    /// Requests the rule allowed.
+    pub allowed: u64,
+    /// Requests the rule refused (enforcing).
+    pub refused: u64,
+    /// Requests a shadow rule would have refused (let through).
+    pub shadow_refused: u64,
+}
+
+impl Counts {
+    /// Every decision counted.
+    pub fn checks(&self) -> u64 {
+        self.allowed
+            .saturating_add(self.refused)
+            .saturating_add(self.shadow_refused)
+    }
+
+    fn add(&mut self, other: Counts) {
+        self.allowed = self.allowed.saturating_add(other.allowed);
+        self.refused = self.refused.saturating_add(other.refused);
+        self.shadow_refused = self.shadow_refused.saturating_add(other.shadow_refused);
+    }
+}
+
+/// One rule's counts: [`RateLimitLayer::rule_stats`](crate::RateLimitLayer::rule_stats).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RuleStats {
+    /// Since tracking began (or the rule was first counted).
+    pub since_start: Counts,
+    /// The current minute and the four before it.
+    pub last_5_minutes: Counts,
+    /// The current minute and the 59 before it.
+    pub last_hour: Counts,
+    /// The last 60 minutes, oldest first, the current (partial) minute last.
+    pub per_minute: Vec<Counts>,
+}
+
+/// The counters of one rule id.
+#[derive(Debug, Default)]
+pub(crate) struct RuleCounters {
+    totals: [AtomicU64; 3],
+    minutes: [MinuteCounts; 3],
+}
+
+const ALLOWED: usize = 0;
+const REFUSED: usize = 1;
+const SHADOW_REFUSED: usize = 2;
+
+impl RuleCounters {
+    /// Counts the rule's own decision for one request (`enforcing`: a refusal stops it).
+    pub(crate) fn record(&self, decision: &Decision, enforcing: bool) {
+        let kind = match (decision.is_allowed(), enforcing) {
+            (true, _) => ALLOWED,
+            (false, true) => REFUSED,
+            (false, false) => SHADOW_REFUSED,
+        };
+        self.totals[kind].fetch_add(1, Ordering::Relaxed);
+        self.minutes[kind].add(current_minute());
+    }
+
+    fn report(&self, now: u64) -> RuleStats {
+        let read = |kind: usize| self.minutes[kind].last(now, MINUTES);
+        let (allowed, refused, shadow) = (read(ALLOWED), read(REFUSED), read(SHADOW_REFUSED));
+        let per_minute: Vec<Counts> = (0..MINUTES)
+            .map(|at| Counts {
+                allowed: allowed[at],
+                refused: refused[at],
+                shadow_refused: shadow[at],
+            })
+            .collect();
+        let sum = |minutes: &[Counts]| {
+            minutes.iter().fold(Counts::default(), |mut sum, counts| {
+                sum.add(*counts);
+                sum
+            })
+        };
+        RuleStats {
+            since_start: Counts {
+                allowed: self.totals[ALLOWED].load(Ordering::Relaxed),
+                refused: self.totals[REFUSED].load(Ordering::Relaxed),
+                shadow_refused: self.totals[SHADOW_REFUSED].load(Ordering::Relaxed),
+            },
+            last_5_minutes: sum(&per_minute[MINUTES - 5..]),
+            last_hour: sum(&per_minute),
+            per_minute,
+        }
+    }
+}
+
+/// Every rule's counters by id, kept across reloads.
+#[derive(Debug, Default)]
+pub(crate) struct StatsBook {
+    rules: Mutex<HashMap<RuleId, Arc<RuleCounters>>>,
+}
+
+impl StatsBook {
+    /// The counters of `rule`, made on first use (when a rule set is installed).
+    pub(crate) fn counters(&self, rule: &RuleId) -> Arc<RuleCounters> {
+        let mut rules = self.rules.lock().unwrap_or_else(PoisonError::into_inner);
+        Arc::clone(rules.entry(rule.clone()).or_default())
+    }
+
+    /// `rule`'s counts now, if it was ever installed while tracking.
+    pub(crate) fn report(&self, rule: &RuleId) -> Option<RuleStats> {
+        let rules = self.rules.lock().unwrap_or_else(PoisonError::into_inner);
+        Some(rules.get(rule)?.report(current_minute()))
+    }
+}
+
+fn current_minute() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |since| since.as_secs() / 60)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use tollgate_core::Refusal;
+
+    use super::*;
+
+    #[test]
+    fn totals_and_windows_agree_within_one_minute() {
+        let counters = RuleCounters::default();
+        let allowed = Decision::allowed(10, 9, Duration::ZERO);
+        let refused = Decision::refused(
+            Refusal::LimitReached,
+            10,
+            0,
+            Duration::from_secs(1),
+            Duration::from_secs(1),
+        );
+        counters.record(&allowed, true);
+        counters.record(&refused, true);
+        counters.record(&refused, false);
+        let stats = counters.report(current_minute());
+        let expected = Counts {
+            allowed: 1,
+            refused: 1,
+            shadow_refused: 1,
+        };
+        assert_eq!(stats.since_start, expected);
+        assert_eq!(stats.last_hour, expected);
+        assert_eq!(stats.per_minute.len(), 60);
+        assert_eq!(stats.per_minute[59], expected);
+        // Reading an hour later, the minutes are gone and the totals stay.
+        let later = counters.report(current_minute() + 61);
+        assert_eq!(later.last_hour, Counts::default());
+        assert_eq!(later.since_start, expected);
+    }
+}
