@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{HeaderMap, header};
 use axum::response::{IntoResponse, Response};
 use base64::Engine as _;
 
@@ -53,26 +53,11 @@ impl FromRequestParts<Arc<State>> for Viewer {
         match name {
             Some(name) => Ok(Viewer(name)),
             None => {
-                let had_credentials = presented.is_some() || cookie_of(headers).is_some();
-                if had_credentials {
+                let presented_wrong = presented.is_some();
+                if presented_wrong {
                     refused(parts, "wrong credentials for the status page");
                 }
-                let base = page::base_path(parts);
-                let mut response = (
-                    StatusCode::UNAUTHORIZED,
-                    page::login(
-                        &base,
-                        had_credentials.then_some("That token was not accepted."),
-                    ),
-                )
-                    .into_response();
-                response.headers_mut().insert(
-                    header::WWW_AUTHENTICATE,
-                    header::HeaderValue::from_static(
-                        "Basic realm=\"tollgate admin\", charset=\"UTF-8\"",
-                    ),
-                );
-                Err(response)
+                Err(page::unauthenticated(parts, presented_wrong))
             }
         }
     }

@@ -44,7 +44,7 @@ pub(crate) fn router(state: Arc<State>) -> Router {
         .route("/v1/health", get(health))
         .route("/v1/openapi.json", get(openapi))
         .route("/", get(status_page))
-        .route("/login", post(page::log_in))
+        .route("/login", get(page::login_form).post(page::log_in))
         .route("/logout", post(page::log_out))
         .layer(DefaultBodyLimit::max(MAX_BODY))
         .with_state(state)
@@ -399,8 +399,10 @@ pub(crate) async fn openapi(_: Operator) -> ([(axum::http::HeaderName, &'static 
 /// The status page.
 #[utoipa::path(get, path = "/", tag = "page",
     security(("bearer" = []), ("basic" = []), ("cookie" = [])),
+    params(("auth" = Option<String>, Query, description = "`basic`: answer a Basic challenge when not authenticated (browsers then ask for the token)")),
     responses((status = 200, description = "The status page (HTML, refreshes itself)", content_type = "text/html"),
-               (status = 401, description = "The login form, with a Basic challenge", content_type = "text/html")))]
+               (status = 303, description = "Not authenticated: to the login form"),
+               (status = 401, description = "Wrong credentials, or `?auth=basic`: a Basic challenge, with the login form", content_type = "text/html")))]
 pub(crate) async fn status_page(
     Viewer(_viewer): Viewer,
     Shared(state): Shared<Arc<State>>,

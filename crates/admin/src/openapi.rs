@@ -23,6 +23,7 @@ use crate::handlers;
         handlers::health,
         handlers::openapi,
         handlers::status_page,
+        crate::page::login::login_form,
         crate::page::login::log_in,
         crate::page::login::log_out,
     ),

@@ -78,6 +78,7 @@ async fn the_served_document_is_valid_openapi_3_1_and_lists_every_route() {
         ("GET", "/v1/health"),
         ("GET", "/v1/openapi.json"),
         ("GET", "/"),
+        ("GET", "/login"),
         ("POST", "/login"),
         ("POST", "/logout"),
     ]

@@ -43,11 +43,22 @@ pub(crate) fn login(base: &str, problem: Option<&str>) -> Markup {
                         input #token type="password" name="token" autocomplete="current-password" required;
                         button #log-in type="submit" { "Log in" }
                     }
-                    p.hint { "Or open this page with HTTP Basic: any user name, the token as password." }
+                    p.hint {
+                        "Or "
+                        a href={ (page_path(base)) "?auth=basic" } { "use HTTP Basic" }
+                        ": any user name, the token as password."
+                    }
                 }
             }
         }
     }
+}
+
+/// The login form.
+#[utoipa::path(get, path = "/login", tag = "page",
+    responses((status = 200, description = "The login form", content_type = "text/html")))]
+pub(crate) async fn login_form(original: OriginalUri, seen: Uri) -> Markup {
+    login(&base_of(original.0.path(), seen.path()), None)
 }
 
 /// Exchanges a token for a session cookie.

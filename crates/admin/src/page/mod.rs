@@ -4,7 +4,7 @@
 pub(crate) mod login;
 mod render;
 
-pub(crate) use self::login::{log_in, log_out, login};
+pub(crate) use self::login::{log_in, log_out, login, login_form};
 pub(crate) use self::render::render;
 
 use axum::http::request::Parts;
@@ -30,6 +30,36 @@ pub(crate) fn base_path(parts: &Parts) -> String {
             |uri| uri.0.path().to_owned(),
         );
     base_of(&original, parts.uri.path())
+}
+
+/// The answer to a page request without valid credentials: with `?auth=basic` in the address
+/// (or after wrong credentials), a Basic challenge — browsers ask for the token and send it
+/// with every later load of the page — with the login form as its body; otherwise a redirect
+/// to the login form. (A challenge on every unauthenticated load would make browsers show
+/// their password dialog, or in headless mode an empty page, instead of the form.)
+pub(crate) fn unauthenticated(parts: &Parts, wrong: bool) -> axum::response::Response {
+    use axum::http::{HeaderValue, StatusCode, header};
+    use axum::response::IntoResponse;
+
+    let base = base_path(parts);
+    let asks_basic = parts
+        .uri
+        .query()
+        .is_some_and(|query| query.split('&').any(|pair| pair == "auth=basic"));
+    if asks_basic || wrong {
+        let problem = wrong.then_some("Those credentials were not accepted.");
+        let mut response = (StatusCode::UNAUTHORIZED, login(&base, problem)).into_response();
+        response.headers_mut().insert(
+            header::WWW_AUTHENTICATE,
+            HeaderValue::from_static("Basic realm=\"tollgate admin\", charset=\"UTF-8\""),
+        );
+        return response;
+    }
+    let mut response = StatusCode::SEE_OTHER.into_response();
+    if let Ok(location) = HeaderValue::from_str(&format!("{base}/login")) {
+        response.headers_mut().insert(header::LOCATION, location);
+    }
+    response
 }
 
 /// The page's own address under `base`.

@@ -28,6 +28,7 @@ dl { display: grid; grid-template-columns: max-content auto; gap: .2rem 1rem; ma
 dt { color: #6e6e73; } dd { margin: 0; }
 ol { margin: 0; padding-left: 1.2rem; }
 .refused { color: #8a1c17; } .muted { color: #6e6e73; }
+.sparkline { background: #f2f2f7; vertical-align: middle; }
 .login { max-width: 22rem; margin: 4rem auto; background: white; padding: 1.5rem; border-radius: .6rem; }
 .login input { display: block; width: 100%; margin: .4rem 0 .8rem; padding: .4rem; box-sizing: border-box; }
 .problem { color: #8a1c17; }

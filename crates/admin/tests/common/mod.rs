@@ -80,14 +80,22 @@ pub async fn serve<St: tollgate_core::Store + Send + Sync + 'static>(
     format!("http://{address}")
 }
 
-/// A gateway on a fresh rule file holding `rules`.
+/// A gateway on a fresh rule file holding `rules`, its admin API as [`admin`] builds it.
 pub async fn gateway(rules: &str) -> Gateway {
+    gateway_with(rules, admin).await
+}
+
+/// A gateway on a fresh rule file holding `rules`, its admin API as `make_admin` builds it.
+pub async fn gateway_with(
+    rules: &str,
+    make_admin: impl FnOnce(&RateLimitLayer<MemoryStore>, &RuleWatcher) -> Admin,
+) -> Gateway {
     let dir = tempfile::tempdir().expect("tempdir");
     let rule_file = dir.path().join("rules.toml");
     std::fs::write(&rule_file, rules).expect("write rules");
     let layer = RateLimitLayer::new(MemoryStore::new()).track_top_refused(100);
     let watcher = RuleWatcher::start(&rule_file, Extractors::new(), &layer).expect("rules load");
-    let router = admin(&layer, &watcher).router();
+    let router = make_admin(&layer, &watcher).router();
     let url = serve(layer.clone(), router).await;
     Gateway {
         url,
