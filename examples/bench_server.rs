@@ -7,7 +7,8 @@
 //! headers: like for like with governor), `tollgate-escalating` (`tollgate` with escalation on
 //! the per-IP rule), `tollgate-reloadable` (`tollgate`'s rules read from a rule file that a
 //! `RuleWatcher` watches while the server runs), `tollgate-metrics` (`tollgate` counting each
-//! decision into a Prometheus recorder), `attack` / `attack-untracked` (a per-IP rule that refuses
+//! decision into a Prometheus recorder), `tollgate-stats` (`tollgate` with the per-rule counters
+//! the admin API reads), `attack` / `attack-untracked` (a per-IP rule that refuses
 //! about nine requests in ten, with and without the top-refused feed) or `governor`
 //! (tower_governor per peer IP). Except in the attack modes, every
 //! quota allows a million requests a second per key, so the benchmark measures overhead, not
@@ -51,18 +52,25 @@ key = { header = "x-account" }
 /// What must live as long as the server: the watched file and its watcher.
 type Keep = Option<(tempfile::TempDir, RuleWatcher)>;
 
+/// `tollgate`'s layer: a per-IP and a per-account rule.
+fn two_rules() -> Result<RateLimitLayer<MemoryStore>, Box<dyn std::error::Error>> {
+    let quota = Quota::token_bucket(PER_SECOND, Rate::per_second(PER_SECOND))?;
+    let account = HeaderKey::new(axum::http::HeaderName::from_static("x-account"));
+    Ok(RateLimitLayer::new(MemoryStore::new())
+        .rule(Rule::new("per-ip", quota, PeerIp::new())?)
+        .rule(Rule::new("per-account", quota, account)?))
+}
+
 fn app(mode: &str) -> Result<(Router, Keep), Box<dyn std::error::Error>> {
     let hello = Router::new().route("/", get(|| async { "Hello, world!" }));
     if mode == "tollgate-metrics" {
         // `tollgate` with each decision counted into a Prometheus recorder.
         metrics_exporter_prometheus::PrometheusBuilder::new().install_recorder()?;
-        let quota = Quota::token_bucket(PER_SECOND, Rate::per_second(PER_SECOND))?;
-        let account = HeaderKey::new(axum::http::HeaderName::from_static("x-account"));
-        let layer = RateLimitLayer::new(MemoryStore::new())
-            .rule(Rule::new("per-ip", quota, PeerIp::new())?)
-            .rule(Rule::new("per-account", quota, account)?)
-            .metrics();
-        return Ok((hello.layer(layer), None));
+        return Ok((hello.layer(two_rules()?.metrics()), None));
+    }
+    if mode == "tollgate-stats" {
+        // `tollgate` with the per-rule counters the admin API reads (`track_stats`).
+        return Ok((hello.layer(two_rules()?.track_stats()), None));
     }
     if let Some(tracked) = match mode {
         "attack" => Some(true),
@@ -92,15 +100,7 @@ fn app(mode: &str) -> Result<(Router, Keep), Box<dyn std::error::Error>> {
     }
     let app = match mode {
         "bare" => hello,
-        "tollgate" => {
-            let quota = Quota::token_bucket(PER_SECOND, Rate::per_second(PER_SECOND))?;
-            let account = HeaderKey::new(axum::http::HeaderName::from_static("x-account"));
-            hello.layer(
-                RateLimitLayer::new(MemoryStore::new())
-                    .rule(Rule::new("per-ip", quota, PeerIp::new())?)
-                    .rule(Rule::new("per-account", quota, account)?),
-            )
-        }
+        "tollgate" => hello.layer(two_rules()?),
         "tollgate-escalating" => {
             // As `tollgate`, with a per-IP rule that escalates: its block is read in the same
             // store call as the rules.
@@ -133,7 +133,7 @@ fn app(mode: &str) -> Result<(Router, Keep), Box<dyn std::error::Error>> {
         other => {
             return Err(format!(
                 "unknown mode {other:?}: bare, tollgate, tollgate-lean, tollgate-escalating, \
-                 tollgate-reloadable, tollgate-metrics, attack, attack-untracked or governor"
+                 tollgate-reloadable, tollgate-metrics, tollgate-stats, attack, attack-untracked or governor"
             )
             .into());
         }

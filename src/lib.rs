@@ -54,8 +54,8 @@ pub use tollgate_redis as redis;
 #[cfg(feature = "admin")]
 pub use tollgate_admin as admin;
 
-/// The README's examples, compiled and run as doc tests (they use the `axum` and `redis`
-/// features).
-#[cfg(all(doctest, feature = "axum", feature = "redis"))]
+/// The README's examples, compiled and run as doc tests (they use the `axum`, `redis` and
+/// `admin` features).
+#[cfg(all(doctest, feature = "axum", feature = "redis", feature = "admin"))]
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
