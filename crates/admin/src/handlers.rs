@@ -10,7 +10,9 @@ use axum::routing::{get, post};
 use serde::Deserialize;
 use tollgate_core::RuleId;
 use tollgate_tower::ResetError;
-use tollgate_tower::config::{PATCHABLE_FIELDS, RuleFile, parse_rule, patch_rule};
+use tollgate_tower::config::{
+    POLICY_FIELDS, QUOTA_FIELDS, RuleFile, is_patchable, parse_rule, patch_rule,
+};
 use utoipa::IntoParams;
 
 use crate::auth::{Operator, Viewer};
@@ -90,12 +92,7 @@ pub(crate) async fn put_rule(
     Path(id): Path<String>,
     body: Bytes,
 ) -> Answer<ChangeView> {
-    let Some(overlay) = state.changes.overlay() else {
-        return Err(ApiError::of_change(
-            state.changes.base().err().unwrap_or_else(read_only),
-            None,
-        ));
-    };
+    let overlay = changeable(&state)?;
     let text = std::str::from_utf8(&body)
         .map_err(|_| ApiError::BadRequest("the body is not UTF-8 text".to_owned()))?;
     let rule = parse_rule("request body", text, &id, overlay.extractors()).map_err(|errors| {
@@ -124,12 +121,7 @@ pub(crate) async fn patch_rule_fields(
     Path(id): Path<String>,
     body: Bytes,
 ) -> Answer<ChangeView> {
-    let Some(overlay) = state.changes.overlay() else {
-        return Err(ApiError::of_change(
-            state.changes.base().err().unwrap_or_else(read_only),
-            None,
-        ));
-    };
+    let overlay = changeable(&state)?;
     let fields = patch_fields(&body)?;
     let current = state.find_rule(&id).ok_or_else(|| no_rule(&id))?;
     let Some(table) = current.toml else {
@@ -424,16 +416,16 @@ fn patch_fields(body: &[u8]) -> Result<Vec<(String, String)>, ApiError> {
     if object.is_empty() {
         return Err(ApiError::BadRequest(format!(
             "nothing to change; a PATCH changes {}",
-            PATCHABLE_FIELDS.join(", ")
+            patchable()
         )));
     }
     object
         .iter()
         .map(|(name, value)| {
-            if !PATCHABLE_FIELDS.contains(&name.as_str()) {
+            if !is_patchable(name) {
                 return Err(ApiError::BadRequest(format!(
                     "a PATCH cannot change {name:?}; it changes {} (PUT the whole rule to change the rest)",
-                    PATCHABLE_FIELDS.join(", ")
+                    patchable()
                 )));
             }
             Ok((name.clone(), toml_value(value).ok_or_else(|| ApiError::BadRequest(format!("{name:?} is null; give a value")))?))
@@ -474,12 +466,28 @@ fn toml_value(value: &serde_json::Value) -> Option<String> {
     })
 }
 
+/// The fields a PATCH may change, for messages.
+fn patchable() -> String {
+    QUOTA_FIELDS
+        .iter()
+        .chain(POLICY_FIELDS)
+        .copied()
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 fn no_rule(id: &str) -> ApiError {
     ApiError::NotFound(format!("no rule {id:?} is in force"))
 }
 
-fn read_only() -> crate::changes::ChangeError {
-    crate::changes::ChangeError::Conflict("rules cannot be changed here".to_owned())
+/// The overlay changes go through, or why rules cannot be changed here (`409`).
+fn changeable(state: &State) -> Result<&tollgate_tower::config::RuleOverlay, ApiError> {
+    state.changes.overlay().ok_or_else(|| {
+        let why = state.changes.base().err().unwrap_or_else(|| {
+            crate::changes::ChangeError::Conflict("rules cannot be changed here".to_owned())
+        });
+        ApiError::of_change(why, None)
+    })
 }
 
 /// A rule's TOML on one line, for a log field.

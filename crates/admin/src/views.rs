@@ -5,7 +5,7 @@ use std::time::UNIX_EPOCH;
 use serde::{Deserialize, Serialize};
 use tollgate_core::{Mode, OnStoreFailure};
 use tollgate_tower::Rule;
-use tollgate_tower::config::{RuleFile, WatchStatus};
+use tollgate_tower::config::{QUOTA_FIELDS, RuleFile, WatchStatus};
 use tollgate_tower::stats::{Counts, RuleStats};
 use utoipa::ToSchema;
 
@@ -229,15 +229,6 @@ pub(crate) fn policy_name(policy: OnStoreFailure) -> String {
 
 /// The quota fields of a rule's TOML table, on one line.
 fn quota_of(rule: &Rule) -> String {
-    const QUOTA_FIELDS: &[&str] = &[
-        "algorithm",
-        "capacity",
-        "refill",
-        "limit",
-        "window",
-        "rate",
-        "max_delay",
-    ];
     match rule.source_toml() {
         Some(table) => table
             .lines()

@@ -160,10 +160,7 @@ async fn a_put_with_a_bad_quota_is_400_at_its_line_and_the_old_rule_stays_enforc
     assert!(mistake["column"].as_u64().expect("column") > 1);
     assert!(!mistake["message"].as_str().expect("message").is_empty());
     // Still three an hour.
-    for _ in 0..3 {
-        assert_eq!(gateway.hello().await, 200);
-    }
-    assert_eq!(gateway.hello().await, 429);
+    gateway.use_up_reads().await;
 
     // The body must be this one rule.
     let other = reads_with("5").replace("\"reads\"", "\"writes\"");
@@ -183,10 +180,7 @@ async fn a_put_with_a_bad_quota_is_400_at_its_line_and_the_old_rule_stays_enforc
 async fn after_a_put_the_next_request_is_decided_by_the_new_quota_and_the_change_is_logged() {
     let recorder = EventRecorder::global();
     let gateway = gateway(RULES).await;
-    for _ in 0..3 {
-        assert_eq!(gateway.hello().await, 200);
-    }
-    assert_eq!(gateway.hello().await, 429);
+    gateway.use_up_reads().await;
     let (status, body) = Gateway::json(
         gateway
             .admin(Method::PUT, "/v1/rules/reads")
@@ -326,10 +320,7 @@ async fn a_patch_changes_the_quota_mode_or_policy_and_refuses_anything_else() {
 async fn a_reset_lets_a_blocked_caller_through_at_once() {
     let recorder = EventRecorder::global();
     let gateway = gateway(RULES).await;
-    for _ in 0..3 {
-        assert_eq!(gateway.hello().await, 200);
-    }
-    assert_eq!(gateway.hello().await, 429);
+    gateway.use_up_reads().await;
     let (status, body) = Gateway::json(
         gateway
             .admin(Method::POST, "/v1/rules/reads/reset")

@@ -119,6 +119,14 @@ impl Gateway {
             .as_u16()
     }
 
+    /// Spends this client's three reads: three allowed, then refused.
+    pub async fn use_up_reads(&self) {
+        for _ in 0..3 {
+            assert_eq!(self.hello().await, 200);
+        }
+        assert_eq!(self.hello().await, 429);
+    }
+
     /// An admin request with the on-call token.
     pub fn admin(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
         self.client

@@ -5,18 +5,13 @@ use super::error::Report;
 use super::quota::QUOTA_FIELDS;
 use super::{ConfigErrors, Contents, Extractors, RuleFile};
 
-/// The fields [`patch_rule`] may change: the quota's, the mode and the failure policy.
-pub const PATCHABLE_FIELDS: &[&str] = &[
-    "algorithm",
-    "capacity",
-    "refill",
-    "limit",
-    "window",
-    "rate",
-    "max_delay",
-    "mode",
-    "on_store_failure",
-];
+/// The policy fields [`patch_rule`] may change besides the quota's ([`QUOTA_FIELDS`]).
+pub const POLICY_FIELDS: &[&str] = &["mode", "on_store_failure"];
+
+/// Whether [`patch_rule`] may change the field `name`: a quota field or a policy field.
+pub fn is_patchable(name: &str) -> bool {
+    QUOTA_FIELDS.contains(&name) || POLICY_FIELDS.contains(&name)
+}
 
 /// Reads `text` (named `name` in messages) as a rule file that holds exactly one `[[rule]]`,
 /// with id `id`, and nothing else: what `PUT /v1/rules/{id}` accepts. The file's own mistakes
@@ -67,7 +62,7 @@ pub fn parse_rule(
 
 /// A rule's TOML table (`[[rule]]` and one `key = value` line per field, as
 /// [`RuleFile::to_toml`] writes it) with `fields` — `(name, TOML value)` pairs of
-/// [`PATCHABLE_FIELDS`] — put in place of the ones it had. A patch that names the `algorithm`
+/// [`QUOTA_FIELDS`] and [`POLICY_FIELDS`] — put in place of the ones it had. A patch that names the `algorithm`
 /// replaces the whole quota: every quota field of the old rule goes. The result is a rule file
 /// to check like any other; nothing is checked here.
 ///

@@ -50,12 +50,13 @@ mod write;
 
 use std::collections::HashSet;
 
-pub use self::edit::{PATCHABLE_FIELDS, parse_rule, patch_rule};
+pub use self::edit::{POLICY_FIELDS, is_patchable, parse_rule, patch_rule};
 use self::error::Report;
 pub use self::error::{ConfigError, ConfigErrors};
 use self::fields::Fields;
 pub use self::key::Extractors;
 pub use self::live::RuleOverlay;
+pub use self::quota::QUOTA_FIELDS;
 use self::rule::Applies;
 pub use self::watch::{RuleWatcher, WatchError, WatchStatus};
 pub use self::write::rules_to_toml;

@@ -31,7 +31,7 @@ pub(crate) const ALGORITHMS: &[&str] = &[
 ];
 
 /// The fields a quota is read from (a rule's table holds them beside its own).
-pub(crate) const QUOTA_FIELDS: &[&str] = &[
+pub const QUOTA_FIELDS: &[&str] = &[
     "algorithm",
     "capacity",
     "refill",
