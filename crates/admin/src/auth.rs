@@ -66,7 +66,7 @@ impl FromRequestParts<Arc<State>> for Viewer {
 /// The token of `Authorization: Bearer <token>`.
 fn bearer(headers: &HeaderMap) -> Option<String> {
     let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
-    let (scheme, token) = value.trim().split_once(' ')?;
+    let (scheme, token) = value.trim().split_once(|c: char| c.is_ascii_whitespace())?;
     scheme
         .eq_ignore_ascii_case("bearer")
         .then(|| token.trim().to_owned())
@@ -75,7 +75,7 @@ fn bearer(headers: &HeaderMap) -> Option<String> {
 /// The password of `Authorization: Basic <base64 user:password>` (the user is not checked).
 fn basic_password(headers: &HeaderMap) -> Option<String> {
     let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
-    let (scheme, encoded) = value.trim().split_once(' ')?;
+    let (scheme, encoded) = value.trim().split_once(|c: char| c.is_ascii_whitespace())?;
     if !scheme.eq_ignore_ascii_case("basic") {
         return None;
     }

@@ -36,6 +36,47 @@ pub(crate) struct Mistake {
     message: String,
 }
 
+impl ErrorBody {
+    /// A body with `error` alone.
+    pub(crate) fn message(error: String) -> ErrorBody {
+        ErrorBody {
+            error,
+            errors: Vec::new(),
+            document: None,
+        }
+    }
+}
+
+/// Gives the answers axum writes itself as plain text — a query or path that does not parse,
+/// a body too large (`413`), a method not served (`405`) — the JSON body every other error
+/// has, keeping their status and headers (`Allow`, say).
+pub(crate) async fn as_json(response: Response) -> Response {
+    let status = response.status();
+    let plain = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_none_or(|kind| kind.as_bytes().starts_with(b"text/plain"));
+    if !(status.is_client_error() || status.is_server_error()) || !plain {
+        return response;
+    }
+    let (mut parts, body) = response.into_parts();
+    let text = axum::body::to_bytes(body, 16 * 1024)
+        .await
+        .unwrap_or_default();
+    let text = String::from_utf8_lossy(&text).trim().to_owned();
+    let error = if text.is_empty() {
+        status.canonical_reason().unwrap_or("error").to_lowercase()
+    } else {
+        text
+    };
+    parts.headers.remove(header::CONTENT_TYPE);
+    parts.headers.remove(header::CONTENT_LENGTH);
+    let json = Json(ErrorBody::message(error)).into_response();
+    let (json_parts, json_body) = json.into_parts();
+    parts.headers.extend(json_parts.headers);
+    Response::from_parts(parts, json_body)
+}
+
 /// Why a request failed.
 #[derive(Debug)]
 pub(crate) enum ApiError {
@@ -63,6 +104,9 @@ impl ApiError {
             ChangeError::Invalid(errors) => ApiError::Invalid { errors, document },
             ChangeError::Conflict(message) => ApiError::Conflict(message),
             ChangeError::Unavailable(message) => ApiError::Unavailable(message),
+            ChangeError::Stale => ApiError::Conflict(
+                "the fleet document kept changing while this change was made; try again".to_owned(),
+            ),
         }
     }
 }

@@ -16,6 +16,7 @@ use tollgate_tower::config::{
 use utoipa::IntoParams;
 
 use crate::auth::{Operator, Viewer};
+use crate::changes::ChangeError;
 use crate::error::{ApiError, ErrorBody};
 use crate::page;
 use crate::state::State;
@@ -48,7 +49,9 @@ pub(crate) fn router(state: Arc<State>) -> Router {
         .route("/", get(status_page))
         .route("/login", get(page::login_form).post(page::log_in))
         .route("/logout", post(page::log_out))
+        .fallback(|| async { ApiError::NotFound("no such admin route".to_owned()) })
         .layer(DefaultBodyLimit::max(MAX_BODY))
+        .layer(axum::middleware::map_response(crate::error::as_json))
         .with_state(state)
 }
 
@@ -85,7 +88,7 @@ pub(crate) async fn get_rule(
                (status = 400, description = "The rule has mistakes, each at its line and column; nothing changed", body = ErrorBody),
                (status = 401, description = "No token, or a wrong one", body = ErrorBody),
                (status = 409, description = "Rules cannot be changed here (built in code, or a fleet document is in force)", body = ErrorBody),
-               (status = 503, description = "The fleet store failed; nothing changed", body = ErrorBody)))]
+               (status = 503, description = "The fleet store failed: the change may or may not be published (read the rule again)", body = ErrorBody)))]
 pub(crate) async fn put_rule(
     Operator(operator): Operator,
     Shared(state): Shared<Arc<State>>,
@@ -101,7 +104,7 @@ pub(crate) async fn put_rule(
             document: None,
         }
     })?;
-    change(&state, &operator, &id, "put", Some(rule), None).await
+    change(&state, &operator, &id, Edit::Put(rule)).await
 }
 
 /// Changes a rule's quota, mode or failure policy.
@@ -114,30 +117,16 @@ pub(crate) async fn put_rule(
                (status = 401, description = "No token, or a wrong one", body = ErrorBody),
                (status = 404, description = "No rule in force has this id", body = ErrorBody),
                (status = 409, description = "The rule is built in code, or rules cannot be changed here", body = ErrorBody),
-               (status = 503, description = "The fleet store failed; nothing changed", body = ErrorBody)))]
+               (status = 503, description = "The fleet store failed: the change may or may not be published (read the rule again)", body = ErrorBody)))]
 pub(crate) async fn patch_rule_fields(
     Operator(operator): Operator,
     Shared(state): Shared<Arc<State>>,
     Path(id): Path<String>,
     body: Bytes,
 ) -> Answer<ChangeView> {
-    let overlay = changeable(&state)?;
+    changeable(&state)?;
     let fields = patch_fields(&body)?;
-    let current = state.find_rule(&id).ok_or_else(|| no_rule(&id))?;
-    let Some(table) = current.toml else {
-        return Err(ApiError::Conflict(format!(
-            "rule {id:?} is built in code; only rules from a rule file can be changed"
-        )));
-    };
-    let name = format!("rule {id} patched");
-    let text = patch_rule(&table, &fields);
-    let rule = parse_rule(&name, &text, &id, overlay.extractors()).map_err(|errors| {
-        ApiError::Invalid {
-            errors,
-            document: Some(text.clone()),
-        }
-    })?;
-    change(&state, &operator, &id, "patch", Some(rule), Some(text)).await
+    change(&state, &operator, &id, Edit::Patch(fields)).await
 }
 
 /// Withdraws this API's change to a rule.
@@ -147,60 +136,115 @@ pub(crate) async fn patch_rule_fields(
                (status = 401, description = "No token, or a wrong one", body = ErrorBody),
                (status = 404, description = "No change to this rule is in force", body = ErrorBody),
                (status = 409, description = "Rules cannot be changed here", body = ErrorBody),
-               (status = 503, description = "The fleet store failed; nothing changed", body = ErrorBody)))]
+               (status = 503, description = "The fleet store failed: the change may or may not be published (read the rule again)", body = ErrorBody)))]
 pub(crate) async fn withdraw_rule(
     Operator(operator): Operator,
     Shared(state): Shared<Arc<State>>,
     Path(id): Path<String>,
 ) -> Answer<ChangeView> {
-    change(&state, &operator, &id, "withdraw", None, None).await
+    change(&state, &operator, &id, Edit::Withdraw).await
 }
 
-/// Puts `rule` (or, with `None`, no change) in place of the change to rule `id` and logs it.
-async fn change(
-    state: &State,
-    operator: &str,
-    id: &str,
-    what: &str,
-    rule: Option<RuleFile>,
-    checked: Option<String>,
-) -> Answer<ChangeView> {
-    let _editing = state.editing.lock().await;
-    let base = state
-        .changes
-        .base()
-        .map_err(|error| ApiError::of_change(error, None))?;
-    let document = match (base, &rule) {
-        (Some(base), Some(rule)) => base.overridden_by(rule),
-        (None, Some(rule)) => rule.clone(),
-        (Some(base), None) if base.ids().any(|changed| changed == id) => base.without(id),
-        _ => {
-            return Err(ApiError::NotFound(format!(
-                "no change to rule {id:?} is in force; the rule file's version is"
-            )));
+/// A change to one rule.
+enum Edit {
+    /// The rule, whole (checked already).
+    Put(RuleFile),
+    /// Fields of the rule in force, as `(name, TOML value)`.
+    Patch(Vec<(String, String)>),
+    /// Back to the rule file's version.
+    Withdraw,
+}
+
+impl Edit {
+    fn name(&self) -> &'static str {
+        match self {
+            Edit::Put(_) => "put",
+            Edit::Patch(_) => "patch",
+            Edit::Withdraw => "withdraw",
         }
-    };
+    }
+}
+
+/// How many times a change is built again when the fleet document changed meanwhile.
+const CHANGE_ATTEMPTS: usize = 5;
+
+/// Makes `edit` to rule `id` and logs it. Everything from reading the rule in force to
+/// installing the change happens under the gateway's edit lock, so two changes on one gateway
+/// never build on the same old rule; a change that finds the fleet document moved on is built
+/// again on the new one.
+async fn change(state: &State, operator: &str, id: &str, edit: Edit) -> Answer<ChangeView> {
+    let _editing = state.editing.lock().await;
     let before = state.find_rule(id).and_then(|view| view.toml);
-    let version = state
-        .changes
-        .install(&document)
-        .await
-        .map_err(|error| ApiError::of_change(error, checked))?;
-    let after = state.find_rule(id);
-    tracing::info!(
-        target: "tollgate::admin",
-        token = operator,
-        rule = id,
-        change = what,
-        version,
-        before = before.as_deref().map(one_line).unwrap_or_default(),
-        after = after.as_ref().and_then(|view| view.toml.as_deref()).map(one_line).unwrap_or_default(),
-        "rule changed through the admin API"
-    );
-    Ok(Json(ChangeView {
-        version,
-        rule: after,
-    }))
+    for _ in 0..CHANGE_ATTEMPTS {
+        let base = state
+            .changes
+            .base()
+            .map_err(|error| ApiError::of_change(error, None))?;
+        let (document, checked) = changed_document(state, base.document.as_ref(), id, &edit)?;
+        match state.changes.install(&base, &document).await {
+            Ok(version) => {
+                let after = state.find_rule(id);
+                tracing::info!(
+                    target: "tollgate::admin",
+                    token = operator,
+                    rule = id,
+                    change = edit.name(),
+                    version,
+                    before = before.as_deref().map(one_line).unwrap_or_default(),
+                    after = after.as_ref().and_then(|view| view.toml.as_deref()).map(one_line).unwrap_or_default(),
+                    "rule changed through the admin API"
+                );
+                return Ok(Json(ChangeView {
+                    version,
+                    rule: after,
+                }));
+            }
+            Err(ChangeError::Stale) => state.changes.refresh().await,
+            Err(error) => return Err(ApiError::of_change(error, checked)),
+        }
+    }
+    Err(ApiError::of_change(ChangeError::Stale, None))
+}
+
+/// The document of changes with `edit` made to rule `id` over `base`, and (for a patch) the
+/// rule file that was checked, to show with its mistakes.
+fn changed_document(
+    state: &State,
+    base: Option<&RuleFile>,
+    id: &str,
+    edit: &Edit,
+) -> Result<(RuleFile, Option<String>), ApiError> {
+    let over = |rule: &RuleFile| base.map_or_else(|| rule.clone(), |base| base.overridden_by(rule));
+    match edit {
+        Edit::Put(rule) => Ok((over(rule), None)),
+        Edit::Patch(fields) => {
+            let overlay = changeable(state)?;
+            let current = state.find_rule(id).ok_or_else(|| no_rule(id))?;
+            let Some(table) = current.toml else {
+                return Err(ApiError::Conflict(format!(
+                    "rule {id:?} is built in code; only rules from a rule file can be changed"
+                )));
+            };
+            let text = patch_rule(&table, fields);
+            let rule = parse_rule(
+                &format!("rule {id} patched"),
+                &text,
+                id,
+                overlay.extractors(),
+            )
+            .map_err(|errors| ApiError::Invalid {
+                errors,
+                document: Some(text.clone()),
+            })?;
+            Ok((over(&rule), Some(text)))
+        }
+        Edit::Withdraw => match base {
+            Some(base) if base.ids().any(|changed| changed == id) => Ok((base.without(id), None)),
+            _ => Err(ApiError::NotFound(format!(
+                "no change to rule {id:?} is in force; the rule file's version is"
+            ))),
+        },
+    }
 }
 
 /// A rule's numbers.
@@ -483,9 +527,10 @@ fn no_rule(id: &str) -> ApiError {
 /// The overlay changes go through, or why rules cannot be changed here (`409`).
 fn changeable(state: &State) -> Result<&tollgate_tower::config::RuleOverlay, ApiError> {
     state.changes.overlay().ok_or_else(|| {
-        let why = state.changes.base().err().unwrap_or_else(|| {
-            crate::changes::ChangeError::Conflict("rules cannot be changed here".to_owned())
-        });
+        let why =
+            state.changes.base().err().unwrap_or_else(|| {
+                ChangeError::Conflict("rules cannot be changed here".to_owned())
+            });
         ApiError::of_change(why, None)
     })
 }

@@ -119,7 +119,7 @@ impl Admin {
     /// Lets the API change rules: changes go over `watcher`'s rule file on this gateway (see
     /// the crate docs for the precedence). Without it, rules are read-only (`409`).
     pub fn rule_file(mut self, watcher: &RuleWatcher) -> Admin {
-        self.state.changes = Changes::Local(watcher.overlay());
+        self.state.changes = Changes::local(watcher.overlay());
         self
     }
 

@@ -45,6 +45,10 @@ pub enum TokenError {
         /// The secret's length.
         bytes: usize,
     },
+    /// A secret that starts or ends with white space (a stray newline from a file, say):
+    /// `Authorization` headers cannot carry it.
+    #[error("the secret of token {0:?} starts or ends with white space; trim it")]
+    UntrimmedSecret(String),
     /// A digest that is not 64 hex digits.
     #[error("the digest of token {0:?} is not 64 hex digits (a SHA-256 digest)")]
     InvalidDigest(String),
@@ -55,6 +59,11 @@ impl AdminToken {
     pub fn new(name: &str, secret: impl AsRef<[u8]>) -> Result<AdminToken, TokenError> {
         let secret = secret.as_ref();
         let name = valid_name(name)?;
+        if secret.first().is_some_and(u8::is_ascii_whitespace)
+            || secret.last().is_some_and(u8::is_ascii_whitespace)
+        {
+            return Err(TokenError::UntrimmedSecret(name));
+        }
         if secret.len() < MIN_SECRET_BYTES {
             return Err(TokenError::WeakSecret {
                 name,

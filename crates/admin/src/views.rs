@@ -51,7 +51,9 @@ pub(crate) struct RulesView {
     pub(crate) versions: Versions,
     /// Each rule, in the order they are checked.
     pub(crate) rules: Vec<RuleView>,
-    /// The rules as one rule file (loads again to the same rules).
+    /// The rules in force as one rule file — rules, `[[limit]]`s, `[exempt]` and `headers`,
+    /// the changes over the file included — which loads again to the same rules (rules built
+    /// in code are listed as comments).
     pub(crate) toml: String,
 }
 
@@ -320,7 +322,10 @@ impl State {
         RulesView {
             versions,
             rules: views,
-            toml: tollgate_tower::config::rules_to_toml(&rules),
+            toml: match self.changes.overlay() {
+                Some(overlay) => overlay.to_toml(),
+                None => tollgate_tower::config::rules_to_toml(&rules),
+            },
         }
     }
 

@@ -514,3 +514,151 @@ async fn rules_built_in_code_are_read_only() {
             .contains("RuleWatcher")
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_patches_at_once_are_both_in_force() {
+    let gateway = gateway(RULES).await;
+    for round in 0..20 {
+        let _ = Gateway::json(gateway.admin(Method::DELETE, "/v1/rules/reads")).await;
+        let limit = 1_000 + round;
+        let (a, b) = tokio::join!(
+            Gateway::json(
+                gateway
+                    .admin(Method::PATCH, "/v1/rules/reads")
+                    .json(&json!({"limit": limit}))
+            ),
+            Gateway::json(
+                gateway
+                    .admin(Method::PATCH, "/v1/rules/reads")
+                    .json(&json!({"mode": "shadow"}))
+            ),
+        );
+        assert_eq!((a.0, b.0), (200, 200));
+        let (_, rule) = Gateway::json(gateway.admin(Method::GET, "/v1/rules/reads")).await;
+        assert!(
+            rule["quota"]
+                .as_str()
+                .expect("quota")
+                .contains(&format!("limit = {limit}")),
+            "round {round}: {rule}"
+        );
+        assert_eq!(rule["mode"], "shadow", "round {round}: {rule}");
+    }
+}
+
+#[tokio::test]
+async fn a_change_refused_only_against_the_file_leaves_no_trace() {
+    let rules = format!("{RULES}\n[exempt]\npaths = [\"/internal/{{*rest}}\"]\n");
+    let gateway = gateway(&rules).await;
+    let covered = "[[rule]]\nid = \"internal\"\nmatch = { path = \"/internal/x\" }\nalgorithm = \"fixed_window\"\nlimit = 5\nwindow = \"1m\"\nkey = \"peer_ip\"\n";
+    let (status, body) = Gateway::json(
+        gateway
+            .admin(Method::PUT, "/v1/rules/internal")
+            .body(covered),
+    )
+    .await;
+    assert_eq!(status, 400, "{body}");
+    assert!(
+        body["errors"][0]["message"]
+            .as_str()
+            .expect("message")
+            .contains("internal"),
+        "{body}"
+    );
+    let (_, health) = Gateway::json(gateway.admin(Method::GET, "/v1/health")).await;
+    assert_eq!(health["status"], "ok", "{health}");
+    assert_eq!(health["rules"]["changes_error"], serde_json::Value::Null);
+}
+
+#[tokio::test]
+async fn the_listed_rule_file_keeps_exemptions_and_headers() {
+    let rules = format!(
+        "headers = {{ legacy = true }}\n{RULES}\n[exempt]\npaths = [\"/internal/{{*rest}}\"]\nnetworks = [\"10.0.0.0/8\"]\n"
+    );
+    let gateway = gateway(&rules).await;
+    let (_, listed) = Gateway::json(gateway.admin(Method::GET, "/v1/rules")).await;
+    let toml = listed["toml"].as_str().expect("toml");
+    assert!(
+        toml.contains("[exempt]") && toml.contains("10.0.0.0/8") && toml.contains("legacy"),
+        "{toml}"
+    );
+    assert_eq!(toml, gateway.watcher.to_toml());
+}
+
+#[tokio::test]
+async fn every_error_is_json_even_the_ones_axum_writes() {
+    let gateway = gateway(RULES).await;
+    for (request, status) in [
+        (
+            gateway.admin(Method::GET, "/v1/rules/reads/stats?top=x"),
+            400,
+        ),
+        (
+            gateway
+                .admin(Method::PUT, "/v1/rules/reads")
+                .body(vec![b'x'; 100 * 1024]),
+            413,
+        ),
+        (gateway.admin(Method::POST, "/v1/rules"), 405),
+        (gateway.admin(Method::GET, "/v1/nothing-here"), 404),
+    ] {
+        let request_line = format!("{request:?}");
+        let (got, body) = Gateway::json(request).await;
+        assert_eq!(got, status, "{request_line}: {body}");
+        assert!(
+            body["error"]
+                .as_str()
+                .is_some_and(|error| !error.is_empty()),
+            "{request_line}: {body}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn the_page_escapes_what_callers_and_rule_files_write() {
+    use tollgate_core::MemoryStore;
+    use tollgate_tower::config::{Extractors, RuleWatcher};
+    use tollgate_tower::{KeyLogging, RateLimitLayer};
+
+    let rules = "[[rule]]\nid = \"by-key\"\nmatch = { path = \"/hello\" }\nalgorithm = \"fixed_window\"\nlimit = 1\nwindow = \"1h\"\nkey = { header = \"x-api-key\" }\n";
+    let dir = tempfile::tempdir().expect("dir");
+    let path = dir.path().join("rules.toml");
+    std::fs::write(&path, rules).expect("write");
+    // Raw keys: the caller's own bytes are shown.
+    let layer = RateLimitLayer::new(MemoryStore::new())
+        .key_logging(KeyLogging::Raw)
+        .track_top_refused(100);
+    let watcher = RuleWatcher::start(&path, Extractors::new(), &layer).expect("load");
+    let url = common::serve(layer.clone(), common::admin(&layer, &watcher).router()).await;
+    let client = reqwest::Client::new();
+    for _ in 0..3 {
+        client
+            .get(format!("{url}/hello"))
+            .header("x-api-key", "<img src=x onerror=alert(1)>")
+            .send()
+            .await
+            .expect("hello");
+    }
+    let rule = tollgate_core::RuleId::new("by-key").expect("id");
+    while layer.top_refused(&rule, 1).expect("tracked").refusals < 2 {
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    std::fs::write(&path, "[[rule]]\nid = \"<script>alert(2)</script>\"\nbogus = \"</pre><script>alert(3)</script>\"\n").expect("write");
+    assert!(watcher.reload().is_err());
+    let page = client
+        .get(format!("{url}/admin"))
+        .bearer_auth(ONCALL)
+        .send()
+        .await
+        .expect("page")
+        .text()
+        .await
+        .expect("text");
+    assert!(
+        page.contains("&lt;img"),
+        "the hostile text is shown, escaped: {page}"
+    );
+    for raw in ["<img", "<script>alert", "</pre><script"] {
+        assert!(!page.contains(raw), "unescaped {raw} in the page");
+    }
+}

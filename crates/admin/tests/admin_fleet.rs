@@ -180,3 +180,48 @@ async fn two_gateways_see_each_others_changes_and_the_fleets_top_refused_callers
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn changes_made_at_once_through_two_gateways_are_both_in_force() {
+    let server = RedisServer::start().expect("start redis-server");
+    let connection = RedisConnection::connect(&server.url())
+        .await
+        .expect("connect");
+    let east = FleetGateway::start(&connection, "east").await;
+    let west = FleetGateway::start(&connection, "west").await;
+    let rule = |id: &str| {
+        format!(
+            "[[rule]]\nid = \"{id}\"\nmatch = {{ path = \"/{id}\" }}\nalgorithm = \"fixed_window\"\nlimit = 5\nwindow = \"1m\"\nkey = \"peer_ip\"\n"
+        )
+    };
+    for round in 0..5 {
+        let (e, w) = (format!("e{round}"), format!("w{round}"));
+        let (a, b) = tokio::join!(
+            Gateway::json(
+                east.admin(Method::PUT, &format!("/v1/rules/{e}"))
+                    .body(rule(&e))
+            ),
+            Gateway::json(
+                west.admin(Method::PUT, &format!("/v1/rules/{w}"))
+                    .body(rule(&w))
+            ),
+        );
+        assert_eq!((a.0, b.0), (200, 200), "{} {}", a.1, b.1);
+        for gateway in [&east, &west] {
+            gateway
+                .until("/v1/rules", "both changes in force", |rules| {
+                    let ids: Vec<&str> = rules["rules"]
+                        .as_array()
+                        .map(|rules| {
+                            rules
+                                .iter()
+                                .filter_map(|rule| rule["id"].as_str())
+                                .collect()
+                        })
+                        .unwrap_or_default();
+                    ids.contains(&e.as_str()) && ids.contains(&w.as_str())
+                })
+                .await;
+        }
+    }
+}

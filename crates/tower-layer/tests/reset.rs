@@ -79,7 +79,7 @@ async fn header_and_combined_keys_are_named_one_value_per_part() {
     assert_eq!(status(&layer, "10.0.0.1:1", &headers).await, 200);
     assert_eq!(status(&layer, "10.0.0.1:1", &headers).await, 429);
     layer
-        .reset("per-key-route", &[" partner-acme ", "GET /posts"])
+        .reset("per-key-route", &[" partner-acme ", " get  /posts "])
         .await
         .expect("reset");
     assert_eq!(status(&layer, "10.0.0.1:1", &headers).await, 200);

@@ -255,6 +255,15 @@ pub enum PublishError {
     /// been: read [`FleetRules::status`] after the next check.
     #[error("redis: {0}")]
     Redis(#[from] redis::RedisError),
+    /// [`FleetRules::publish_over`]: Redis holds another version than the one the document was
+    /// built on; nothing was published.
+    #[error(
+        "the fleet document changed meanwhile (Redis holds version {in_redis:?}); rebuild on it and try again"
+    )]
+    Stale {
+        /// The version Redis holds (empty: none).
+        in_redis: String,
+    },
     /// Other publishers kept writing first; nothing was published.
     #[error("other publishers kept changing the document; try again")]
     Contended,
@@ -322,12 +331,38 @@ impl FleetRules {
             .overlay
             .check(text)
             .map_err(PublishError::Invalid)?;
-        self.publish_raw(text.as_bytes()).await
+        self.publish_raw(text.as_bytes(), None).await
     }
 
     /// Withdraws the fleet document: every gateway goes back to its own file's rules.
     pub async fn withdraw(&self) -> Result<u64, PublishError> {
-        self.publish_raw(b"").await
+        self.publish_raw(b"", None).await
+    }
+
+    /// As [`publish`](Self::publish), but only over the version `based_on` (`None`: no
+    /// document was ever published): a document built from the one in force on this gateway
+    /// (one rule changed, say) must not replace a newer one another gateway wrote meanwhile.
+    /// [`PublishError::Stale`] when Redis holds another version; nothing is written then —
+    /// [`refresh`](Self::refresh), rebuild on the document now in force, and try again.
+    ///
+    /// Pair `based_on` with the document it was read with: read
+    /// [`status`](Self::status)`().version`, then the document, then the version again, and
+    /// use them if both readings agree (a document is applied before its version is recorded,
+    /// so a pair read that way is never older than its version).
+    pub async fn publish_over(
+        &self,
+        based_on: Option<u64>,
+        text: &str,
+    ) -> Result<u64, PublishError> {
+        self.check_size(text.len())?;
+        if !text.is_empty() {
+            self.inner
+                .overlay
+                .check(text)
+                .map_err(PublishError::Invalid)?;
+        }
+        self.publish_raw(text.as_bytes(), Some(based_on.unwrap_or(0)))
+            .await
     }
 
     /// Reads the version in Redis now and applies it if it is newer (as the poll does).
@@ -354,7 +389,9 @@ impl FleetRules {
         Ok(())
     }
 
-    async fn publish_raw(&self, body: &[u8]) -> Result<u64, PublishError> {
+    /// Writes `body` as the next version; with `over`, only if Redis holds version `over`
+    /// (0: none).
+    async fn publish_raw(&self, body: &[u8], over: Option<u64>) -> Result<u64, PublishError> {
         let inner = &self.inner;
         let _one_at_a_time = inner.publishing.lock().await;
         for attempt in 0..PUBLISH_ATTEMPTS {
@@ -378,6 +415,10 @@ impl FleetRules {
                     .filter(|&version| version < now_ms().saturating_add(follow::FUTURE_SLACK_MS))
                     .ok_or_else(|| PublishError::BadVersion(seen.clone()))?,
             };
+            if over.is_some_and(|over| over != previous) {
+                // The compare-and-set below writes only over `seen`, so this holds at the write.
+                return Err(PublishError::Stale { in_redis: seen });
+            }
             let next = (previous + 1).max(now_ms());
             let mac = document::sign(inner.signing_key.as_deref(), &inner.place.name, next, body);
             if document::write(&inner.connection, &inner.place, &seen, next, body, &mac).await? {

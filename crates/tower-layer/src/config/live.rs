@@ -261,6 +261,12 @@ impl RuleOverlay {
         self.live.lock().status.clone()
     }
 
+    /// The rules in force — the file with the document over it — as one TOML file (as
+    /// [`RuleWatcher::to_toml`](super::RuleWatcher::to_toml)).
+    pub fn to_toml(&self) -> String {
+        self.live.to_toml()
+    }
+
     /// The fleet document in force, if any (what a change of one rule builds on).
     pub fn document(&self) -> Option<RuleFile> {
         self.live.lock().overlay.clone()

@@ -29,7 +29,8 @@ impl KeyExtractor for Endpoint {
         true
     }
 
-    /// One value, the method and the route pattern: `"GET /users/{id}"`.
+    /// One value, the method and the route pattern: `"GET /users/{id}"` (the method in any
+    /// case; the pattern as the route was declared).
     fn key_from_values(
         &self,
         values: &mut dyn Iterator<Item = &str>,
@@ -40,13 +41,14 @@ impl KeyExtractor for Endpoint {
         let (method, route) = value
             .trim()
             .split_once(' ')
+            .map(|(method, route)| (method.to_ascii_uppercase(), route.trim()))
             .filter(|(method, route)| !method.is_empty() && route.starts_with('/'))
             .ok_or_else(|| KeyValueError::Invalid {
                 value: value.to_owned(),
                 expected: EXPECTED,
             })?;
         key.part(method);
-        key.part(route.trim());
+        key.part(route);
         Ok(())
     }
 }
