@@ -104,7 +104,7 @@ pub(crate) async fn put_rule(
             document: None,
         }
     })?;
-    change(&state, &operator, &id, Edit::Put(rule)).await
+    change(&state, &operator, &id, Edit::Put(Box::new(rule))).await
 }
 
 /// Changes a rule's quota, mode or failure policy.
@@ -148,7 +148,7 @@ pub(crate) async fn withdraw_rule(
 /// A change to one rule.
 enum Edit {
     /// The rule, whole (checked already).
-    Put(RuleFile),
+    Put(Box<RuleFile>),
     /// Fields of the rule in force, as `(name, TOML value)`.
     Patch(Vec<(String, String)>),
     /// Back to the rule file's version.
