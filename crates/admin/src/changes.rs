@@ -89,23 +89,32 @@ impl Changes {
             },
             #[cfg(feature = "fleet")]
             Changes::Fleet { overlay, fleet } => loop {
+                let status = fleet.status();
+                if let Some((version, why)) = status.refused {
+                    break Err(ChangeError::Conflict(format!(
+                        "this gateway refused the fleet document version {version} ({why}); changes made here would build on rules the fleet does not have: fix that first (see GET /v1/health)"
+                    )));
+                }
                 // A document is applied before its version is recorded: a pair read between
                 // two equal readings of the version is never older than that version.
-                let version = fleet.status().version;
                 let document = overlay.document();
-                if fleet.status().version == version {
-                    break Ok(Base {
-                        document,
-                        fleet_version: version,
-                    });
+                if fleet.status().version != status.version {
+                    continue;
                 }
+                // The key lost in Redis (a flush, a failover to an empty replica): the document
+                // in force here is the newest there is; build on it over nothing.
+                let lost = status.in_redis.is_none();
+                break Ok(Base {
+                    document,
+                    fleet_version: if lost { None } else { status.version },
+                });
             },
         }
     }
 
     /// Puts `document` in force over the rule file in place of `base` (an empty document
-    /// withdraws every change); the version it got. Checked first: a refused change leaves no
-    /// trace in the status.
+    /// withdraws every change); the version it got. A refused change leaves no trace in the
+    /// status.
     pub(crate) async fn install(
         &self,
         base: &Base,
@@ -120,7 +129,6 @@ impl Changes {
                     overlay.clear();
                     return Ok(String::new());
                 }
-                overlay.check(&text).map_err(ChangeError::Invalid)?;
                 let now = unix_millis();
                 let version = last
                     .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |last| {
@@ -129,7 +137,7 @@ impl Changes {
                     .map_or(now, |last| now.max(last + 1));
                 let version = format!("{LOCAL_VERSION}{version}");
                 overlay
-                    .apply(&version, &text)
+                    .apply_requested(&version, &text)
                     .map_err(ChangeError::Invalid)?;
                 Ok(version)
             }

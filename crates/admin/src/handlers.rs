@@ -174,8 +174,11 @@ const CHANGE_ATTEMPTS: usize = 5;
 /// again on the new one.
 async fn change(state: &State, operator: &str, id: &str, edit: Edit) -> Answer<ChangeView> {
     let _editing = state.editing.lock().await;
-    let before = state.find_rule(id).and_then(|view| view.toml);
+    // A fleet gateway reads the document in Redis first: a change is decided on the rules the
+    // fleet has, not on what this gateway has heard of so far.
+    state.changes.refresh().await;
     for _ in 0..CHANGE_ATTEMPTS {
+        let before = state.find_rule(id).and_then(|view| view.toml);
         let base = state
             .changes
             .base()

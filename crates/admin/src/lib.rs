@@ -117,7 +117,9 @@ impl Admin {
     }
 
     /// Lets the API change rules: changes go over `watcher`'s rule file on this gateway (see
-    /// the crate docs for the precedence). Without it, rules are read-only (`409`).
+    /// the crate docs for the precedence). Without it, rules are read-only (`409`). Build one
+    /// admin router per watcher (serve it on as many listeners as you like): changes are
+    /// serialised per router.
     pub fn rule_file(mut self, watcher: &RuleWatcher) -> Admin {
         self.state.changes = Changes::local(watcher.overlay());
         self

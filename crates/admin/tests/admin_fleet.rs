@@ -225,3 +225,65 @@ async fn changes_made_at_once_through_two_gateways_are_both_in_force() {
         }
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_gateway_that_missed_an_announcement_still_changes_what_the_fleet_has() {
+    let server = RedisServer::start().expect("start redis-server");
+    let connection = RedisConnection::connect(&server.url())
+        .await
+        .expect("connect");
+    let east = FleetGateway::start(&connection, "east").await;
+    let west = FleetGateway::start(&connection, "west").await;
+    // West hears nothing for a while (its subscription is cut; its poll is an hour).
+    server
+        .cli(&["CLIENT", "KILL", "TYPE", "pubsub"])
+        .expect("cut subscriptions");
+    let rule = "[[rule]]\nid = \"x\"\nmatch = { path = \"/x\" }\nalgorithm = \"fixed_window\"\nlimit = 5\nwindow = \"1m\"\nkey = \"peer_ip\"\n";
+    let (status, body) = Gateway::json(east.admin(Method::PUT, "/v1/rules/x").body(rule)).await;
+    assert_eq!(status, 200, "{body}");
+    // West reads the fleet's document before deciding: the change it withdraws is there.
+    let (status, body) = Gateway::json(west.admin(Method::DELETE, "/v1/rules/x")).await;
+    assert_eq!(status, 200, "{body}");
+    east.until("/v1/rules", "x withdrawn on east", |rules| {
+        rules["rules"]
+            .as_array()
+            .is_some_and(|rules| rules.iter().all(|rule| rule["id"] != "x"))
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn changes_go_on_after_the_document_is_lost_in_redis() {
+    let server = RedisServer::start().expect("start redis-server");
+    let connection = RedisConnection::connect(&server.url())
+        .await
+        .expect("connect");
+    let east = FleetGateway::start(&connection, "east").await;
+    let (status, body) = Gateway::json(
+        east.admin(Method::PATCH, "/v1/rules/reads")
+            .json(&json!({"limit": 1})),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    // A flush, or a failover onto an empty replica.
+    server
+        .cli(&["DEL", "tollgate:fleet:{chirp}"])
+        .expect("lose the document");
+    let (status, body) = Gateway::json(
+        east.admin(Method::PATCH, "/v1/rules/reads")
+            .json(&json!({"limit": 2})),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert!(
+        body["rule"]["quota"]
+            .as_str()
+            .expect("quota")
+            .contains("limit = 2"),
+        "{body}"
+    );
+    // Both changes' rules are in the document Redis holds again.
+    let (status, body) = Gateway::json(east.admin(Method::DELETE, "/v1/rules/reads")).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["rule"]["source"], "file");
+}

@@ -596,3 +596,16 @@ fn entries_that_could_never_match_and_exemptions_that_switch_rules_off_are_refus
         errors(failed_rule_id)
     );
 }
+
+#[test]
+fn a_field_of_another_algorithm_is_a_mistake_at_its_line() {
+    let mistakes = errors(
+        "[[rule]]\nid = \"reads\"\nalgorithm = \"fixed_window\"\nlimit = 5\nwindow = \"1m\"\ncapacity = 3\nkey = \"global\"\n",
+    );
+    assert_eq!(mistakes.len(), 1, "{mistakes:?}");
+    assert!(
+        mistakes[0].starts_with("6:12:")
+            && mistakes[0].contains("`capacity` is not a field of \"fixed_window\""),
+        "{mistakes:?}"
+    );
+}

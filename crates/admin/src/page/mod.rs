@@ -17,7 +17,13 @@ pub(crate) fn base_of(original: &str, seen: &str) -> String {
     } else {
         original.strip_suffix(seen).unwrap_or("")
     };
-    base.to_owned()
+    // One leading slash: `//host` or `/\host` in a Location header would leave this site.
+    let rest = base.trim_start_matches(['/', '\\']);
+    if rest.is_empty() {
+        String::new()
+    } else {
+        format!("/{rest}")
+    }
 }
 
 /// [`base_of`] a request's parts.
@@ -82,5 +88,10 @@ mod tests {
         assert_eq!(base_of("/", "/"), "");
         assert_eq!(base_of("/ops/admin/login", "/login"), "/ops/admin");
         assert_eq!(page_path(""), "/");
+        assert_eq!(base_of("//evil.example/admin", "/"), "/evil.example/admin");
+        assert_eq!(
+            base_of("/\\evil.example/admin/login", "/login"),
+            "/evil.example/admin"
+        );
     }
 }

@@ -124,7 +124,12 @@ impl Live {
 
     /// Reads a fleet document and, when valid, puts it over the local file; a document with
     /// mistakes is refused and recorded, and the rules in force stay.
-    pub(super) fn set_overlay(&self, version: &str, text: &str) -> Result<(), ConfigErrors> {
+    pub(super) fn set_overlay(
+        &self,
+        version: &str,
+        text: &str,
+        record_refusal: bool,
+    ) -> Result<(), ConfigErrors> {
         let read = self.read_overlay(&format!("fleet document {version}"), text);
         let mut state = self.lock();
         match read.and_then(|file| Live::conflicts(&state, &file).map(|()| file)) {
@@ -137,12 +142,13 @@ impl Live {
                 tracing::info!(target: "tollgate::config", version, overridden = ?state.status.overridden, "fleet document applied");
                 Ok(())
             }
-            Err(errors) => {
+            Err(errors) if record_refusal => {
                 self.count_load(false);
                 tracing::error!(target: "tollgate::config", version, "fleet document refused, the rules in force stay:\n{errors}");
                 state.status.overlay_error = Some(errors.clone());
                 Err(errors)
             }
+            Err(errors) => Err(errors),
         }
     }
 
@@ -235,7 +241,16 @@ impl RuleOverlay {
     /// over the local file; its mistakes when refused (the rules in force stay, and the
     /// mistakes are kept as [`WatchStatus::overlay_error`]).
     pub fn apply(&self, version: &str, text: &str) -> Result<(), ConfigErrors> {
-        self.live.set_overlay(version, text)
+        self.live.set_overlay(version, text, true)
+    }
+
+    /// As [`apply`](Self::apply), for a change someone asked for and is answered with its
+    /// mistakes (an admin API's): a refused document is only returned — not kept as
+    /// [`WatchStatus::overlay_error`], not logged, not counted as a failed load — and it is
+    /// checked against the local file under the same lock it is installed with, so a reload
+    /// cannot slip in between.
+    pub fn apply_requested(&self, version: &str, text: &str) -> Result<(), ConfigErrors> {
+        self.live.set_overlay(version, text, false)
     }
 
     /// Checks `text` as [`apply`](Self::apply) would — alone, against this layer, and merged

@@ -62,6 +62,27 @@ pub(crate) fn quota_of(
     at: usize,
     report: &mut Report<'_>,
 ) -> Option<Quota> {
+    if let Some(takes) = fields_of(name) {
+        let mut stray = false;
+        for field in QUOTA_FIELDS
+            .iter()
+            .filter(|field| **field != "algorithm" && !takes.contains(field))
+        {
+            if let Some(value) = fields.get(field) {
+                report.at(
+                    value.span.start,
+                    format!(
+                        "`{field}` is not a field of {name:?}, which takes `{}` and `{}`",
+                        takes[0], takes[1]
+                    ),
+                );
+                stray = true;
+            }
+        }
+        if stray {
+            return None;
+        }
+    }
     let built = match name {
         "token_bucket" | "gcra" => {
             let capacity = positive(
@@ -133,6 +154,18 @@ pub(crate) fn quota_of(
             report.at(culprit, format!("this quota is not valid: {error}"));
             None
         }
+    }
+}
+
+/// The fields algorithm `name` takes (`None`: not an algorithm).
+fn fields_of(name: &str) -> Option<[&'static str; 2]> {
+    match name {
+        "token_bucket" | "gcra" => Some(["capacity", "refill"]),
+        "fixed_window" | "sliding_window_counter" | "sliding_window_log" => {
+            Some(["limit", "window"])
+        }
+        "pacing" => Some(["rate", "max_delay"]),
+        _ => None,
     }
 }
 
