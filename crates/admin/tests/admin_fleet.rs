@@ -104,14 +104,20 @@ impl FleetGateway {
     }
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn two_gateways_see_each_others_changes_and_the_fleets_top_refused_callers() {
+/// A redis-server and two gateways, `east` and `west`, following one fleet document on it.
+async fn two_gateways() -> (RedisServer, FleetGateway, FleetGateway) {
     let server = RedisServer::start().expect("start redis-server");
     let connection = RedisConnection::connect(&server.url())
         .await
         .expect("connect");
     let east = FleetGateway::start(&connection, "east").await;
     let west = FleetGateway::start(&connection, "west").await;
+    (server, east, west)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn two_gateways_see_each_others_changes_and_the_fleets_top_refused_callers() {
+    let (_server, east, west) = two_gateways().await;
 
     // A change through east's API...
     let (status, body) = Gateway::json(
@@ -183,12 +189,7 @@ async fn two_gateways_see_each_others_changes_and_the_fleets_top_refused_callers
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn changes_made_at_once_through_two_gateways_are_both_in_force() {
-    let server = RedisServer::start().expect("start redis-server");
-    let connection = RedisConnection::connect(&server.url())
-        .await
-        .expect("connect");
-    let east = FleetGateway::start(&connection, "east").await;
-    let west = FleetGateway::start(&connection, "west").await;
+    let (_server, east, west) = two_gateways().await;
     let rule = |id: &str| {
         format!(
             "[[rule]]\nid = \"{id}\"\nmatch = {{ path = \"/{id}\" }}\nalgorithm = \"fixed_window\"\nlimit = 5\nwindow = \"1m\"\nkey = \"peer_ip\"\n"
@@ -228,12 +229,7 @@ async fn changes_made_at_once_through_two_gateways_are_both_in_force() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_gateway_that_missed_an_announcement_still_changes_what_the_fleet_has() {
-    let server = RedisServer::start().expect("start redis-server");
-    let connection = RedisConnection::connect(&server.url())
-        .await
-        .expect("connect");
-    let east = FleetGateway::start(&connection, "east").await;
-    let west = FleetGateway::start(&connection, "west").await;
+    let (server, east, west) = two_gateways().await;
     // West hears nothing for a while (its subscription is cut; its poll is an hour).
     server
         .cli(&["CLIENT", "KILL", "TYPE", "pubsub"])
