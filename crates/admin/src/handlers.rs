@@ -28,6 +28,9 @@ use crate::views::{
 /// The largest request body taken: a rule is a few hundred bytes.
 const MAX_BODY: usize = 64 * 1024;
 
+/// How long a reset waits for the store.
+const RESET_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// The most top refused callers one request may ask for.
 const MAX_TOP: usize = 100;
 
@@ -86,6 +89,7 @@ pub(crate) async fn get_rule(
         description = "A rule file holding exactly this one `[[rule]]` (what `GET /v1/rules/{id}` gives as `toml`)"),
     responses((status = 200, description = "The rule is in force", body = ChangeView),
                (status = 400, description = "The rule has mistakes, each at its line and column; nothing changed", body = ErrorBody),
+               (status = 413, description = "The body is over 64 KiB", body = ErrorBody),
                (status = 401, description = "No token, or a wrong one", body = ErrorBody),
                (status = 409, description = "Rules cannot be changed here (built in code, or a fleet document is in force)", body = ErrorBody),
                (status = 503, description = "The fleet store failed: the change may or may not be published (read the rule again)", body = ErrorBody)))]
@@ -114,6 +118,7 @@ pub(crate) async fn put_rule(
         description = "The fields to change, as a rule file writes them: `algorithm`, `capacity`, `refill`, `limit`, `window`, `rate`, `max_delay`, `mode`, `on_store_failure` (e.g. `{\"limit\": 100}`; naming `algorithm` replaces the whole quota)"),
     responses((status = 200, description = "The rule is in force", body = ChangeView),
                (status = 400, description = "Not a JSON object of those fields, or the changed rule has mistakes (located in `document`); nothing changed", body = ErrorBody),
+               (status = 413, description = "The body is over 64 KiB", body = ErrorBody),
                (status = 401, description = "No token, or a wrong one", body = ErrorBody),
                (status = 404, description = "No rule in force has this id", body = ErrorBody),
                (status = 409, description = "The rule is built in code, or rules cannot be changed here", body = ErrorBody),
@@ -254,6 +259,7 @@ fn changed_document(
 #[utoipa::path(get, path = "/v1/rules/{id}/stats", tag = "rules", security(("bearer" = [])),
     params(("id" = String, Path, description = "The rule's id"), TopQuery),
     responses((status = 200, description = "The rule's checks and refusals, and its top refused callers", body = StatsView),
+               (status = 400, description = "`top` is not a number", body = ErrorBody),
                (status = 401, description = "No token, or a wrong one", body = ErrorBody),
                (status = 404, description = "No rule in force has this id", body = ErrorBody)))]
 pub(crate) async fn rule_stats(
@@ -277,7 +283,8 @@ pub(crate) async fn rule_stats(
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub(crate) struct TopQuery {
-    /// How many of the most refused callers to list (1–100, default 10).
+    /// How many of the most refused callers to list (1–100, default 10; others are clamped).
+    #[param(minimum = 1, maximum = 100)]
     top: Option<usize>,
 }
 
@@ -330,9 +337,10 @@ pub(crate) async fn top_refused(state: &State, rule: &RuleId, n: usize) -> Optio
     request_body(content = ResetRequest, content_type = "application/json"),
     responses((status = 200, description = "The caller's count (and an escalating rule's strikes and block) is gone; the caller gets through at once", body = ResetView),
                (status = 400, description = "The body does not name a caller of this rule's key", body = ErrorBody),
+               (status = 413, description = "The body is over 64 KiB", body = ErrorBody),
                (status = 401, description = "No token, or a wrong one", body = ErrorBody),
                (status = 404, description = "No rule in force has this id", body = ErrorBody),
-               (status = 503, description = "The store failed (the reset may be repeated)", body = ErrorBody)))]
+               (status = 503, description = "The store failed or did not answer within 2 s (the reset may be repeated; a FallbackStore has cleared its local count)", body = ErrorBody)))]
 pub(crate) async fn reset_caller(
     Operator(operator): Operator,
     Shared(state): Shared<Arc<State>>,
@@ -349,10 +357,15 @@ pub(crate) async fn reset_caller(
         KeyValues::Parts(parts) => parts,
     };
     let values: Vec<&str> = values.iter().map(String::as_str).collect();
-    let done = state
-        .limiter
-        .reset(&id, &values)
+    let reset = tokio::time::timeout(RESET_TIMEOUT, state.limiter.reset(&id, &values));
+    let done = reset
         .await
+        .map_err(|_| {
+            ApiError::Unavailable(format!(
+                "the store did not answer within {} s; the reset may be repeated",
+                RESET_TIMEOUT.as_secs()
+            ))
+        })?
         .map_err(|error| match error {
             ResetError::UnknownRule(_) => no_rule(&id),
             ResetError::Key { .. } => ApiError::BadRequest(error.to_string()),

@@ -35,6 +35,12 @@
 //! other rules reload as usual. So a limit loosened during an incident is not undone by a
 //! deploy, and going back to the file is one explicit request.
 //!
+//! **What it sees**: the layer's rules. Typed limits in handlers (`[[limit]]` tables) appear in
+//! the listed rule file but are not rows of `/v1/rules`, have no stats and cannot be reset or
+//! patched here (change them in the rule file). Stats count each rule's decisions since the
+//! rule was installed (a reload that keeps the rule keeps them); while the store fails, a
+//! request counts as its rule's failure policy answers it.
+//!
 //! ```no_run
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 //! use tollgate_admin::{Admin, AdminToken};

@@ -209,6 +209,13 @@ fn store_failed(
     plan: &Plan,
     error: &StoreError,
 ) -> Conclusion {
+    // Each rule counted as its failure policy answers the request.
+    for (planned, rule) in plan.rules(rules) {
+        if let Some(stats) = rules.stats_for(planned.rule) {
+            let closed = rule.on_store_failure == OnStoreFailure::Closed;
+            stats.record_outcome(!closed, is_enforcing(rule));
+        }
+    }
     let closed = plan
         .rules(rules)
         .find(|(_, rule)| is_enforcing(rule) && rule.on_store_failure == OnStoreFailure::Closed);

@@ -1133,3 +1133,30 @@ async fn an_undisclosed_rule_stays_out_of_the_fields_when_it_refuses() {
     assert_eq!(refused.status(), StatusCode::TOO_MANY_REQUESTS);
     assert_eq!(names(&refused), ["open"]);
 }
+
+#[tokio::test]
+async fn while_the_store_fails_each_rule_is_counted_as_its_policy_answers() {
+    let layer = RateLimitLayer::new(DeadStore)
+        .rule(per_minute("reads", 10))
+        .rule(per_minute("otp", 10).on_store_failure(OnStoreFailure::Closed))
+        .track_stats();
+    let service = layer.layer(service_fn(ok));
+    let closed = send(&service, get("/otp")).await;
+    assert_eq!(closed.status(), StatusCode::SERVICE_UNAVAILABLE);
+    let stats = |id: &str| {
+        layer
+            .rule_stats(&RuleId::new(id).expect("id"))
+            .expect("tracked")
+            .since_start
+    };
+    assert_eq!(
+        (stats("reads").allowed, stats("reads").refused),
+        (1, 0),
+        "fails open"
+    );
+    assert_eq!(
+        (stats("otp").allowed, stats("otp").refused),
+        (0, 1),
+        "fails closed"
+    );
+}

@@ -162,3 +162,29 @@ async fn admin_counters_count_each_decision_and_outlive_a_reload_that_keeps_the_
     let untracked = RateLimitLayer::new(MemoryStore::new()).rule(rule());
     assert!(untracked.rule_stats(&id).is_none());
 }
+
+#[tokio::test]
+async fn a_rule_taken_out_and_put_back_counts_afresh() {
+    let rule = || Rule::new("temp", hourly(100), PeerIp::new()).expect("rule");
+    let layer = RateLimitLayer::new(MemoryStore::new())
+        .rule(rule())
+        .track_stats();
+    let id = RuleId::new("temp").expect("id");
+    for _ in 0..3 {
+        status(&layer, "192.0.2.1:1", &[]).await;
+    }
+    assert_eq!(
+        layer.rule_stats(&id).expect("tracked").since_start.allowed,
+        3
+    );
+    layer.replace_rules(RuleSet::new());
+    assert!(
+        layer.rule_stats(&id).is_none(),
+        "no rule in force has the id"
+    );
+    layer.replace_rules(RuleSet::new().rule(rule()));
+    assert_eq!(
+        layer.rule_stats(&id).expect("tracked").since_start.checks(),
+        0
+    );
+}

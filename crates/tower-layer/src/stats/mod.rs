@@ -1,7 +1,10 @@
 //! Each rule's decisions counted in the layer itself, for an admin API or status page: since
 //! tracking began, and per minute over the last hour ([`RateLimitLayer::track_stats`](crate::RateLimitLayer::track_stats)).
 //!
-//! Counters live per rule id in the layer, so a reload that keeps a rule keeps its counts.
+//! Counters live per rule id in the layer, so a reload that keeps a rule keeps its counts; a
+//! rule taken out and put back later counts afresh. While the store fails, a request is counted
+//! as its rule's failure policy answers it: allowed when the rule fails open, refused when it
+//! fails closed. Typed limits in handlers are not counted here.
 //! Recording is a few relaxed atomic operations per rule a request meets, and nothing at all
 //! until tracking is turned on.
 
@@ -9,7 +12,7 @@ mod minutes;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use tollgate_core::{Decision, RuleId};
@@ -70,7 +73,12 @@ const SHADOW_REFUSED: usize = 2;
 impl RuleCounters {
     /// Counts the rule's own decision for one request (`enforcing`: a refusal stops it).
     pub(crate) fn record(&self, decision: &Decision, enforcing: bool) {
-        let kind = match (decision.is_allowed(), enforcing) {
+        self.record_outcome(decision.is_allowed(), enforcing);
+    }
+
+    /// Counts one request the rule allowed or refused (`enforcing`: a refusal stops it).
+    pub(crate) fn record_outcome(&self, allowed: bool, enforcing: bool) {
+        let kind = match (allowed, enforcing) {
             (true, _) => ALLOWED,
             (false, true) => REFUSED,
             (false, false) => SHADOW_REFUSED,
@@ -108,23 +116,35 @@ impl RuleCounters {
     }
 }
 
-/// Every rule's counters by id, kept across reloads.
+/// Every installed rule's counters by id. The book holds them weakly: the installed rule sets
+/// own them, so a reload that keeps a rule keeps its counts (the new set takes them while the
+/// old one still holds them), and a rule no installed set has any more is forgotten — re-added
+/// later, it counts afresh.
 #[derive(Debug, Default)]
 pub(crate) struct StatsBook {
-    rules: Mutex<HashMap<RuleId, Arc<RuleCounters>>>,
+    rules: Mutex<HashMap<RuleId, Weak<RuleCounters>>>,
 }
 
 impl StatsBook {
     /// The counters of `rule`, made on first use (when a rule set is installed).
     pub(crate) fn counters(&self, rule: &RuleId) -> Arc<RuleCounters> {
         let mut rules = self.rules.lock().unwrap_or_else(PoisonError::into_inner);
-        Arc::clone(rules.entry(rule.clone()).or_default())
+        rules.retain(|_, counters| counters.strong_count() > 0);
+        if let Some(counters) = rules.get(rule).and_then(Weak::upgrade) {
+            return counters;
+        }
+        let counters = Arc::new(RuleCounters::default());
+        rules.insert(rule.clone(), Arc::downgrade(&counters));
+        counters
     }
 
-    /// `rule`'s counts now, if it was ever installed while tracking.
+    /// `rule`'s counts now, if a rule set installed while tracking has it.
     pub(crate) fn report(&self, rule: &RuleId) -> Option<RuleStats> {
-        let rules = self.rules.lock().unwrap_or_else(PoisonError::into_inner);
-        Some(rules.get(rule)?.report(current_minute()))
+        let counters = {
+            let rules = self.rules.lock().unwrap_or_else(PoisonError::into_inner);
+            rules.get(rule)?.upgrade()?
+        };
+        Some(counters.report(current_minute()))
     }
 }
 
