@@ -29,10 +29,18 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let extractors = Extractors::new().with(
-        "account",
-        ExtensionKey::new(|account: &AccountId| account.0.clone()),
-    );
+    // What Chirp registers in code: its signed-in account, and the answer to a refused sign-up.
+    let extractors = Extractors::new()
+        .with(
+            "account",
+            ExtensionKey::new(|account: &AccountId| account.0.clone()),
+        )
+        .responder("challenge", |_, _| {
+            let mut response =
+                axum::http::Response::new(axum::body::Bytes::from_static(b"challenge"));
+            *response.status_mut() = axum::http::StatusCode::FORBIDDEN;
+            response
+        });
     match RuleFile::parse(&path, &text, &extractors) {
         Ok(file) => {
             // Written, not printed: a closed pipe (`| head`) ends the listing quietly.
@@ -40,7 +48,7 @@ fn main() -> ExitCode {
             let header = ("rule", "algorithm", "limit", "full again after");
             let _ = writeln!(
                 out,
-                "{:<24} {:<24} {:>8}  {}",
+                "{:<36} {:<24} {:>8}  {}",
                 header.0, header.1, header.2, header.3
             );
             let mut listed: Vec<&str> = Vec::new();
@@ -68,7 +76,7 @@ fn main() -> ExitCode {
 /// One line of the table.
 fn row(name: &str, quota: &Quota) -> String {
     format!(
-        "{:<24} {:<24} {:>8}  {:?}",
+        "{:<36} {:<24} {:>8}  {:?}",
         name,
         quota.algorithm().name(),
         quota.limit(),

@@ -15,20 +15,28 @@ use std::sync::Arc;
 use axum::Router;
 use axum::routing::get;
 use tollgate::MemoryStore;
-use tollgate::tower::RateLimitLayer;
 use tollgate::tower::config::{Extractors, RuleWatcher};
 use tollgate::tower::key::HeaderKey;
+use tollgate::tower::{QuotaRegistry, RateLimitLayer};
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let path = std::env::args()
         .nth(1)
         .unwrap_or_else(|| "examples/rules/chirp.toml".to_owned());
-    let extractors = Extractors::new().with(
-        "account",
-        HeaderKey::new(axum::http::HeaderName::from_static("authorization")),
-    );
-    let layer = RateLimitLayer::new(MemoryStore::new());
+    let extractors = Extractors::new()
+        .with(
+            "account",
+            HeaderKey::new(axum::http::HeaderName::from_static("authorization")),
+        )
+        .responder("challenge", |_, _| {
+            let mut response =
+                axum::http::Response::new(axum::body::Bytes::from_static(b"challenge"));
+            *response.status_mut() = axum::http::StatusCode::FORBIDDEN;
+            response
+        });
+    // The file's `[[limit]]`s set typed limits' quotas in this registry.
+    let layer = RateLimitLayer::new(MemoryStore::new()).registry(QuotaRegistry::new());
     // A bad or missing file stops the gateway here, with every mistake at its line.
     let watcher = Arc::new(RuleWatcher::start(&path, extractors, &layer)?);
 

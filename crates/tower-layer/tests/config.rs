@@ -13,17 +13,27 @@ use bytes::Bytes;
 use http::{Method, Request, Response, StatusCode};
 use http_body_util::Empty;
 use proptest::prelude::*;
-use tollgate_core::{Key, MemoryStore, OnStoreFailure, Quota, Rate};
+use tollgate_core::{Decision, Key, MemoryStore, OnStoreFailure, Quota, Rate, RuleId};
+use tollgate_tower::client_ip::{ProxyHeader, TrustedProxies};
 use tollgate_tower::config::{Extractors, RuleFile};
-use tollgate_tower::key::{ExtensionKey, Global, HeaderKey, PeerIp};
-use tollgate_tower::{QuotaOverrides, RateLimitLayer, Rule, RuleSet};
+use tollgate_tower::key::{ClientIp, ExtensionKey, Global, HeaderKey};
+use tollgate_tower::{QuotaOverrides, RateLimitLayer, RefusalAction, Rule, RuleSet};
 use tower::{Layer, ServiceExt, service_fn};
 
 #[derive(Clone)]
 struct Account(&'static str);
 
 fn extractors() -> Extractors {
-    Extractors::new().with("account", ExtensionKey::new(|account: &Account| account.0))
+    Extractors::new()
+        .with("account", ExtensionKey::new(|account: &Account| account.0))
+        .responder("challenge", challenge)
+}
+
+/// How Chirp answers a refused sign-up: a challenge, not a 429.
+fn challenge(_rule: &RuleId, _decision: &Decision) -> Response<Bytes> {
+    let mut response = Response::new(Bytes::from_static(b"{\"challenge\":\"captcha\"}"));
+    *response.status_mut() = StatusCode::FORBIDDEN;
+    response
 }
 
 /// The seeds' limits table, as the example rule file states it.
@@ -59,15 +69,6 @@ fn chirp_in_code() -> RuleSet {
         .expect("pattern")
         .route(
             Method::POST,
-            "/users/{id}/follow",
-            by_account(
-                "following",
-                Quota::sliding_window_counter(400, day).expect("valid"),
-            ),
-        )
-        .expect("pattern")
-        .route(
-            Method::POST,
             "/signup",
             Rule::new(
                 "signups-per-device",
@@ -75,7 +76,9 @@ fn chirp_in_code() -> RuleSet {
                 header("x-device-id"),
             )
             .expect("id")
-            .on_store_failure(OnStoreFailure::Closed),
+            .on_store_failure(OnStoreFailure::Closed)
+            .on_refusal(RefusalAction::respond(challenge))
+            .disclose(false),
         )
         .expect("pattern")
         .route(
@@ -84,10 +87,17 @@ fn chirp_in_code() -> RuleSet {
             Rule::new(
                 "signups-per-ip-block",
                 Quota::fixed_window(20, Duration::from_secs(3_600)).expect("valid"),
-                PeerIp::new().grouping(block),
+                ClientIp::behind(
+                    TrustedProxies::new(ProxyHeader::XForwardedFor)
+                        .trust("127.0.0.0/8".parse().expect("cidr"))
+                        .trust("::1/128".parse().expect("cidr")),
+                )
+                .grouping(block),
             )
             .expect("id")
-            .on_store_failure(OnStoreFailure::Closed),
+            .on_store_failure(OnStoreFailure::Closed)
+            .on_refusal(RefusalAction::respond(challenge))
+            .disclose(false),
         )
         .expect("pattern")
         .any_method(
@@ -186,7 +196,12 @@ fn the_example_chirp_file_is_valid() {
     let text = include_str!("../../../examples/rules/chirp.toml");
     let file =
         RuleFile::parse("chirp.toml", text, &extractors()).expect("the example file is valid");
-    assert_eq!(file.rules().rules().count(), 8);
+    assert_eq!(file.rules().rules().count(), 7);
+    let limits: Vec<&str> = file.limits().map(|(id, _)| id.as_str()).collect();
+    assert_eq!(
+        limits,
+        ["following", "login-attempts-per-account", "sms-per-phone"]
+    );
     let ids: Vec<&str> = file.ids().collect();
     let in_code = chirp_in_code();
     let code_ids: Vec<&str> = in_code.rules().map(|rule| rule.id().as_str()).collect();

@@ -452,10 +452,12 @@ async fn limits_set_typed_limits_quotas_in_the_layers_registry() {
 #[test]
 fn rules_written_back_as_toml_load_again_to_the_same_rules() {
     let text = include_str!("../../../examples/rules/chirp.toml");
-    let extractors = Extractors::new().with(
-        "account",
-        HeaderKey::new(http::HeaderName::from_static("authorization")),
-    );
+    let extractors = Extractors::new()
+        .with(
+            "account",
+            HeaderKey::new(http::HeaderName::from_static("authorization")),
+        )
+        .responder("challenge", |_, _| http::Response::default());
     let file = RuleFile::parse("chirp.toml", text, &extractors).expect("valid");
     let written = file.to_toml();
     let again = RuleFile::parse("written.toml", &written, &extractors)
