@@ -1,0 +1,175 @@
+//! The scripted session `--demo` runs: each limit of the table pushed past its edge over real
+//! HTTP, and what each caller was told.
+
+use reqwest::{Client, RequestBuilder, StatusCode};
+
+/// One limit's outcome.
+#[derive(Debug, Clone)]
+pub struct Check {
+    /// The row of the table.
+    pub limit: &'static str,
+    /// What the caller was told, in a few words.
+    pub told: String,
+    /// Whether that is what the table says.
+    pub as_the_table_says: bool,
+}
+
+/// Statuses of `n` requests made by `make`.
+async fn statuses(n: usize, mut make: impl FnMut(usize) -> RequestBuilder) -> Vec<StatusCode> {
+    let mut seen = Vec::with_capacity(n);
+    for at in 0..n {
+        seen.push(
+            make(at)
+                .send()
+                .await
+                .map_or(StatusCode::BAD_GATEWAY, |response| response.status()),
+        );
+    }
+    seen
+}
+
+/// `allowed` successes, then a refusal with `refusal`.
+fn edge(seen: &[StatusCode], allowed: usize, refusal: StatusCode) -> (bool, String) {
+    let ok = seen.len() == allowed + 1
+        && seen[..allowed].iter().all(StatusCode::is_success)
+        && seen[allowed] == refusal;
+    let first = seen.iter().position(|status| !status.is_success());
+    let told = match first {
+        Some(at) => format!("{at} allowed, then {}", seen[at]),
+        None => format!("all {} allowed", seen.len()),
+    };
+    (ok, told)
+}
+
+/// Runs the session against the gateway at `base` (`http://127.0.0.1:PORT`).
+pub async fn run(base: &str) -> Vec<Check> {
+    let client = Client::new();
+    let url = |path: &str| format!("{base}{path}");
+    let mut checks = Vec::new();
+    let mut check = |limit: &'static str, (ok, told): (bool, String)| {
+        checks.push(Check {
+            limit,
+            told,
+            as_the_table_says: ok,
+        });
+    };
+
+    let reads = statuses(51, |_| client.get(url("/feed")).bearer_auth("ada")).await;
+    check(
+        "reading: bursts of 50 per account",
+        edge(&reads, 50, StatusCode::TOO_MANY_REQUESTS),
+    );
+
+    let posts = statuses(6, |_| client.post(url("/posts")).bearer_auth("ada")).await;
+    check(
+        "posting: bursts of 5 per account",
+        edge(&posts, 5, StatusCode::TOO_MANY_REQUESTS),
+    );
+
+    let follows = statuses(401, |at| {
+        client
+            .post(url(&format!("/users/u{at}/follow")))
+            .bearer_auth("bob")
+    })
+    .await;
+    check(
+        "following: 400 a day per account (in the handler)",
+        edge(&follows, 400, StatusCode::TOO_MANY_REQUESTS),
+    );
+
+    let device = statuses(4, |_| {
+        client
+            .post(url("/signup"))
+            .header("x-device-id", "phone-1")
+            .header("x-forwarded-for", "198.51.100.7")
+    })
+    .await;
+    check(
+        "sign-ups: 3 a day per device, answered with a challenge",
+        edge(&device, 3, StatusCode::FORBIDDEN),
+    );
+
+    let block = statuses(21, |at| {
+        client
+            .post(url("/signup"))
+            .header("x-device-id", format!("device-{at}"))
+            .header("x-forwarded-for", format!("203.0.113.{}", at + 1))
+    })
+    .await;
+    check(
+        "sign-ups: 20 an hour per /24 block, answered with a challenge",
+        edge(&block, 20, StatusCode::FORBIDDEN),
+    );
+
+    let login = |password: &'static str| {
+        client
+            .post(url("/login"))
+            .json(&serde_json::json!({"account": "victim@example.com", "password": password}))
+    };
+    let right = login("correct horse")
+        .send()
+        .await
+        .map_or(StatusCode::BAD_GATEWAY, |response| response.status());
+    let wrong = statuses(11, |_| login("guess")).await;
+    let failures = wrong
+        .iter()
+        .take_while(|status| **status == StatusCode::UNAUTHORIZED)
+        .count();
+    check(
+        "login: 10 failed attempts per target account per 15 minutes",
+        (
+            right.is_success()
+                && failures == 10
+                && wrong.get(10) == Some(&StatusCode::TOO_MANY_REQUESTS),
+            format!(
+                "a right password {right}; {failures} wrong ones 401, then {}",
+                wrong.get(10).copied().unwrap_or_default()
+            ),
+        ),
+    );
+
+    let codes = statuses(4, |_| {
+        client
+            .post(url("/otp"))
+            .json(&serde_json::json!({"phone": "+15550100"}))
+    })
+    .await;
+    check(
+        "SMS codes: 3 an hour per phone number",
+        edge(&codes, 3, StatusCode::TOO_MANY_REQUESTS),
+    );
+
+    let partner = statuses(260, |_| {
+        client
+            .get(url("/partner/v1/feed"))
+            .header("x-api-key", "partner-small")
+    })
+    .await;
+    let admitted = partner.iter().filter(|status| status.is_success()).count();
+    let refused = partner
+        .iter()
+        .filter(|status| **status == StatusCode::TOO_MANY_REQUESTS)
+        .count();
+    check(
+        "partners: 200 a second per API key",
+        (
+            (200..260).contains(&admitted) && refused > 0,
+            format!("{admitted} of 260 at once allowed, {refused} refused"),
+        ),
+    );
+    checks
+}
+
+/// Prints `checks` as a table; whether all are as the table says.
+#[allow(clippy::print_stdout)] // The demo's output is for its reader.
+pub fn print(checks: &[Check]) -> bool {
+    for check in checks {
+        let mark = if check.as_the_table_says {
+            "ok "
+        } else {
+            "BAD"
+        };
+        println!("{mark} {:<62} {}", check.limit, check.told);
+    }
+    checks.iter().all(|check| check.as_the_table_says)
+}

@@ -1,0 +1,163 @@
+//! Chirp, the example gateway: the seeds' limits table (`examples/rules/chirp.toml`) enforced by
+//! one `RateLimitLayer` and three typed limits in handlers, on an axum server.
+//!
+//! `cargo run -p chirp` serves on 127.0.0.1 with an in-memory store and prints a few `curl`
+//! lines to try; `cargo run -p chirp -- --demo` drives it with a short scripted session instead
+//! and exits 0 when every limit behaved as the table says. `REDIS_URL` (or `--redis URL`)
+//! counts in Redis behind a `FallbackStore`; `ADMIN_TOKEN` mounts the admin API and status page
+//! at `/admin` and Prometheus metrics at `/metrics`.
+
+pub mod demo;
+mod handlers;
+mod identity;
+mod limits;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use axum::routing::{any, get, post};
+use axum::{Extension, Router};
+use tollgate::admin::{Admin, AdminToken, StoreHealth};
+use tollgate::axum::Tollgate;
+use tollgate::redis::RedisStore;
+use tollgate::tower::config::{Extractors, RuleWatcher};
+use tollgate::tower::key::ExtensionKey;
+use tollgate::tower::{QuotaRegistry, RateLimitLayer};
+use tollgate::{FallbackStore, MemoryStore, RuleId, Store};
+
+pub use identity::Account;
+
+/// How to run the gateway.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The port on 127.0.0.1 (0: any free one).
+    pub port: u16,
+    /// The rule file (watched: edits apply without a restart).
+    pub rules: PathBuf,
+    /// Count in this Redis (behind a `FallbackStore`) instead of in memory.
+    pub redis: Option<String>,
+    /// Mount the admin API, status page and `/metrics`, accepting this token.
+    pub admin_token: Option<String>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            port: 3000,
+            rules: PathBuf::from(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../../examples/rules/chirp.toml"
+            )),
+            redis: None,
+            admin_token: None,
+        }
+    }
+}
+
+/// A gateway serving in the background.
+pub struct Running {
+    /// Where it listens.
+    pub address: SocketAddr,
+    /// Serves until dropped.
+    _task: tokio::task::JoinHandle<()>,
+    _watcher: RuleWatcher,
+}
+
+/// What can stop the gateway from starting.
+pub type StartError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Starts the gateway: loads the rule file (it does not start on a bad one), binds, serves.
+pub async fn start(options: &Options) -> Result<Running, StartError> {
+    match &options.redis {
+        None => serve(RateLimitLayer::new(MemoryStore::new()), options).await,
+        Some(url) => {
+            let redis = RedisStore::connect(url).await?;
+            serve(
+                RateLimitLayer::new(FallbackStore::builder(redis).build()),
+                options,
+            )
+            .await
+        }
+    }
+}
+
+async fn serve<St: Store + StoreHealth>(
+    layer: RateLimitLayer<St>,
+    options: &Options,
+) -> Result<Running, StartError> {
+    let layer = layer.registry(QuotaRegistry::new()).track_top_refused(100);
+    let watcher = RuleWatcher::start(&options.rules, extractors(), &layer)?;
+    for id in limits::IN_THE_FILE {
+        let id = RuleId::new(id)?;
+        if layer
+            .current_registry()
+            .and_then(|registry| registry.get(&id))
+            .is_none()
+        {
+            return Err(format!(
+                "{}: no [[limit]] sets {:?}, which a handler checks",
+                options.rules.display(),
+                id.as_str()
+            )
+            .into());
+        }
+    }
+    let tollgate = Tollgate::from_layer(&layer);
+    let mut app = Router::new()
+        .route("/feed", get(handlers::feed))
+        .route("/profiles/{id}", get(handlers::profile))
+        .route("/posts", post(handlers::post))
+        .route("/users/{id}/follow", post(handlers::follow))
+        .route("/signup", post(handlers::signup))
+        .route("/login", post(handlers::login))
+        .route("/otp", post(handlers::otp))
+        .route("/partner/{*rest}", any(handlers::partner))
+        .layer(layer.clone())
+        .layer(axum::middleware::from_fn(identity::authenticate))
+        .layer(Extension(tollgate));
+    if let Some(token) = &options.admin_token {
+        let admin = Admin::new(&layer, AdminToken::new("admin", token)?)
+            .rule_file(&watcher)
+            .insecure_cookie();
+        app = app.nest("/admin", admin.router());
+        if let Ok(handle) = metrics_exporter_prometheus::PrometheusBuilder::new().install_recorder()
+        {
+            let _ = layer.clone().metrics();
+            app = app.route("/metrics", get(move || std::future::ready(handle.render())));
+        }
+    }
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", options.port)).await?;
+    let address = listener.local_addr()?;
+    let task = tokio::spawn(async move {
+        if let Err(error) = axum::serve(
+            listener,
+            app.into_make_service_with_connect_info::<SocketAddr>(),
+        )
+        .await
+        {
+            eprintln!("chirp: the server stopped: {error}");
+        }
+    });
+    Ok(Running {
+        address,
+        _task: task,
+        _watcher: watcher,
+    })
+}
+
+/// What the rule file names and only code can define: the signed-in account, and the answer to
+/// a refused sign-up — a challenge, in a problem body that does not say which limit was hit.
+fn extractors() -> Extractors {
+    Extractors::new()
+        .with("account", ExtensionKey::new(|account: &Account| account.0.clone()))
+        .responder("challenge", |_rule, _decision| {
+            let body = r#"{"type":"https://chirp.example/problems/challenge","title":"Please complete the challenge","status":403,"challenge":"captcha"}"#;
+            let mut response = axum::http::Response::new(axum::body::Bytes::from_static(body.as_bytes()));
+            *response.status_mut() = axum::http::StatusCode::FORBIDDEN;
+            response.headers_mut().insert(
+                axum::http::header::CONTENT_TYPE,
+                axum::http::HeaderValue::from_static("application/problem+json"),
+            );
+            response
+        })
+}

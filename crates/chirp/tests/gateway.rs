@@ -1,0 +1,153 @@
+//! The Chirp gateway over real HTTP: every limit of the table at its edge (the `--demo`
+//! session), the sign-up challenge, login failing closed while Redis is down, a bad rule file
+//! refused with its line, and the admin API and metrics behind `ADMIN_TOKEN`.
+
+use chirp::Options;
+use tollgate_redis_harness::RedisServer;
+
+fn in_memory() -> Options {
+    Options {
+        port: 0,
+        ..Options::default()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn every_limit_behaves_as_the_table_says() {
+    let running = chirp::start(&in_memory()).await.expect("starts");
+    let checks = chirp::demo::run(&format!("http://{}", running.address)).await;
+    assert_eq!(checks.len(), 8);
+    for check in &checks {
+        assert!(check.as_the_table_says, "{}: {}", check.limit, check.told);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_refused_sign_up_gets_a_challenge_that_does_not_show_the_limit() {
+    let running = chirp::start(&in_memory()).await.expect("starts");
+    let client = reqwest::Client::new();
+    let signup = || {
+        client
+            .post(format!("http://{}/signup", running.address))
+            .header("x-device-id", "phone-9")
+    };
+    for _ in 0..3 {
+        assert_eq!(signup().send().await.expect("signup").status(), 200);
+    }
+    let refused = signup().send().await.expect("signup");
+    assert_eq!(refused.status(), 403);
+    assert_eq!(
+        refused.headers()["content-type"],
+        "application/problem+json"
+    );
+    for header in [
+        "retry-after",
+        "ratelimit",
+        "ratelimit-policy",
+        "x-ratelimit-limit",
+    ] {
+        assert!(
+            refused.headers().get(header).is_none(),
+            "{header} tells the spammer where the limit is"
+        );
+    }
+    let body: serde_json::Value = refused.json().await.expect("json");
+    assert_eq!(body["challenge"], "captcha");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn with_redis_down_logins_fail_closed_and_reading_goes_on() {
+    let server = RedisServer::start().expect("start redis-server");
+    let options = Options {
+        redis: Some(server.url()),
+        ..in_memory()
+    };
+    let running = chirp::start(&options).await.expect("starts");
+    let client = reqwest::Client::new();
+    let base = format!("http://{}", running.address);
+    let login = || {
+        client
+            .post(format!("{base}/login"))
+            .json(&serde_json::json!({"account": "ada", "password": "guess"}))
+    };
+    assert_eq!(
+        login().send().await.expect("login").status(),
+        401,
+        "counted in Redis"
+    );
+    server.kill().expect("stop redis-server");
+    assert_eq!(
+        login().send().await.expect("login").status(),
+        503,
+        "fails closed"
+    );
+    let feed = client
+        .get(format!("{base}/feed"))
+        .bearer_auth("ada")
+        .send()
+        .await
+        .expect("feed");
+    assert_eq!(feed.status(), 200, "reading fails open");
+}
+
+#[tokio::test]
+async fn a_rule_file_with_a_mistake_is_refused_at_its_line() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("rules.toml");
+    std::fs::write(&path, "[[rule]]\nid = \"reads\"\nalgoritm = \"gcra\"\n").expect("write");
+    let options = Options {
+        rules: path.clone(),
+        ..in_memory()
+    };
+    let error = chirp::start(&options)
+        .await
+        .err()
+        .expect("refused")
+        .to_string();
+    assert!(
+        error.contains("rules.toml:3:1") && error.contains("algorithm"),
+        "{error}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_admin_token_mounts_the_admin_api_and_metrics() {
+    let options = Options {
+        admin_token: Some("chirp-admin-token-0123456789".to_owned()),
+        ..in_memory()
+    };
+    let running = chirp::start(&options).await.expect("starts");
+    let client = reqwest::Client::new();
+    let base = format!("http://{}", running.address);
+    client
+        .get(format!("{base}/feed"))
+        .bearer_auth("ada")
+        .send()
+        .await
+        .expect("feed");
+    let rules = client
+        .get(format!("{base}/admin/v1/rules"))
+        .bearer_auth("chirp-admin-token-0123456789")
+        .send()
+        .await
+        .expect("rules");
+    assert_eq!(rules.status(), 200);
+    let unauthorized = client
+        .get(format!("{base}/admin/v1/rules"))
+        .send()
+        .await
+        .expect("rules");
+    assert_eq!(unauthorized.status(), 401);
+    let metrics = client
+        .get(format!("{base}/metrics"))
+        .send()
+        .await
+        .expect("metrics")
+        .text()
+        .await
+        .expect("text");
+    assert!(
+        metrics.contains("tollgate_checks_total{rule=\"reads\",outcome=\"allowed\"} 1"),
+        "{metrics}"
+    );
+}
