@@ -151,3 +151,19 @@ async fn an_admin_token_mounts_the_admin_api_and_metrics() {
         "{metrics}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn partners_get_the_legacy_headers_too_and_a_contract_quota() {
+    let running = chirp::start(&in_memory()).await.expect("starts");
+    let client = reqwest::Client::new();
+    let partner = |key: &str| {
+        client
+            .get(format!("http://{}/partner/v1/feed", running.address))
+            .header("x-api-key", key.to_owned())
+    };
+    let small = partner("partner-small").send().await.expect("partner");
+    assert_eq!(small.headers()["x-ratelimit-limit"], "200");
+    assert!(small.headers().get("ratelimit-policy").is_some());
+    let acme = partner("partner-acme").send().await.expect("partner");
+    assert_eq!(acme.headers()["x-ratelimit-limit"], "500");
+}

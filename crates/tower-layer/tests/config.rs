@@ -16,6 +16,7 @@ use proptest::prelude::*;
 use tollgate_core::{Decision, Key, MemoryStore, OnStoreFailure, Quota, Rate, RuleId};
 use tollgate_tower::client_ip::{ProxyHeader, TrustedProxies};
 use tollgate_tower::config::{Extractors, RuleFile};
+use tollgate_tower::headers::HeaderStyle;
 use tollgate_tower::key::{ClientIp, ExtensionKey, Global, HeaderKey};
 use tollgate_tower::{QuotaOverrides, RateLimitLayer, RefusalAction, Rule, RuleSet};
 use tower::{Layer, ServiceExt, service_fn};
@@ -126,6 +127,7 @@ fn chirp_in_code() -> RuleSet {
             .on_store_failure(OnStoreFailure::Closed),
         )
         .expect("pattern")
+        .headers(HeaderStyle::default().with_legacy(true))
 }
 
 /// Statuses and `RateLimit-Policy` fields of a fixed sequence of requests through `rules`.
@@ -166,11 +168,18 @@ async fn replay(rules: RuleSet) -> Vec<(StatusCode, String)> {
                 .extensions_mut()
                 .insert(std::net::SocketAddr::from(([203, 0, 113, 9], 4000)));
             let response = service.clone().oneshot(request).await.expect("infallible");
-            let policy = response
-                .headers()
-                .get("ratelimit-policy")
-                .map(|value| value.to_str().expect("text").to_owned())
-                .unwrap_or_default();
+            let header = |name: &str| {
+                response
+                    .headers()
+                    .get(name)
+                    .map(|value| value.to_str().expect("text").to_owned())
+                    .unwrap_or_default()
+            };
+            let policy = format!(
+                "{} | {}",
+                header("ratelimit-policy"),
+                header("x-ratelimit-limit")
+            );
             seen.push((response.status(), policy));
         }
     }
