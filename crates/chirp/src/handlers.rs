@@ -8,21 +8,22 @@ use serde::Deserialize;
 use tollgate::Key;
 use tollgate::axum::{LimitRejection, Limited, Limiter};
 
+use crate::identity::SignedIn;
 use crate::limits::{Following, LoginAttempts, SmsPerPhone};
 
-pub(crate) async fn feed() -> &'static str {
+pub(crate) async fn feed(_: SignedIn) -> &'static str {
     "your feed\n"
 }
 
-pub(crate) async fn profile() -> &'static str {
+pub(crate) async fn profile(_: SignedIn) -> &'static str {
     "a profile\n"
 }
 
-pub(crate) async fn post() -> &'static str {
+pub(crate) async fn post(_: SignedIn) -> &'static str {
     "posted\n"
 }
 
-pub(crate) async fn follow(_following: Limited<Following>) -> &'static str {
+pub(crate) async fn follow(_: SignedIn, _following: Limited<Following>) -> &'static str {
     "followed\n"
 }
 

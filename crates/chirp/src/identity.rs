@@ -26,3 +26,21 @@ pub(crate) async fn authenticate(mut request: Request, next: Next) -> Response {
     }
     next.run(request).await
 }
+
+/// The signed-in account, required: a request without one is answered `401` (the per-account
+/// limits would otherwise have no one to count).
+pub(crate) struct SignedIn;
+
+impl<S: Send + Sync> axum::extract::FromRequestParts<S> for SignedIn {
+    type Rejection = (axum::http::StatusCode, &'static str);
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        _state: &S,
+    ) -> Result<Self, Self::Rejection> {
+        parts.extensions.get::<Account>().map(|_| SignedIn).ok_or((
+            axum::http::StatusCode::UNAUTHORIZED,
+            "sign in: send `Authorization: Bearer <account>`\n",
+        ))
+    }
+}

@@ -167,3 +167,23 @@ async fn partners_get_the_legacy_headers_too_and_a_contract_quota() {
     let acme = partner("partner-acme").send().await.expect("partner");
     assert_eq!(acme.headers()["x-ratelimit-limit"], "500");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn per_account_endpoints_need_an_account() {
+    let running = chirp::start(&in_memory()).await.expect("starts");
+    let client = reqwest::Client::new();
+    for (method, path) in [
+        ("GET", "/feed"),
+        ("GET", "/profiles/ada"),
+        ("POST", "/posts"),
+        ("POST", "/users/bob/follow"),
+    ] {
+        let method = reqwest::Method::from_bytes(method.as_bytes()).expect("method");
+        let anonymous = client
+            .request(method, format!("http://{}{path}", running.address))
+            .send()
+            .await
+            .expect("send");
+        assert_eq!(anonymous.status(), 401, "{path} without an account");
+    }
+}
