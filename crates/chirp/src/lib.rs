@@ -72,11 +72,12 @@ pub async fn start(options: &Options) -> Result<Running, StartError> {
         None => serve(RateLimitLayer::new(MemoryStore::new()), options).await,
         Some(url) => {
             let redis = RedisStore::connect(url).await?;
-            serve(
-                RateLimitLayer::new(FallbackStore::builder(redis).build()),
-                options,
-            )
-            .await
+            // 50 ms a call: generous for a Redis on the same network, and short enough that an
+            // outage answers reads (open) and logins (closed) at once.
+            let store = FallbackStore::builder(redis)
+                .timeout(std::time::Duration::from_millis(50))
+                .build();
+            serve(RateLimitLayer::new(store), options).await
         }
     }
 }
