@@ -31,8 +31,19 @@ pub(crate) async fn signup() -> &'static str {
     "welcome to Chirp\n"
 }
 
-pub(crate) async fn partner() -> &'static str {
-    "partner API\n"
+/// Partners name themselves with `X-Api-Key`; without one there is no one to count.
+pub(crate) async fn partner(headers: axum::http::HeaderMap) -> Response {
+    if headers
+        .get("x-api-key")
+        .is_none_or(|key| key.as_bytes().trim_ascii().is_empty())
+    {
+        return (
+            StatusCode::UNAUTHORIZED,
+            "send your partner key in X-Api-Key\n",
+        )
+            .into_response();
+    }
+    "partner API\n".into_response()
 }
 
 /// A login attempt.
@@ -47,15 +58,16 @@ pub(crate) async fn login(
     limiter: Limiter,
     Json(login): Json<Login>,
 ) -> Result<Response, LimitRejection> {
-    let attempt = limiter
-        .check::<LoginAttempts>(&Key::new(&login.account))
-        .await?;
+    // One account, however it is written: attempts on `Ada@X.com ` count against `ada@x.com`.
+    let account = login.account.trim().to_lowercase();
+    if account.is_empty() {
+        return Ok((StatusCode::UNPROCESSABLE_ENTITY, "name the account\n").into_response());
+    }
+    let attempt = limiter.check::<LoginAttempts>(&Key::new(&account)).await?;
     // Stand-in credentials: the password "correct horse" opens every account.
     if login.password == "correct horse" {
         if let Err(error) = attempt.refund().await {
-            tracing_free_log(&format!(
-                "could not give back a successful login's attempt: {error}"
-            ));
+            eprintln!("chirp: could not give back a successful login's attempt: {error}");
         }
         return Ok("welcome back\n".into_response());
     }
@@ -72,12 +84,22 @@ pub(crate) struct Otp {
 pub(crate) async fn otp(
     limiter: Limiter,
     Json(otp): Json<Otp>,
-) -> Result<&'static str, LimitRejection> {
-    limiter.check::<SmsPerPhone>(&Key::new(&otp.phone)).await?;
-    Ok("code sent\n")
+) -> Result<Response, LimitRejection> {
+    let Some(phone) = phone_number(&otp.phone) else {
+        let problem =
+            "a phone number is 7 to 15 digits, optionally with +, spaces, dashes or brackets\n";
+        return Ok((StatusCode::UNPROCESSABLE_ENTITY, problem).into_response());
+    };
+    limiter.check::<SmsPerPhone>(&Key::new(&phone)).await?;
+    Ok("code sent\n".into_response())
 }
 
-/// Where an example without a logger says something went wrong.
-fn tracing_free_log(message: &str) {
-    eprintln!("chirp: {message}");
+/// A phone number as one key however it is written: `+1 (555) 0199`, `+1-555-0199` and
+/// `15550199` are all `+15550199` (E.164's digits; separators dropped).
+fn phone_number(written: &str) -> Option<String> {
+    let digits: String = written.chars().filter(char::is_ascii_digit).collect();
+    let allowed = written
+        .chars()
+        .all(|c| c.is_ascii_digit() || " +-().".contains(c));
+    (allowed && (7..=15).contains(&digits.len())).then(|| format!("+{digits}"))
 }

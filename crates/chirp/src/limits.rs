@@ -1,6 +1,7 @@
 //! The limits checked inside handlers, where their keys are found. Their quotas come from the
-//! rule file's `[[limit]]` tables (the gateway does not start without them); the quotas below
-//! are never used then, and are the tightest possible so a missing table cannot open anything.
+//! rule file's `[[limit]]` tables (the gateway does not start without them). The quotas below
+//! apply only if a later edit of the file drops a table: the tightest possible, so a missing
+//! table can never open anything.
 
 use axum::http::request::Parts;
 use tollgate::axum::Limit;

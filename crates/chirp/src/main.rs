@@ -46,6 +46,14 @@ fn options() -> Result<(Options, bool), String> {
 
 #[tokio::main]
 async fn main() -> ExitCode {
+    // tollgate reports through `tracing`: store outages, refused rule edits, fall-backs. Shown
+    // at `info` for tollgate, `warn` for the rest; `RUST_LOG` overrides.
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,tollgate=info"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
     let (options, demo) = match options() {
         Ok(parsed) => parsed,
         Err(problem) => {
@@ -56,7 +64,7 @@ async fn main() -> ExitCode {
     let running = match chirp::start(&options).await {
         Ok(running) => running,
         Err(error) => {
-            eprintln!("chirp: cannot start: {error}");
+            eprintln!("chirp: cannot start on 127.0.0.1:{}: {error}", options.port);
             return ExitCode::from(1);
         }
     };

@@ -190,3 +190,52 @@ async fn per_account_endpoints_need_an_account() {
         assert_eq!(anonymous.status(), 401, "{path} without an account");
     }
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn one_phone_or_account_however_it_is_written_and_no_partner_without_a_key() {
+    let running = chirp::start(&in_memory()).await.expect("starts");
+    let client = reqwest::Client::new();
+    let base = format!("http://{}", running.address);
+    let otp = |phone: &str| {
+        client
+            .post(format!("{base}/otp"))
+            .json(&serde_json::json!({ "phone": phone }))
+    };
+    for phone in ["+15550199", "+1 555 0199", "1-555-0199"] {
+        assert_eq!(otp(phone).send().await.expect("otp").status(), 200);
+    }
+    assert_eq!(
+        otp("+1 (555) 0199").send().await.expect("otp").status(),
+        429
+    );
+    assert_eq!(otp("").send().await.expect("otp").status(), 422);
+    let login = |account: &str| {
+        client
+            .post(format!("{base}/login"))
+            .json(&serde_json::json!({ "account": account, "password": "guess" }))
+    };
+    for _ in 0..10 {
+        assert_eq!(
+            login("victim@example.com")
+                .send()
+                .await
+                .expect("login")
+                .status(),
+            401
+        );
+    }
+    assert_eq!(
+        login(" Victim@EXAMPLE.com")
+            .send()
+            .await
+            .expect("login")
+            .status(),
+        429
+    );
+    let keyless = client
+        .get(format!("{base}/partner/v1/feed"))
+        .send()
+        .await
+        .expect("partner");
+    assert_eq!(keyless.status(), 401);
+}
