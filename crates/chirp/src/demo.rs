@@ -28,6 +28,35 @@ async fn statuses(n: usize, mut make: impl FnMut(usize) -> RequestBuilder) -> Ve
     seen
 }
 
+/// What makes one run's callers its own: a number from the clock.
+struct Run(u32);
+
+impl Run {
+    fn new() -> Run {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |since| {
+                since.subsec_nanos() ^ u32::try_from(since.as_secs() % 1_000_000).unwrap_or(0)
+            });
+        Run(nanos)
+    }
+
+    /// `name`, for this run.
+    fn name(&self, name: &str) -> String {
+        format!("{name}-{:08x}", self.0)
+    }
+
+    /// An address in `10.<block>.<this run's byte>.<host>`: one /24 per block and run.
+    fn address(&self, block: u8, host: usize) -> String {
+        format!("10.{block}.{}.{}", self.0 % 256, host % 256)
+    }
+
+    /// A phone number of this run's own.
+    fn phone(&self) -> String {
+        format!("+1555{:07}", self.0 % 10_000_000)
+    }
+}
+
 /// Statuses of requests made by `make` up to the first refusal (at most `n`).
 async fn until_refused(n: usize, mut make: impl FnMut(usize) -> RequestBuilder) -> Vec<StatusCode> {
     let mut seen = Vec::new();
@@ -75,6 +104,8 @@ fn edge(seen: &[StatusCode], allowed: usize, refusal: StatusCode) -> (bool, Stri
 /// Runs the session against the gateway at `base` (`http://127.0.0.1:PORT`).
 pub async fn run(base: &str) -> Vec<Check> {
     let client = Client::new();
+    // Callers of this run only: a second run against the same Redis meets fresh counts.
+    let run = Run::new();
     let url = |path: &str| format!("{base}{path}");
     let mut checks = Vec::new();
     let mut check = |limit: &'static str, (ok, told): (bool, String)| {
@@ -87,14 +118,20 @@ pub async fn run(base: &str) -> Vec<Check> {
 
     // The bucket refills (10 a second) while the burst is sent: it may admit that much more.
     let started = std::time::Instant::now();
-    let reads = until_refused(1_000, |_| client.get(url("/feed")).bearer_auth("ada")).await;
+    let reads = until_refused(1_000, |_| {
+        client.get(url("/feed")).bearer_auth(run.name("ada"))
+    })
+    .await;
     let refilled = usize::try_from(started.elapsed().as_millis() / 100 + 1).unwrap_or(usize::MAX);
     check(
         "reading: bursts of 50 per account",
         refill_edge(&reads, 50, refilled),
     );
 
-    let posts = statuses(6, |_| client.post(url("/posts")).bearer_auth("ada")).await;
+    let posts = statuses(6, |_| {
+        client.post(url("/posts")).bearer_auth(run.name("ada"))
+    })
+    .await;
     check(
         "posting: bursts of 5 per account",
         edge(&posts, 5, StatusCode::TOO_MANY_REQUESTS),
@@ -103,7 +140,7 @@ pub async fn run(base: &str) -> Vec<Check> {
     let follows = statuses(401, |at| {
         client
             .post(url(&format!("/users/u{at}/follow")))
-            .bearer_auth("bob")
+            .bearer_auth(run.name("bob"))
     })
     .await;
     check(
@@ -114,8 +151,8 @@ pub async fn run(base: &str) -> Vec<Check> {
     let device = statuses(4, |_| {
         client
             .post(url("/signup"))
-            .header("x-device-id", "phone-1")
-            .header("x-forwarded-for", "198.51.100.7")
+            .header("x-device-id", run.name("phone-1"))
+            .header("x-forwarded-for", run.address(200, 7))
     })
     .await;
     check(
@@ -126,8 +163,8 @@ pub async fn run(base: &str) -> Vec<Check> {
     let block = statuses(21, |at| {
         client
             .post(url("/signup"))
-            .header("x-device-id", format!("device-{at}"))
-            .header("x-forwarded-for", format!("203.0.113.{}", at + 1))
+            .header("x-device-id", run.name(&format!("device-{at}")))
+            .header("x-forwarded-for", run.address(201, at + 1))
     })
     .await;
     check(
@@ -136,9 +173,9 @@ pub async fn run(base: &str) -> Vec<Check> {
     );
 
     let login = |password: &'static str| {
-        client
-            .post(url("/login"))
-            .json(&serde_json::json!({"account": "victim@example.com", "password": password}))
+        client.post(url("/login")).json(
+            &serde_json::json!({"account": run.name("victim@example.com"), "password": password}),
+        )
     };
     let right = login("correct horse")
         .send()
@@ -165,7 +202,7 @@ pub async fn run(base: &str) -> Vec<Check> {
     let codes = statuses(4, |_| {
         client
             .post(url("/otp"))
-            .json(&serde_json::json!({"phone": "+15550100"}))
+            .json(&serde_json::json!({"phone": run.phone()}))
     })
     .await;
     check(
@@ -178,7 +215,7 @@ pub async fn run(base: &str) -> Vec<Check> {
     let partner = until_refused(5_000, |_| {
         client
             .get(url("/partner/v1/feed"))
-            .header("x-api-key", "partner-small")
+            .header("x-api-key", run.name("partner-small"))
     })
     .await;
     let refilled = usize::try_from(started.elapsed().as_millis() / 5 + 1).unwrap_or(usize::MAX);

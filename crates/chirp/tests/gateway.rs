@@ -15,10 +15,13 @@ fn in_memory() -> Options {
 #[tokio::test(flavor = "multi_thread")]
 async fn every_limit_behaves_as_the_table_says() {
     let running = chirp::start(&in_memory()).await.expect("starts");
-    let checks = chirp::demo::run(&format!("http://{}", running.address)).await;
-    assert_eq!(checks.len(), 8);
-    for check in &checks {
-        assert!(check.as_the_table_says, "{}: {}", check.limit, check.told);
+    // Twice against one server: each run's callers are its own.
+    for _ in 0..2 {
+        let checks = chirp::demo::run(&format!("http://{}", running.address)).await;
+        assert_eq!(checks.len(), 8);
+        for check in &checks {
+            assert!(check.as_the_table_says, "{}: {}", check.limit, check.told);
+        }
     }
 }
 
