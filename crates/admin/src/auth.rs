@@ -89,12 +89,6 @@ fn basic_password(headers: &HeaderMap) -> Option<String> {
 
 /// Logs a refused request (never what was presented).
 pub(crate) fn refused(parts: &Parts, reason: &str) {
-    let path = parts
-        .extensions
-        .get::<axum::extract::OriginalUri>()
-        .map_or_else(
-            || parts.uri.path().to_owned(),
-            |uri| uri.0.path().to_owned(),
-        );
+    let path = page::original_path(parts);
     tracing::warn!(target: "tollgate::admin", method = %parts.method, path, reason, "admin request refused: 401");
 }

@@ -297,14 +297,7 @@ pub(crate) async fn top_refused(state: &State, rule: &RuleId, n: usize) -> Optio
             Ok(callers) => {
                 return Some(TopView {
                     scope: "fleet".to_owned(),
-                    callers: callers
-                        .into_iter()
-                        .map(|caller| CallerView {
-                            caller: caller.caller,
-                            count: caller.count,
-                            error: caller.error,
-                        })
-                        .collect(),
+                    callers: callers.into_iter().map(CallerView::from).collect(),
                     refusals: None,
                     dropped: None,
                 });
@@ -317,15 +310,7 @@ pub(crate) async fn top_refused(state: &State, rule: &RuleId, n: usize) -> Optio
     let report = state.limiter.top_refused(rule, n)?;
     Some(TopView {
         scope: "gateway".to_owned(),
-        callers: report
-            .callers
-            .into_iter()
-            .map(|caller| CallerView {
-                caller: caller.caller,
-                count: caller.count,
-                error: caller.error,
-            })
-            .collect(),
+        callers: report.callers.into_iter().map(CallerView::from).collect(),
         refusals: Some(report.refusals),
         dropped: Some(report.dropped),
     })
@@ -458,10 +443,9 @@ pub(crate) async fn openapi(_: Operator) -> ([(axum::http::HeaderName, &'static 
 pub(crate) async fn status_page(
     Viewer(_viewer): Viewer,
     Shared(state): Shared<Arc<State>>,
-    uri: axum::extract::OriginalUri,
-    request_uri: axum::http::Uri,
+    page::MountPoint(base): page::MountPoint,
 ) -> maud::Markup {
-    page::render(&state, &page::base_of(uri.0.path(), request_uri.path())).await
+    page::render(&state, &base).await
 }
 
 /// The fields of a PATCH body, as `(name, TOML value)` pairs.

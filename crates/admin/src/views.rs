@@ -98,6 +98,27 @@ pub(crate) struct CallerView {
     pub(crate) error: u64,
 }
 
+impl From<tollgate_tower::top_refused::TopCaller> for CallerView {
+    fn from(caller: tollgate_tower::top_refused::TopCaller) -> Self {
+        CallerView {
+            caller: caller.caller,
+            count: caller.count,
+            error: caller.error,
+        }
+    }
+}
+
+#[cfg(feature = "fleet")]
+impl From<tollgate_redis::fleet::top::FleetCaller> for CallerView {
+    fn from(caller: tollgate_redis::fleet::top::FleetCaller) -> Self {
+        CallerView {
+            caller: caller.caller,
+            count: caller.count,
+            error: caller.error,
+        }
+    }
+}
+
 /// The most refused callers over the last hour.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub(crate) struct TopView {

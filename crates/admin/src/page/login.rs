@@ -4,13 +4,13 @@ use std::sync::Arc;
 
 use axum::Form;
 use axum::extract::{OriginalUri, State as Shared};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use maud::{DOCTYPE, Markup, html};
 use serde::Deserialize;
 use utoipa::ToSchema;
 
-use super::{base_of, page_path};
+use super::{MountPoint, page_path};
 use crate::session::{COOKIE, SESSION_LIFETIME, cookie_of};
 use crate::state::State;
 
@@ -57,8 +57,8 @@ pub(crate) fn login(base: &str, problem: Option<&str>) -> Markup {
 /// The login form.
 #[utoipa::path(get, path = "/login", tag = "page",
     responses((status = 200, description = "The login form", content_type = "text/html")))]
-pub(crate) async fn login_form(original: OriginalUri, seen: Uri) -> Markup {
-    login(&base_of(original.0.path(), seen.path()), None)
+pub(crate) async fn login_form(MountPoint(base): MountPoint) -> Markup {
+    login(&base, None)
 }
 
 /// Exchanges a token for a session cookie.
@@ -68,11 +68,10 @@ pub(crate) async fn login_form(original: OriginalUri, seen: Uri) -> Markup {
               (status = 401, description = "The token was not accepted: the login form again", content_type = "text/html")))]
 pub(crate) async fn log_in(
     Shared(state): Shared<Arc<State>>,
+    MountPoint(base): MountPoint,
     original: OriginalUri,
-    seen: Uri,
     Form(form): Form<LoginForm>,
 ) -> Response {
-    let base = base_of(original.0.path(), seen.path());
     let Some(name) = state
         .tokens
         .verify(form.token.as_bytes())
@@ -107,14 +106,13 @@ pub(crate) async fn log_in(
     responses((status = 303, description = "Logged out: the cookie is cleared and the page asks for a token again")))]
 pub(crate) async fn log_out(
     Shared(state): Shared<Arc<State>>,
-    original: OriginalUri,
-    seen: Uri,
+    MountPoint(base): MountPoint,
     headers: HeaderMap,
 ) -> Response {
     if let Some(session) = cookie_of(&headers) {
         state.sessions.close(&session);
     }
-    let path = page_path(&base_of(original.0.path(), seen.path()));
+    let path = page_path(&base);
     redirect(
         &path,
         &format!("{COOKIE}=; Path={path}; Max-Age=0; HttpOnly; SameSite=Strict"),

@@ -26,16 +26,31 @@ pub(crate) fn base_of(original: &str, seen: &str) -> String {
     }
 }
 
-/// [`base_of`] a request's parts.
-pub(crate) fn base_path(parts: &Parts) -> String {
-    let original = parts
+/// The path a request was sent to, before any `nest` stripped the mount point.
+pub(crate) fn original_path(parts: &Parts) -> String {
+    parts
         .extensions
         .get::<axum::extract::OriginalUri>()
         .map_or_else(
             || parts.uri.path().to_owned(),
             |uri| uri.0.path().to_owned(),
-        );
-    base_of(&original, parts.uri.path())
+        )
+}
+
+/// [`base_of`] a request's parts.
+pub(crate) fn base_path(parts: &Parts) -> String {
+    base_of(&original_path(parts), parts.uri.path())
+}
+
+/// Where the admin router is mounted ([`base_path`]), as an extractor.
+pub(crate) struct MountPoint(pub(crate) String);
+
+impl<S: Send + Sync> axum::extract::FromRequestParts<S> for MountPoint {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
+        Ok(MountPoint(base_path(parts)))
+    }
 }
 
 /// The answer to a page request without valid credentials: with `?auth=basic` in the address
