@@ -26,6 +26,7 @@ use tollgate::tower::{QuotaRegistry, RateLimitLayer};
 use tollgate::{FallbackStore, MemoryStore, RuleId, Store};
 
 pub use identity::Account;
+pub use limits::typed_limits;
 
 /// How to run the gateway.
 #[derive(Debug, Clone)]
@@ -88,7 +89,7 @@ async fn serve<St: Store + StoreHealth>(
 ) -> Result<Running, StartError> {
     let layer = layer.registry(QuotaRegistry::new()).track_top_refused(100);
     let watcher = RuleWatcher::start(&options.rules, extractors(), &layer)?;
-    for id in limits::IN_THE_FILE {
+    for (id, _) in limits::typed_limits() {
         let id = RuleId::new(id)?;
         if layer
             .current_registry()
@@ -103,19 +104,7 @@ async fn serve<St: Store + StoreHealth>(
             .into());
         }
     }
-    let tollgate = Tollgate::from_layer(&layer);
-    let mut app = Router::new()
-        .route("/feed", get(handlers::feed))
-        .route("/profiles/{id}", get(handlers::profile))
-        .route("/posts", post(handlers::post))
-        .route("/users/{id}/follow", post(handlers::follow))
-        .route("/signup", post(handlers::signup))
-        .route("/login", post(handlers::login))
-        .route("/otp", post(handlers::otp))
-        .route("/partner/{*rest}", any(handlers::partner))
-        .layer(layer.clone())
-        .layer(axum::middleware::from_fn(identity::authenticate))
-        .layer(Extension(tollgate));
+    let mut app = app(&layer);
     if let Some(token) = &options.admin_token {
         let admin = Admin::new(&layer, AdminToken::new("admin", token)?)
             .rule_file(&watcher)
@@ -146,9 +135,42 @@ async fn serve<St: Store + StoreHealth>(
     })
 }
 
+/// Chirp's routes behind `layer` (whose rules and `[[limit]]` quotas come from the rule file),
+/// with the stand-in identity and the typed limits' handle: the whole gateway but the socket.
+/// The policy simulator drives this same router through service calls.
+///
+/// ```
+/// use tollgate::{MemoryStore, tower::{QuotaRegistry, RateLimitLayer}};
+///
+/// let layer = RateLimitLayer::new(MemoryStore::new()).registry(QuotaRegistry::new());
+/// let router: axum::Router = chirp::app(&layer);
+/// # let _ = router;
+/// ```
+pub fn app<St: Store>(layer: &RateLimitLayer<St>) -> Router {
+    Router::new()
+        .route("/feed", get(handlers::feed))
+        .route("/profiles/{id}", get(handlers::profile))
+        .route("/posts", post(handlers::post))
+        .route("/users/{id}/follow", post(handlers::follow))
+        .route("/signup", post(handlers::signup))
+        .route("/login", post(handlers::login))
+        .route("/otp", post(handlers::otp))
+        .route("/partner/{*rest}", any(handlers::partner))
+        .layer(layer.clone())
+        .layer(axum::middleware::from_fn(identity::authenticate))
+        .layer(Extension(Tollgate::from_layer(layer)))
+}
+
 /// What the rule file names and only code can define: the signed-in account, and the answer to
 /// a refused sign-up — a challenge, in a problem body that does not say which limit was hit.
-fn extractors() -> Extractors {
+///
+/// ```
+/// let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/rules/chirp.toml"))?;
+/// let file = tollgate::tower::config::RuleFile::parse("chirp.toml", &text, &chirp::extractors())?;
+/// assert!(file.limits().count() >= 3);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn extractors() -> Extractors {
     Extractors::new()
         .with("account", ExtensionKey::new(|account: &Account| account.0.clone()))
         .responder("challenge", |_rule, _decision| {

@@ -55,5 +55,17 @@ impl Limit for SmsPerPhone {
     }
 }
 
-/// The ids the rule file must set.
-pub(crate) const IN_THE_FILE: [&str; 3] = [Following::ID, LoginAttempts::ID, SmsPerPhone::ID];
+/// The limits Chirp's handlers check, by `[[limit]]` id, with what each does while the store is
+/// down (set in code, beside the handler): the rule file must set a quota for each.
+///
+/// ```
+/// use tollgate::OnStoreFailure;
+/// assert!(chirp::typed_limits().contains(&("sms-per-phone", OnStoreFailure::Closed)));
+/// ```
+pub fn typed_limits() -> [(&'static str, OnStoreFailure); 3] {
+    [
+        (Following::ID, Following::on_store_failure()),
+        (LoginAttempts::ID, LoginAttempts::on_store_failure()),
+        (SmsPerPhone::ID, SmsPerPhone::on_store_failure()),
+    ]
+}

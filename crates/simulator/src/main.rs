@@ -1,0 +1,209 @@
+//! `tollgate-sim`: scores limiting policies against Chirp's kinds of trouble.
+//!
+//! `cargo run --release -p tollgate-simulator` runs every scenario at full length against no
+//! limits, a per-IP limit of 100 a minute and Chirp's layered limits, and prints a table;
+//! `--csv` and `--charts` write the CSV and one SVG a scenario; rule files named on the
+//! command line are scored too. Progress goes to stderr.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use clap::{Parser, ValueEnum};
+use indicatif::{ProgressBar, ProgressStyle};
+use tollgate_simulator::{
+    Crowd, OutageAndFraud, Outcome, PartnerLoop, Policy, Scenario, Wave, report, simulate,
+};
+
+/// Scores rate-limiting policies against a sign-up wave, a partner stuck in a loop, a crowd
+/// behind a carrier's NAT and a store outage during SMS fraud — in simulated time, through the
+/// real layer.
+#[derive(Debug, Parser)]
+#[command(name = "tollgate-sim", version)]
+struct Args {
+    /// Rule files to score besides the built-in policies (each checked as the gateway would).
+    rule_files: Vec<PathBuf>,
+    /// The scenarios to run.
+    #[arg(long = "scenario", value_enum, default_values_t = [Which::Wave, Which::Partner, Which::Crowd, Which::Outage])]
+    scenarios: Vec<Which>,
+    /// The built-in policies to score.
+    #[arg(long = "policy", value_enum, default_values_t = [BuiltIn::None, BuiltIn::PerIp, BuiltIn::Layered])]
+    policies: Vec<BuiltIn>,
+    /// The seed every scenario's traffic is drawn from.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Run every scenario this many times as long (0.1: a tenth; rates unchanged).
+    #[arg(long, default_value_t = 1.0)]
+    scale: f64,
+    /// The per-IP policy's limit, requests a minute.
+    #[arg(long, default_value_t = 100)]
+    per_ip_limit: u64,
+    /// The wave's attempts.
+    #[arg(long, default_value_t = Wave::default().attempts)]
+    wave_attempts: u64,
+    /// The wave's cloud addresses.
+    #[arg(long, default_value_t = Wave::default().addresses)]
+    wave_addresses: u64,
+    /// The /24 blocks the wave's addresses fall in.
+    #[arg(long, default_value_t = Wave::default().blocks)]
+    wave_blocks: u64,
+    /// The device ids the wave's scripts reuse (0: they send none).
+    #[arg(long, default_value_t = Wave::default().devices)]
+    wave_devices: u64,
+    /// The partner loop's requests a second.
+    #[arg(long, default_value_t = PartnerLoop::default().loop_per_second)]
+    loop_rate: f64,
+    /// Users in the crowd.
+    #[arg(long, default_value_t = Crowd::default().users)]
+    crowd_users: u32,
+    /// The NAT addresses they share.
+    #[arg(long, default_value_t = Crowd::default().addresses)]
+    crowd_addresses: u64,
+    /// The fraudster's code requests a second.
+    #[arg(long, default_value_t = OutageAndFraud::default().fraud_per_second)]
+    fraud_rate: f64,
+    /// Write the results as CSV here.
+    #[arg(long)]
+    csv: Option<PathBuf>,
+    /// Write one SVG chart a scenario (`<scenario>.svg`) into this directory.
+    #[arg(long)]
+    charts: Option<PathBuf>,
+    /// No progress bar.
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Which {
+    Wave,
+    Partner,
+    Crowd,
+    Outage,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum BuiltIn {
+    None,
+    PerIp,
+    Layered,
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    match run(&args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("tollgate-sim: {error}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
+    let policies = policies(args)?;
+    let scenarios = scenarios(args);
+    let mut all: Vec<Outcome> = Vec::new();
+    let mut out = std::io::stdout().lock();
+    // The wall clock measures the simulator itself (requests simulated a second, by policy),
+    // never the simulation.
+    let mut speed: Vec<(u64, f64)> = vec![(0, 0.0); policies.len()];
+    for scenario in &scenarios {
+        let mut outcomes = Vec::new();
+        for (policy, speed) in policies.iter().zip(&mut speed) {
+            let bar = progress(args.quiet, scenario, policy);
+            let started = Instant::now();
+            let outcome = simulate(scenario, policy, args.seed, &mut |micros| {
+                bar.set_position(micros / 1_000_000);
+            })?;
+            speed.1 += started.elapsed().as_secs_f64();
+            speed.0 += outcome.score.requests;
+            bar.finish_and_clear();
+            outcomes.push(outcome);
+        }
+        report::write_table(&mut out, scenario, &outcomes)?;
+        if let Some(directory) = &args.charts {
+            std::fs::create_dir_all(directory)?;
+            let path = directory.join(format!("{}.svg", scenario.name()));
+            let mut file = std::io::BufWriter::new(std::fs::File::create(&path)?);
+            report::write_chart(&mut file, scenario, &outcomes)?;
+            file.flush()?;
+            eprintln!("tollgate-sim: wrote {}", path.display());
+        }
+        all.extend(outcomes);
+    }
+    if let Some(path) = &args.csv {
+        let mut file = std::io::BufWriter::new(std::fs::File::create(path)?);
+        report::write_csv(&mut file, &all)?;
+        file.flush()?;
+        eprintln!("tollgate-sim: wrote {}", path.display());
+    }
+    for (policy, (requests, seconds)) in policies.iter().zip(speed) {
+        eprintln!(
+            "tollgate-sim: {}: simulated {requests} requests in {seconds:.1} s ({:.0} a second)",
+            policy.name(),
+            requests as f64 / seconds.max(1e-9)
+        );
+    }
+    Ok(())
+}
+
+/// The built-in policies asked for, then the rule files (the first mistake stops the run,
+/// with every mistake of that file at its line and column).
+fn policies(args: &Args) -> Result<Vec<Policy>, tollgate_simulator::Error> {
+    let mut policies = Vec::new();
+    for built_in in &args.policies {
+        policies.push(match built_in {
+            BuiltIn::None => Policy::none()?,
+            BuiltIn::PerIp => Policy::per_ip(args.per_ip_limit)?,
+            BuiltIn::Layered => Policy::layered()?,
+        });
+    }
+    for path in &args.rule_files {
+        policies.push(Policy::from_file(path)?);
+    }
+    Ok(policies)
+}
+
+fn scenarios(args: &Args) -> Vec<Scenario> {
+    args.scenarios
+        .iter()
+        .map(|which| match which {
+            Which::Wave => Scenario::Wave(Wave {
+                attempts: args.wave_attempts,
+                addresses: args.wave_addresses,
+                blocks: args.wave_blocks,
+                devices: args.wave_devices,
+                ..Wave::default()
+            }),
+            Which::Partner => Scenario::Partner(PartnerLoop {
+                loop_per_second: args.loop_rate,
+                ..PartnerLoop::default()
+            }),
+            Which::Crowd => Scenario::Crowd(Crowd {
+                users: args.crowd_users,
+                addresses: args.crowd_addresses,
+                ..Crowd::default()
+            }),
+            Which::Outage => Scenario::Outage(OutageAndFraud {
+                fraud_per_second: args.fraud_rate,
+                ..OutageAndFraud::default()
+            }),
+        })
+        .map(|scenario| scenario.scaled(args.scale))
+        .collect()
+}
+
+fn progress(quiet: bool, scenario: &Scenario, policy: &Policy) -> ProgressBar {
+    if quiet {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new(scenario.duration_micros() / 1_000_000);
+    if let Ok(style) =
+        ProgressStyle::with_template("{msg:<24} [{bar:40}] {pos}/{len} simulated s, {eta} left")
+    {
+        bar.set_style(style.progress_chars("=> "));
+    }
+    bar.set_message(format!("{} × {}", scenario.name(), policy.name()));
+    bar
+}

@@ -1,0 +1,268 @@
+//! What a policy did in a scenario: the score, second by second traffic, and the outage's
+//! per-rule account.
+
+use std::collections::{BTreeMap, HashSet};
+
+use tollgate::{OnStoreFailure, RuleId};
+
+use crate::PolicyKind;
+use crate::visit::{Call, Side, Visit};
+
+/// One simulated second: requests admitted and refused, innocents' and attackers'.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Second {
+    /// Innocent requests let through.
+    pub innocent_admitted: u32,
+    /// Innocent requests refused.
+    pub innocent_refused: u32,
+    /// Attackers' requests let through.
+    pub attacker_admitted: u32,
+    /// Attackers' requests refused.
+    pub attacker_refused: u32,
+}
+
+impl Second {
+    /// All requests let through in this second.
+    pub fn admitted(&self) -> u32 {
+        self.innocent_admitted + self.attacker_admitted
+    }
+}
+
+/// While the store was down, what one rule's failure policy did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RuleInOutage {
+    /// The rule (or typed limit).
+    pub rule: RuleId,
+    /// What it does while the store is down (`None`: not known to the policy).
+    pub on_failure: Option<OnStoreFailure>,
+    /// Attackers' requests it was asked about.
+    pub attacker_requests: u64,
+    /// Innocent requests it was asked about.
+    pub innocent_requests: u64,
+    /// Of the attackers' requests, those let through.
+    pub attackers_let_through: u64,
+    /// Of the innocent requests, those refused.
+    pub innocents_refused: u64,
+}
+
+/// The score of a policy in a scenario.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Score {
+    /// Every request sent.
+    pub requests: u64,
+    /// Attackers' requests sent.
+    pub attacker_requests: u64,
+    /// Of those, let through.
+    pub attackers_let_through: u64,
+    /// Accounts the attackers created (sign-ups let through).
+    pub accounts_created: u64,
+    /// Codes sent to the attackers' numbers (code requests let through).
+    pub sms_sent: u64,
+    /// Innocent callers (people, partners' normal traffic) who sent anything.
+    pub innocents: u64,
+    /// Of those, refused at least once.
+    pub innocents_blocked: u64,
+    /// Innocent requests refused.
+    pub innocent_requests_refused: u64,
+    /// Requests let through in the busiest second.
+    pub admitted_peak_per_second: u64,
+    /// Requests let through a second, on average over the scenario.
+    pub admitted_mean_per_second: f64,
+    /// How long after a partner's loop started it was first refused (µs): `None` when it never
+    /// was, or there is no loop.
+    pub loop_stopped_after_micros: Option<u64>,
+    /// The loop's requests let through a second, on average from its second second on.
+    pub loop_admitted_per_second: Option<f64>,
+}
+
+impl Score {
+    /// Innocent callers blocked at least once, in percent of those who sent anything.
+    pub fn innocents_blocked_percent(&self) -> f64 {
+        if self.innocents == 0 {
+            0.0
+        } else {
+            self.innocents_blocked as f64 * 100.0 / self.innocents as f64
+        }
+    }
+}
+
+/// Everything one simulation found.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// The scenario's short name.
+    pub scenario: &'static str,
+    /// The policy's name.
+    pub policy: String,
+    /// Which policy it is.
+    pub kind: PolicyKind,
+    /// The seed.
+    pub seed: u64,
+    /// The score.
+    pub score: Score,
+    /// Second by second.
+    pub seconds: Vec<Second>,
+    /// While the store was down, rule by rule (empty when it never was).
+    pub outage: Vec<RuleInOutage>,
+}
+
+/// Counts a simulation's answers as they come.
+pub(crate) struct Tally {
+    seconds: Vec<Second>,
+    requests: u64,
+    attacker_requests: u64,
+    attackers_let_through: u64,
+    accounts_created: u64,
+    sms_sent: u64,
+    innocents: HashSet<u32>,
+    blocked: HashSet<u32>,
+    innocent_requests_refused: u64,
+    looping: Option<std::ops::Range<u64>>,
+    loop_first_refusal: Option<u64>,
+    outage: BTreeMap<RuleId, RuleInOutage>,
+}
+
+impl Tally {
+    pub(crate) fn new(duration_micros: u64, looping: Option<std::ops::Range<u64>>) -> Self {
+        Tally {
+            seconds: vec![Second::default(); duration_micros.div_ceil(1_000_000) as usize],
+            requests: 0,
+            attacker_requests: 0,
+            attackers_let_through: 0,
+            accounts_created: 0,
+            sms_sent: 0,
+            innocents: HashSet::new(),
+            blocked: HashSet::new(),
+            innocent_requests_refused: 0,
+            looping,
+            loop_first_refusal: None,
+            outage: BTreeMap::new(),
+        }
+    }
+
+    /// `visit` was let through, or refused.
+    pub(crate) fn record(&mut self, visit: &Visit, refused: bool) {
+        self.requests += 1;
+        let index = (visit.at / 1_000_000) as usize;
+        if index >= self.seconds.len() {
+            self.seconds.resize(index + 1, Second::default());
+        }
+        let second = &mut self.seconds[index];
+        match (visit.caller.side, refused) {
+            (Side::Innocent, false) => second.innocent_admitted += 1,
+            (Side::Innocent, true) => second.innocent_refused += 1,
+            (Side::Attacker, false) => second.attacker_admitted += 1,
+            (Side::Attacker, true) => second.attacker_refused += 1,
+        }
+        match visit.caller.side {
+            Side::Innocent => {
+                self.innocents.insert(visit.caller.id);
+                if refused {
+                    self.innocent_requests_refused += 1;
+                    self.blocked.insert(visit.caller.id);
+                }
+            }
+            Side::Attacker => {
+                self.attacker_requests += 1;
+                if refused {
+                    if self.looping.is_some() && self.loop_first_refusal.is_none() {
+                        self.loop_first_refusal = Some(visit.at);
+                    }
+                } else {
+                    self.attackers_let_through += 1;
+                    match visit.call {
+                        Call::Signup { .. } => self.accounts_created += 1,
+                        Call::Otp { .. } => self.sms_sent += 1,
+                        _ => {}
+                    }
+                }
+            }
+        }
+    }
+
+    /// While the store was down, `visit` asked about `rules`, and was refused or not.
+    pub(crate) fn record_outage(
+        &mut self,
+        visit: &Visit,
+        rules: impl IntoIterator<Item = RuleId>,
+        refused: bool,
+        failure_policies: &[(RuleId, OnStoreFailure)],
+    ) {
+        let mut seen: Vec<RuleId> = Vec::new();
+        for rule in rules {
+            if seen.contains(&rule) {
+                continue;
+            }
+            seen.push(rule.clone());
+            let on_failure = failure_policies
+                .iter()
+                .find(|(id, _)| *id == rule)
+                .map(|(_, policy)| *policy);
+            let entry = self.outage.entry(rule.clone()).or_insert(RuleInOutage {
+                rule,
+                on_failure,
+                attacker_requests: 0,
+                innocent_requests: 0,
+                attackers_let_through: 0,
+                innocents_refused: 0,
+            });
+            match visit.caller.side {
+                Side::Attacker => {
+                    entry.attacker_requests += 1;
+                    entry.attackers_let_through += u64::from(!refused);
+                }
+                Side::Innocent => {
+                    entry.innocent_requests += 1;
+                    entry.innocents_refused += u64::from(refused);
+                }
+            }
+        }
+    }
+
+    pub(crate) fn finish(
+        self,
+        scenario: &'static str,
+        policy: &crate::Policy,
+        seed: u64,
+    ) -> Outcome {
+        let admitted: u64 = self.seconds.iter().map(|s| u64::from(s.admitted())).sum();
+        // The loop's admissions a second, from its second second to its end.
+        let loop_seconds = self.looping.as_ref().map(|looping| {
+            let from = (looping.start / 1_000_000) as usize + 1;
+            let to = ((looping.end / 1_000_000) as usize).min(self.seconds.len());
+            let seconds = &self.seconds[from.min(to)..to];
+            let sum: u64 = seconds.iter().map(|s| u64::from(s.attacker_admitted)).sum();
+            sum as f64 / seconds.len().max(1) as f64
+        });
+        let score = Score {
+            requests: self.requests,
+            attacker_requests: self.attacker_requests,
+            attackers_let_through: self.attackers_let_through,
+            accounts_created: self.accounts_created,
+            sms_sent: self.sms_sent,
+            innocents: self.innocents.len() as u64,
+            innocents_blocked: self.blocked.len() as u64,
+            innocent_requests_refused: self.innocent_requests_refused,
+            admitted_peak_per_second: self
+                .seconds
+                .iter()
+                .map(|s| u64::from(s.admitted()))
+                .max()
+                .unwrap_or(0),
+            admitted_mean_per_second: admitted as f64 / self.seconds.len().max(1) as f64,
+            loop_stopped_after_micros: self
+                .looping
+                .zip(self.loop_first_refusal)
+                .map(|(looping, refused)| refused.saturating_sub(looping.start)),
+            loop_admitted_per_second: loop_seconds,
+        };
+        Outcome {
+            scenario,
+            policy: policy.name().to_owned(),
+            kind: policy.kind(),
+            seed,
+            score,
+            seconds: self.seconds,
+            outage: self.outage.into_values().collect(),
+        }
+    }
+}

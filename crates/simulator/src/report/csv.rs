@@ -1,0 +1,71 @@
+//! The CSV: one row a scenario and policy, every figure of the score.
+
+use std::io::{self, Write};
+
+use crate::Outcome;
+
+/// The CSV's columns.
+const COLUMNS: [&str; 16] = [
+    "scenario",
+    "policy",
+    "seed",
+    "requests",
+    "attacker_requests",
+    "attackers_let_through",
+    "accounts_created",
+    "sms_sent",
+    "innocents",
+    "innocents_blocked",
+    "innocents_blocked_percent",
+    "innocent_requests_refused",
+    "admitted_mean_per_second",
+    "admitted_peak_per_second",
+    "loop_stopped_after_seconds",
+    "loop_admitted_per_second",
+];
+
+/// Writes a header and one row per outcome (figures with fixed decimals, so equal runs give
+/// equal bytes; an empty cell where a figure does not apply).
+///
+/// ```
+/// use tollgate_simulator::{Crowd, Policy, Scenario, report::write_csv, simulate};
+///
+/// let crowd = Scenario::Crowd(Crowd { users: 10, minutes: 1.0, ..Crowd::default() });
+/// let outcome = simulate(&crowd, &Policy::none()?, 1, &mut |_| {})?;
+/// let mut out = Vec::new();
+/// write_csv(&mut out, &[outcome]).expect("written to memory");
+/// assert!(String::from_utf8_lossy(&out).starts_with("scenario,policy,seed,"));
+/// # Ok::<(), tollgate_simulator::Error>(())
+/// ```
+pub fn write_csv(out: &mut dyn Write, outcomes: &[Outcome]) -> io::Result<()> {
+    let mut writer = csv::Writer::from_writer(out);
+    writer.write_record(COLUMNS)?;
+    for outcome in outcomes {
+        let score = &outcome.score;
+        writer.write_record([
+            outcome.scenario.to_owned(),
+            outcome.policy.clone(),
+            outcome.seed.to_string(),
+            score.requests.to_string(),
+            score.attacker_requests.to_string(),
+            score.attackers_let_through.to_string(),
+            score.accounts_created.to_string(),
+            score.sms_sent.to_string(),
+            score.innocents.to_string(),
+            score.innocents_blocked.to_string(),
+            format!("{:.2}", score.innocents_blocked_percent()),
+            score.innocent_requests_refused.to_string(),
+            format!("{:.2}", score.admitted_mean_per_second),
+            score.admitted_peak_per_second.to_string(),
+            score
+                .loop_stopped_after_micros
+                .map_or(String::new(), |micros| {
+                    format!("{:.6}", micros as f64 / 1e6)
+                }),
+            score
+                .loop_admitted_per_second
+                .map_or(String::new(), |rate| format!("{rate:.2}")),
+        ])?;
+    }
+    writer.flush()
+}

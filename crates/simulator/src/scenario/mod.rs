@@ -1,0 +1,157 @@
+//! The kinds of trouble a policy is scored against, each a generator whose parameters are
+//! printed with its results.
+
+mod crowd;
+mod outage;
+mod partner;
+mod wave;
+
+use std::ops::Range;
+
+pub use crowd::Crowd;
+pub use outage::OutageAndFraud;
+pub use partner::{LOOPING_KEY, PartnerLoop};
+pub use wave::Wave;
+
+use crate::timeline::{Source, Timeline};
+
+/// A scenario: simulated traffic, the same visit for visit for every policy scored on it.
+///
+/// ```
+/// use tollgate_simulator::{Crowd, Scenario};
+///
+/// let crowd = Scenario::Crowd(Crowd { users: 10, minutes: 1.0, ..Crowd::default() });
+/// assert_eq!(crowd.name(), "crowd");
+/// assert_eq!(crowd.duration_micros(), 60_000_000);
+/// assert!(crowd.timeline(7).all(|visit| visit.at < 60_000_000));
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub enum Scenario {
+    /// (a) The sign-up wave.
+    Wave(Wave),
+    /// (b) The partner loop.
+    Partner(PartnerLoop),
+    /// (c) The crowd behind a carrier's NAT.
+    Crowd(Crowd),
+    /// (d) A store outage while a fraudster pumps SMS codes.
+    Outage(OutageAndFraud),
+}
+
+impl Scenario {
+    /// All four, with their default (full-length) parameters.
+    pub fn all() -> Vec<Scenario> {
+        vec![
+            Scenario::Wave(Wave::default()),
+            Scenario::Partner(PartnerLoop::default()),
+            Scenario::Crowd(Crowd::default()),
+            Scenario::Outage(OutageAndFraud::default()),
+        ]
+    }
+
+    /// Its short name: `wave`, `partner`, `crowd` or `outage`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Scenario::Wave(_) => "wave",
+            Scenario::Partner(_) => "partner",
+            Scenario::Crowd(_) => "crowd",
+            Scenario::Outage(_) => "outage",
+        }
+    }
+
+    /// A line saying what happens in it.
+    pub fn title(&self) -> &'static str {
+        match self {
+            Scenario::Wave(_) => "the sign-up wave: scripted accounts from cloud machines",
+            Scenario::Partner(_) => "the partner loop: one API key calling nonstop",
+            Scenario::Crowd(_) => "the crowd: real users behind a carrier's NAT",
+            Scenario::Outage(_) => "a store outage while a fraudster pumps SMS codes",
+        }
+    }
+
+    /// Its parameters, named, as printed with its results.
+    pub fn parameters(&self) -> Vec<(&'static str, String)> {
+        match self {
+            Scenario::Wave(wave) => wave.parameters(),
+            Scenario::Partner(partner) => partner.parameters(),
+            Scenario::Crowd(crowd) => crowd.parameters(),
+            Scenario::Outage(outage) => outage.parameters(),
+        }
+    }
+
+    /// How long it lasts, in simulated microseconds.
+    pub fn duration_micros(&self) -> u64 {
+        match self {
+            Scenario::Wave(wave) => wave.duration(),
+            Scenario::Partner(partner) => partner.duration(),
+            Scenario::Crowd(crowd) => crowd.duration(),
+            Scenario::Outage(outage) => outage.duration(),
+        }
+    }
+
+    /// When the store is down, if it ever is.
+    pub fn outage(&self) -> Option<Range<u64>> {
+        match self {
+            Scenario::Outage(outage) => Some(outage.outage()),
+            _ => None,
+        }
+    }
+
+    /// When a partner's loop runs (µs from the start), if one does: its requests are the
+    /// attacker's.
+    pub fn looping(&self) -> Option<Range<u64>> {
+        match self {
+            Scenario::Partner(partner) => Some(partner.loop_start()..partner.loop_end()),
+            _ => None,
+        }
+    }
+
+    /// The same scenario, `factor` times as long (`0.1`: a tenth), at the same rates: the
+    /// wave's attempts shrink with its hours; the outage and the loop keep their place.
+    ///
+    /// ```
+    /// use tollgate_simulator::{Scenario, Wave};
+    ///
+    /// let short = Scenario::Wave(Wave::default()).scaled(0.1);
+    /// assert_eq!(short, Scenario::Wave(Wave { attempts: 4_000, hours: 0.8, ..Wave::default() }));
+    /// ```
+    pub fn scaled(&self, factor: f64) -> Scenario {
+        let factor = if factor.is_finite() && factor > 0.0 {
+            factor
+        } else {
+            1.0
+        };
+        match self {
+            Scenario::Wave(wave) => Scenario::Wave(Wave {
+                attempts: (wave.attempts as f64 * factor).round() as u64,
+                hours: wave.hours * factor,
+                ..wave.clone()
+            }),
+            Scenario::Partner(partner) => Scenario::Partner(PartnerLoop {
+                quiet_minutes: partner.quiet_minutes * factor,
+                loop_minutes: partner.loop_minutes * factor,
+                ..partner.clone()
+            }),
+            Scenario::Crowd(crowd) => Scenario::Crowd(Crowd {
+                minutes: crowd.minutes * factor,
+                ..crowd.clone()
+            }),
+            Scenario::Outage(outage) => Scenario::Outage(OutageAndFraud {
+                minutes: outage.minutes * factor,
+                outage_from_minute: outage.outage_from_minute * factor,
+                outage_minutes: outage.outage_minutes * factor,
+                ..outage.clone()
+            }),
+        }
+    }
+
+    /// Its visits in time order, all randomness from `seed`.
+    pub fn timeline(&self, seed: u64) -> Timeline {
+        let sources: Vec<Box<dyn Source>> = match self {
+            Scenario::Wave(wave) => wave.sources(),
+            Scenario::Partner(partner) => partner.sources(),
+            Scenario::Crowd(crowd) => crowd.sources(),
+            Scenario::Outage(outage) => outage.sources(),
+        };
+        Timeline::new(sources, seed)
+    }
+}
