@@ -17,6 +17,8 @@ pub enum Error {
     },
     /// A rule file has mistakes: each at its line and column, as the gateway reports them.
     Rules(ConfigErrors),
+    /// A rule file that Chirp's gateway would refuse (a typed limit's id on a `[[rule]]`).
+    Chirp(String),
     /// A built-in quota could not be made (a bug).
     Quota(QuotaError),
     /// The simulation's runtime could not be started.
@@ -28,6 +30,7 @@ impl fmt::Display for Error {
         match self {
             Error::Read { path, error } => write!(f, "{path}: {error}"),
             Error::Rules(errors) => write!(f, "{errors}"),
+            Error::Chirp(problem) => write!(f, "{problem}"),
             Error::Quota(error) => write!(f, "{error}"),
             Error::Runtime(error) => write!(f, "cannot start the simulation's runtime: {error}"),
         }

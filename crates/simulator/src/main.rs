@@ -33,35 +33,36 @@ struct Args {
     /// The seed every scenario's traffic is drawn from.
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// Run every scenario this many times as long (0.1: a tenth; rates unchanged).
-    #[arg(long, default_value_t = 1.0)]
+    /// Run every scenario this many times as long (0.1: a tenth; rates unchanged), above 0 and
+    /// at most 10.
+    #[arg(long, default_value_t = 1.0, value_parser = scale)]
     scale: f64,
     /// The per-IP policy's limit, requests a minute.
     #[arg(long, default_value_t = 100)]
     per_ip_limit: u64,
-    /// The wave's attempts.
+    /// The wave's attempts (over its 8 hours; scaled with --scale).
     #[arg(long, default_value_t = Wave::default().attempts)]
     wave_attempts: u64,
-    /// The wave's cloud addresses.
-    #[arg(long, default_value_t = Wave::default().addresses)]
+    /// The wave's cloud addresses (at most 254 a block).
+    #[arg(long, default_value_t = Wave::default().addresses, value_parser = clap::value_parser!(u64).range(1..=130_048))]
     wave_addresses: u64,
     /// The /24 blocks the wave's addresses fall in.
-    #[arg(long, default_value_t = Wave::default().blocks)]
+    #[arg(long, default_value_t = Wave::default().blocks, value_parser = clap::value_parser!(u64).range(1..=512))]
     wave_blocks: u64,
     /// The device ids the wave's scripts reuse (0: they send none).
     #[arg(long, default_value_t = Wave::default().devices)]
     wave_devices: u64,
-    /// The partner loop's requests a second.
-    #[arg(long, default_value_t = PartnerLoop::default().loop_per_second)]
+    /// The partner loop's requests a second (at most 1,000,000: time is in microseconds).
+    #[arg(long, default_value_t = PartnerLoop::default().loop_per_second, value_parser = rate)]
     loop_rate: f64,
     /// Users in the crowd.
     #[arg(long, default_value_t = Crowd::default().users)]
     crowd_users: u32,
-    /// The NAT addresses they share.
-    #[arg(long, default_value_t = Crowd::default().addresses)]
+    /// The NAT addresses they share (one /24 block).
+    #[arg(long, default_value_t = Crowd::default().addresses, value_parser = clap::value_parser!(u64).range(1..=254))]
     crowd_addresses: u64,
-    /// The fraudster's code requests a second.
-    #[arg(long, default_value_t = OutageAndFraud::default().fraud_per_second)]
+    /// The fraudster's code requests a second (at most 1,000,000).
+    #[arg(long, default_value_t = OutageAndFraud::default().fraud_per_second, value_parser = rate)]
     fraud_rate: f64,
     /// Write the results as CSV here.
     #[arg(long)]
@@ -72,6 +73,31 @@ struct Args {
     /// No progress bar.
     #[arg(long, short)]
     quiet: bool,
+}
+
+/// `--scale`: a finite number above 0, at most 10 (a longer run holds a second-by-second
+/// series of its whole length).
+fn scale(text: &str) -> Result<f64, String> {
+    let factor: f64 = text
+        .parse()
+        .map_err(|_| format!("{text:?} is not a number"))?;
+    if factor.is_finite() && factor > 0.0 && factor <= 10.0 {
+        Ok(factor)
+    } else {
+        Err(format!("{text} is not above 0 and at most 10"))
+    }
+}
+
+/// A rate a second: finite, from 0 to 1,000,000 (arrivals are whole microseconds apart).
+fn rate(text: &str) -> Result<f64, String> {
+    let rate: f64 = text
+        .parse()
+        .map_err(|_| format!("{text:?} is not a number"))?;
+    if rate.is_finite() && (0.0..=1_000_000.0).contains(&rate) {
+        Ok(rate)
+    } else {
+        Err(format!("{text} is not a rate from 0 to 1000000 a second"))
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -102,7 +128,7 @@ fn main() -> ExitCode {
 
 fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
     let policies = policies(args)?;
-    let scenarios = scenarios(args);
+    let scenarios = scenarios(args)?;
     let mut all: Vec<Outcome> = Vec::new();
     let mut out = std::io::stdout().lock();
     // The wall clock measures the simulator itself (requests simulated a second, by policy),
@@ -165,8 +191,17 @@ fn policies(args: &Args) -> Result<Vec<Policy>, tollgate_simulator::Error> {
     Ok(policies)
 }
 
-fn scenarios(args: &Args) -> Vec<Scenario> {
-    args.scenarios
+fn scenarios(args: &Args) -> Result<Vec<Scenario>, String> {
+    if args.wave_addresses > 254 * args.wave_blocks {
+        return Err(format!(
+            "--wave-addresses {}: {} /24 blocks hold at most {} addresses",
+            args.wave_addresses,
+            args.wave_blocks,
+            254 * args.wave_blocks
+        ));
+    }
+    let scenarios = args
+        .scenarios
         .iter()
         .map(|which| match which {
             Which::Wave => Scenario::Wave(Wave {
@@ -191,7 +226,8 @@ fn scenarios(args: &Args) -> Vec<Scenario> {
             }),
         })
         .map(|scenario| scenario.scaled(args.scale))
-        .collect()
+        .collect();
+    Ok(scenarios)
 }
 
 fn progress(quiet: bool, scenario: &Scenario, policy: &Policy) -> ProgressBar {

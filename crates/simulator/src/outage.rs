@@ -41,22 +41,37 @@ impl<S: Store> OutageStore<S> {
         self.asked.clone()
     }
 
-    /// The error of a call made now, if the store is down: noting the items' rules.
+    /// The error of a call about `items` made now, if the store is down: noting their rules.
     fn failure<'i, 'r: 'i>(
         &self,
         items: impl IntoIterator<Item = &'i Item<'r>>,
     ) -> Option<StoreError> {
-        if !self.down.contains(&self.clock.now().as_micros()) {
+        if !self.is_down() {
+            // The common case, without collecting anything.
             return None;
         }
         let rules: Vec<RuleId> = items.into_iter().map(|item| item.rule().clone()).collect();
-        if !rules.is_empty() && rules.iter().all(|rule| self.absent.contains(rule)) {
-            return None;
-        }
+        let error = self.fails(&rules)?;
         if let Ok(mut asked) = self.asked.lock() {
             asked.extend(rules);
         }
-        Some(StoreError::unavailable("the simulated store is down"))
+        Some(error)
+    }
+
+    /// The error of refunding `receipt` now, if the store is down.
+    fn refund_failure(&self, receipt: &Receipt) -> Option<StoreError> {
+        self.fails(std::slice::from_ref(receipt.rule()))
+    }
+
+    fn is_down(&self) -> bool {
+        self.down.contains(&self.clock.now().as_micros())
+    }
+
+    /// Whether a call about `rules` fails now: while the store is down, unless every rule is
+    /// one the policy does not have.
+    fn fails(&self, rules: &[RuleId]) -> Option<StoreError> {
+        let absent = !rules.is_empty() && rules.iter().all(|rule| self.absent.contains(rule));
+        (self.is_down() && !absent).then(|| StoreError::unavailable("the simulated store is down"))
     }
 }
 
@@ -96,14 +111,14 @@ impl<S: Store> Store for OutageStore<S> {
     }
 
     fn refund(&self, receipt: Receipt) -> impl Future<Output = Result<(), RefundError>> + Send {
-        match self.failure([]) {
+        match self.refund_failure(&receipt) {
             Some(error) => Either::Left(ready(Err(RefundError::new(error, receipt)))),
             None => Either::Right(self.inner.refund(receipt)),
         }
     }
 
     fn refund_now(&self, receipt: Receipt) -> RefundNow {
-        match self.failure([]) {
+        match self.refund_failure(&receipt) {
             Some(error) => RefundNow::Done(Err(RefundError::new(error, receipt))),
             None => self.inner.refund_now(receipt),
         }
@@ -115,5 +130,63 @@ impl<S: Store> Store for OutageStore<S> {
         key: &Key,
     ) -> impl Future<Output = Result<(), StoreError>> + Send {
         self.inner.reset(rule, key)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use futures_util::FutureExt;
+    use tollgate::{MemoryStore, Quota, Timestamp};
+
+    use super::*;
+
+    #[test]
+    fn while_down_it_fails_the_policys_rules_but_never_a_rule_the_policy_does_not_have() {
+        let clock = ManualClock::new(Timestamp::from_secs(100));
+        let memory = MemoryStore::builder().clock(clock.clone()).build();
+        let (present, absent) = (
+            RuleId::new("present").expect("an id"),
+            RuleId::new("absent").expect("an id"),
+        );
+        let store = OutageStore::new(
+            memory,
+            clock.clone(),
+            100_000_000..200_000_000,
+            vec![absent.clone()],
+        );
+        let quota = Quota::fixed_window(10, Duration::from_secs(60)).expect("a quota");
+        let key = Key::new("k");
+        let (kept, off) = (
+            Item::new(&present, quota, &key),
+            Item::new(&absent, quota, &key),
+        );
+
+        let checked = store.check(&[off]).now_or_never().expect("ready");
+        let receipt = checked
+            .expect("a rule the policy does not have never fails")
+            .into_receipts(&[off])
+            .pop()
+            .expect("charged");
+        let failed = store.check(&[kept]).now_or_never().expect("ready");
+        assert!(
+            failed.is_err(),
+            "the policy's rule fails while the store is down"
+        );
+        assert_eq!(
+            store.asked().lock().expect("lock").as_slice(),
+            std::slice::from_ref(&present)
+        );
+        assert!(
+            store.refund(receipt).now_or_never().expect("ready").is_ok(),
+            "its refund does not fail either"
+        );
+
+        clock.set(Timestamp::from_secs(200));
+        assert!(
+            store.check(&[kept]).now_or_never().expect("ready").is_ok(),
+            "up again"
+        );
     }
 }

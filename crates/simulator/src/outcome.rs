@@ -41,7 +41,8 @@ pub struct RuleInOutage {
     pub innocent_requests: u64,
     /// Of the attackers' requests, those let through.
     pub attackers_let_through: u64,
-    /// Of the innocent requests, those refused.
+    /// Of the innocent requests, those refused (never by a rule that fails open: a request it
+    /// was asked about may still be refused by another rule that fails closed).
     pub innocents_refused: u64,
 }
 
@@ -71,7 +72,8 @@ pub struct Score {
     /// How long after a partner's loop started it was first refused (µs): `None` when it never
     /// was, or there is no loop.
     pub loop_stopped_after_micros: Option<u64>,
-    /// The loop's requests let through a second, on average from its second second on.
+    /// The loop's requests let through a second, on average over its whole seconds after the
+    /// first (`None` when there is no loop, or no such second).
     pub loop_admitted_per_second: Option<f64>,
 }
 
@@ -107,14 +109,16 @@ pub struct Outcome {
 
 /// Counts a simulation's answers as they come.
 pub(crate) struct Tally {
+    /// Up to the last second anything was sent in.
     seconds: Vec<Second>,
+    duration_seconds: u64,
     requests: u64,
     attacker_requests: u64,
     attackers_let_through: u64,
     accounts_created: u64,
     sms_sent: u64,
-    innocents: HashSet<u32>,
-    blocked: HashSet<u32>,
+    innocents: HashSet<u64>,
+    blocked: HashSet<u64>,
     innocent_requests_refused: u64,
     looping: Option<std::ops::Range<u64>>,
     loop_first_refusal: Option<u64>,
@@ -124,7 +128,8 @@ pub(crate) struct Tally {
 impl Tally {
     pub(crate) fn new(duration_micros: u64, looping: Option<std::ops::Range<u64>>) -> Self {
         Tally {
-            seconds: vec![Second::default(); duration_micros.div_ceil(1_000_000) as usize],
+            seconds: Vec::new(),
+            duration_seconds: duration_micros.div_ceil(1_000_000),
             requests: 0,
             attacker_requests: 0,
             attackers_let_through: 0,
@@ -212,7 +217,9 @@ impl Tally {
                 }
                 Side::Innocent => {
                     entry.innocent_requests += 1;
-                    entry.innocents_refused += u64::from(refused);
+                    // A rule that fails open refused no one: the refusal was another rule's.
+                    let open = entry.on_failure == Some(OnStoreFailure::Open);
+                    entry.innocents_refused += u64::from(refused && !open);
                 }
             }
         }
@@ -226,12 +233,15 @@ impl Tally {
     ) -> Outcome {
         let admitted: u64 = self.seconds.iter().map(|s| u64::from(s.admitted())).sum();
         // The loop's admissions a second, from its second second to its end.
-        let loop_seconds = self.looping.as_ref().map(|looping| {
+        let loop_seconds = self.looping.as_ref().and_then(|looping| {
             let from = (looping.start / 1_000_000) as usize + 1;
             let to = ((looping.end / 1_000_000) as usize).min(self.seconds.len());
-            let seconds = &self.seconds[from.min(to)..to];
+            let seconds = self
+                .seconds
+                .get(from..to)
+                .filter(|seconds| !seconds.is_empty())?;
             let sum: u64 = seconds.iter().map(|s| u64::from(s.attacker_admitted)).sum();
-            sum as f64 / seconds.len().max(1) as f64
+            Some(sum as f64 / seconds.len() as f64)
         });
         let score = Score {
             requests: self.requests,
@@ -248,7 +258,7 @@ impl Tally {
                 .map(|s| u64::from(s.admitted()))
                 .max()
                 .unwrap_or(0),
-            admitted_mean_per_second: admitted as f64 / self.seconds.len().max(1) as f64,
+            admitted_mean_per_second: admitted as f64 / self.duration_seconds.max(1) as f64,
             loop_stopped_after_micros: self
                 .looping
                 .zip(self.loop_first_refusal)

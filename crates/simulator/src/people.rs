@@ -6,7 +6,7 @@ use std::net::IpAddr;
 
 use crate::random::Random;
 use crate::timeline::Source;
-use crate::visit::{Call, Caller, Side, Visit};
+use crate::visit::{Call, Caller, Visit};
 
 /// How real users behave. The defaults describe a heavy but human user of a social app; every
 /// figure is a parameter, printed with the results.
@@ -67,6 +67,7 @@ impl fmt::Display for Habits {
 
 /// One real user, as a source of visits.
 pub(crate) struct Person {
+    account: u32,
     caller: Caller,
     /// Its address: fixed (behind a carrier's NAT), or drawn at the start (a home).
     from: Option<IpAddr>,
@@ -93,10 +94,8 @@ impl Person {
 
     fn new(account: u32, from: Option<IpAddr>, habits: Habits, end: u64) -> Self {
         Person {
-            caller: Caller {
-                side: Side::Innocent,
-                id: account,
-            },
+            account,
+            caller: Caller::innocent(0, account),
             from,
             habits,
             power: false,
@@ -117,7 +116,7 @@ impl Person {
         let from = *self
             .from
             .get_or_insert_with(|| crate::addresses::home(random));
-        let account = self.caller.id;
+        let account = self.account;
         let mut calls: Vec<(u64, Call)> = Vec::new();
         let mut at = start;
         if random.chance(self.habits.login_chance) {

@@ -77,26 +77,41 @@ impl Policy {
         )
     }
 
-    /// The rule file at `path`, named by its file name.
+    /// The rule file at `path`, named by the path as given (two files of one name in
+    /// different folders stay apart in the table, the CSV and the charts).
     pub fn from_file(path: &Path) -> Result<Policy, Error> {
         let shown = path.display().to_string();
         let text = std::fs::read_to_string(path).map_err(|error| Error::Read {
             path: shown.clone(),
             error,
         })?;
-        let name = path
-            .file_name()
-            .map_or(shown.clone(), |name| name.to_string_lossy().into_owned());
-        Policy::parse(&name, PolicyKind::File, &shown, &text)
+        Policy::parse(&shown, PolicyKind::File, &shown, &text)
     }
 
-    fn parse(name: &str, kind: PolicyKind, file: &str, text: &str) -> Result<Policy, Error> {
-        let file = RuleFile::parse(file, text, &chirp::extractors()).map_err(Error::Rules)?;
-        Ok(Policy {
+    fn parse(name: &str, kind: PolicyKind, path: &str, text: &str) -> Result<Policy, Error> {
+        let file = RuleFile::parse(path, text, &chirp::extractors()).map_err(Error::Rules)?;
+        let policy = Policy {
             name: name.to_owned(),
             kind,
             file: Some(file),
-        })
+        };
+        // As the gateway: a handler's typed limit takes its quota from a `[[limit]]`; a
+        // `[[rule]]` of the same id would have its quota replaced by the limit's.
+        for (id, _) in chirp::typed_limits() {
+            if policy.has_rule(id) && !policy.limits().any(|(set, _)| set.as_str() == id) {
+                return Err(Error::Chirp(format!(
+                    "{path}: no [[limit]] sets {id:?}, which a Chirp handler checks; a [[rule]] \
+                     of that id is not its quota (the gateway refuses to start on this file)"
+                )));
+            }
+        }
+        Ok(policy)
+    }
+
+    /// Whether one of its `[[rule]]`s has the id `id`.
+    fn has_rule(&self, id: &str) -> bool {
+        let mut rules = self.file.iter().flat_map(|file| file.rules().rules());
+        rules.any(|rule| rule.id().as_str() == id)
     }
 
     /// Its name in tables, the CSV and charts.

@@ -1,7 +1,7 @@
 //! One simulation: a scenario's traffic through Chirp's router and the real layer, one service
 //! call a visit, on a manual clock.
 
-use axum::http::StatusCode;
+use axum::http::{Response, header};
 use tollgate::core::testing::ManualClock;
 use tollgate::{MemoryStore, Timestamp};
 use tower::Service;
@@ -14,14 +14,17 @@ use crate::{Error, Policy, Scenario};
 /// with the scenario).
 pub const START: Timestamp = Timestamp::from_secs(1_796_083_200);
 
-/// Whether an answer is the policy refusing: `429`, the sign-up challenge (`403`), or a rule
-/// failing closed while the store is down (`503`). Anything else went through the limits (a
-/// wrong password's `401` is the handler's answer, not a refusal).
-pub(crate) fn is_refusal(status: StatusCode) -> bool {
-    matches!(
-        status,
-        StatusCode::TOO_MANY_REQUESTS | StatusCode::FORBIDDEN | StatusCode::SERVICE_UNAVAILABLE
-    )
+/// Whether an answer is the policy refusing, whatever its status: every refusal of the layer
+/// and of a typed limit (`429`, a rule failing closed with `503`, a missing key refused with the
+/// rule's own status) and Chirp's sign-up challenge (`403`) carry a problem body
+/// (`application/problem+json`); Chirp's handlers answer their own errors (a wrong password's
+/// `401`, an unreadable body's `422`) in plain text. Anything else went through the limits.
+pub(crate) fn is_refusal<B>(response: &Response<B>) -> bool {
+    let problem = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|kind| kind.as_bytes().starts_with(b"application/problem+json"));
+    problem && (response.status().is_client_error() || response.status().is_server_error())
 }
 
 /// Runs `scenario` against `policy` with the traffic of `seed`, deterministically: a
@@ -73,7 +76,7 @@ async fn drive(
         clock.set(START.saturating_add_micros(visit.at));
         let request = visit.call.request(visit.from);
         let Ok(response) = app.call(request).await;
-        let refused = is_refusal(response.status());
+        let refused = is_refusal(&response);
         tally.record(&visit, refused);
         let rules: Vec<_> = asked
             .lock()

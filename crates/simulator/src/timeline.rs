@@ -58,7 +58,9 @@ impl Iterator for Timeline {
 }
 
 /// Arrivals at a steady average rate (a Poisson stream) from `start` to `end` (µs), each visit
-/// made by `make` from the random stream and its time.
+/// made by `make` from the random stream and its time. Time is in whole microseconds, so no
+/// stream is faster than a million a second; a rate that is not a positive finite number sends
+/// nothing.
 pub(crate) struct Poisson<F> {
     per_second: f64,
     at: u64,
@@ -80,7 +82,7 @@ impl<F: FnMut(&mut Random, u64) -> Visit> Poisson<F> {
 
 impl<F: FnMut(&mut Random, u64) -> Visit> Source for Poisson<F> {
     fn next(&mut self, random: &mut Random) -> Option<Visit> {
-        if self.per_second <= 0.0 {
+        if !(self.per_second.is_finite() && self.per_second > 0.0) {
             return None;
         }
         self.at = self.at.saturating_add(random.gap_micros(self.per_second));

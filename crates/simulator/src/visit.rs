@@ -20,8 +20,28 @@ pub enum Side {
 pub struct Caller {
     /// Attacker or innocent.
     pub side: Side,
-    /// Its number among the callers of its side.
-    pub id: u32,
+    /// Its number among the callers of its side: a group (users, newcomers, partners) in the
+    /// high 32 bits and the caller's number in the group in the low 32, so no two callers of
+    /// different groups share one.
+    pub id: u64,
+}
+
+impl Caller {
+    /// Innocent caller `number` of `group` (0: the scenario's users).
+    pub(crate) fn innocent(group: u32, number: u32) -> Caller {
+        Caller {
+            side: Side::Innocent,
+            id: u64::from(group) << 32 | u64::from(number),
+        }
+    }
+
+    /// The attacker (one operator, however many machines).
+    pub(crate) fn attacker() -> Caller {
+        Caller {
+            side: Side::Attacker,
+            id: 0,
+        }
+    }
 }
 
 /// What a request asks Chirp for (its route, and what the handler needs).

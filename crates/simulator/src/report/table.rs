@@ -35,9 +35,13 @@ pub fn write_table(
         writeln!(out, "  {name}: {value}")?;
     }
     writeln!(out)?;
+    let width = outcomes
+        .iter()
+        .map(|outcome| outcome.policy.chars().count())
+        .fold(14, usize::max);
     writeln!(
         out,
-        "  {:<14} {:>11} {:>11} {:>9} {:>7} {:>18} {:>10} {:>10} {:>8} {:>10} {:>10}",
+        "  {:<width$} {:>11} {:>11} {:>9} {:>7} {:>18} {:>10} {:>10} {:>8} {:>10} {:>10}",
         "policy",
         "attacks",
         "let through",
@@ -68,7 +72,7 @@ pub fn write_table(
             .map_or("-".to_owned(), |rate| format!("{rate:.0}"));
         writeln!(
             out,
-            "  {:<14} {:>11} {:>11} {:>9} {:>7} {:>18} {:>10} {:>10.1} {:>8} {:>10} {:>10}",
+            "  {:<width$} {:>11} {:>11} {:>9} {:>7} {:>18} {:>10} {:>10.1} {:>8} {:>10} {:>10}",
             outcome.policy,
             score.attacker_requests,
             score.attackers_let_through,
@@ -115,8 +119,9 @@ fn write_outage(out: &mut dyn Write, outcome: &Outcome) -> io::Result<()> {
         let policy = match rule.on_failure {
             Some(OnStoreFailure::Closed) => "closed",
             Some(OnStoreFailure::Open) => "open",
-            Some(_) => "local",
-            None => "?",
+            Some(OnStoreFailure::OpenWithin(_)) => "open within",
+            Some(OnStoreFailure::Local) => "local",
+            Some(_) | None => "?",
         };
         writeln!(
             out,

@@ -13,7 +13,7 @@ use crate::timeline::Source;
 pub struct Crowd {
     /// Real users.
     pub users: u32,
-    /// The NAT's public addresses (one /24 block).
+    /// The NAT's public addresses, from 100.64.0.1 (1 to 254: one /24 block).
     pub addresses: u64,
     /// How long they browse.
     pub minutes: f64,
@@ -33,6 +33,11 @@ impl Default for Crowd {
 }
 
 impl Crowd {
+    /// The NAT addresses simulated: 1 to 254.
+    pub fn effective_addresses(&self) -> u64 {
+        self.addresses.clamp(1, 254)
+    }
+
     pub(crate) fn duration(&self) -> u64 {
         (self.minutes * 60e6) as u64
     }
@@ -40,7 +45,7 @@ impl Crowd {
     pub(crate) fn parameters(&self) -> Vec<(&'static str, String)> {
         vec![
             ("users", self.users.to_string()),
-            ("NAT addresses", self.addresses.to_string()),
+            ("NAT addresses", self.effective_addresses().to_string()),
             ("minutes", self.minutes.to_string()),
             ("habits", self.habits.to_string()),
         ]
@@ -48,7 +53,7 @@ impl Crowd {
 
     pub(crate) fn sources(&self) -> Vec<Box<dyn Source>> {
         let end = self.duration();
-        let addresses = self.addresses.max(1);
+        let addresses = self.effective_addresses();
         (0..self.users)
             .map(|user| {
                 let from = addresses::carrier_nat(u64::from(user) % addresses);

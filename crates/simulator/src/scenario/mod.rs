@@ -100,7 +100,9 @@ impl Scenario {
     /// attacker's.
     pub fn looping(&self) -> Option<Range<u64>> {
         match self {
-            Scenario::Partner(partner) => Some(partner.loop_start()..partner.loop_end()),
+            Scenario::Partner(partner) if partner.loops() => {
+                Some(partner.loop_start()..partner.loop_end())
+            }
             _ => None,
         }
     }

@@ -6,7 +6,7 @@ use std::ops::Range;
 use crate::addresses;
 use crate::people::{Habits, Person};
 use crate::timeline::{Poisson, Source};
-use crate::visit::{Call, Caller, Side, Visit};
+use crate::visit::{Call, Caller, Visit};
 
 /// The outage scenario's parameters.
 ///
@@ -101,65 +101,56 @@ impl OutageAndFraud {
         let (addresses, numbers) = (self.fraud_addresses.max(1), self.fraud_numbers.max(1));
         let fraud = Poisson::new(self.fraud_per_second, 0, end, move |random, at| Visit {
             at,
-            caller: Caller {
-                side: Side::Attacker,
-                id: 0,
-            },
+            caller: Caller::attacker(),
             from: addresses::cloud(random.below(addresses), 16),
             call: Call::Otp {
                 phone: 882_000_000_000 + random.below(numbers),
             },
         });
-        // Innocent callers: users 0..users; each real sign-up and code a newcomer of its own,
-        // numbered from 1,000,000 and 2,000,000; the partner 3,000,000.
-        let newcomers = |base: u32| {
-            let mut count = base;
+        // Innocent callers: the users (group 0); each real sign-up (group 1) and each real code
+        // (group 2) a newcomer of its own; the partner (group 3).
+        let newcomers = |group: u32| {
+            let mut count = 0;
             move || {
                 count += 1;
-                Caller {
-                    side: Side::Innocent,
-                    id: count - 1,
-                }
+                (count, Caller::innocent(group, count))
             }
         };
-        let mut signup = newcomers(1_000_000);
+        let mut signup = newcomers(1);
         let signups = Poisson::new(
             self.real_signups_per_hour / 3_600.0,
             0,
             end,
             move |random, at| {
-                let caller = signup();
+                let (number, caller) = signup();
                 Visit {
                     at,
                     caller,
                     from: addresses::home(random),
                     call: Call::Signup {
-                        device: Some(u64::from(caller.id)),
+                        device: Some(1_000_000_000 + u64::from(number)),
                     },
                 }
             },
         );
-        let mut code = newcomers(2_000_000);
+        let mut code = newcomers(2);
         let codes = Poisson::new(
             self.real_codes_per_hour / 3_600.0,
             0,
             end,
             move |random, at| {
-                let caller = code();
+                let (number, caller) = code();
                 Visit {
                     at,
                     caller,
                     from: addresses::home(random),
                     call: Call::Otp {
-                        phone: 447_700_000_000 + u64::from(caller.id),
+                        phone: 447_700_000_000 + u64::from(number),
                     },
                 }
             },
         );
-        let partner_caller = Caller {
-            side: Side::Innocent,
-            id: 3_000_000,
-        };
+        let partner_caller = Caller::innocent(3, 0);
         let partner = Poisson::new(self.partner_per_second, 0, end, move |random, at| Visit {
             at,
             caller: partner_caller,

@@ -4,7 +4,7 @@
 use crate::addresses;
 use crate::people::{Habits, Person};
 use crate::timeline::{Poisson, Source};
-use crate::visit::{Call, Caller, Side, Visit};
+use crate::visit::{Call, Caller, Visit};
 
 /// The looping partner's API key (it has no contract quota of its own in Chirp's file).
 pub const LOOPING_KEY: &str = "partner-loop";
@@ -53,6 +53,13 @@ impl Default for PartnerLoop {
 }
 
 impl PartnerLoop {
+    /// Whether there is a loop at all (a positive rate for a positive time).
+    pub(crate) fn loops(&self) -> bool {
+        self.loop_per_second.is_finite()
+            && self.loop_per_second > 0.0
+            && self.loop_end() > self.loop_start()
+    }
+
     /// When the loop starts (µs).
     pub fn loop_start(&self) -> u64 {
         (self.quiet_minutes * 60e6) as u64
@@ -60,11 +67,12 @@ impl PartnerLoop {
 
     /// When the loop stops (µs).
     pub fn loop_end(&self) -> u64 {
-        self.loop_start() + (self.loop_minutes * 60e6) as u64
+        self.loop_start()
+            .saturating_add((self.loop_minutes * 60e6) as u64)
     }
 
     pub(crate) fn duration(&self) -> u64 {
-        self.loop_end() + self.loop_start()
+        self.loop_end().saturating_add(self.loop_start())
     }
 
     pub(crate) fn parameters(&self) -> Vec<(&'static str, String)> {
@@ -99,23 +107,17 @@ impl PartnerLoop {
             self.loop_end(),
             |random, at| Visit {
                 at,
-                caller: Caller {
-                    side: Side::Attacker,
-                    id: 0,
-                },
+                caller: Caller::attacker(),
                 from: addresses::partner_server(0, random.below(4)),
                 call: Call::Partner { key: LOOPING_KEY },
             },
         );
         let mut sources: Vec<Box<dyn Source>> = vec![Box::new(looping)];
-        // Innocent callers: users 0..users, then the partners' normal traffic.
+        // Innocent callers: the users (group 0), the partners' normal traffic (group 1).
         let partners = std::iter::once((LOOPING_KEY, self.normal_per_second))
             .chain(self.other_partners.iter().copied());
         for (index, (key, rate)) in partners.enumerate() {
-            let caller = Caller {
-                side: Side::Innocent,
-                id: self.users + index as u32,
-            };
+            let caller = Caller::innocent(1, index as u32);
             let servers = if index == 0 { 4 } else { 2 };
             let partner = index as u64;
             sources.push(Box::new(Poisson::new(rate, 0, end, move |random, at| {

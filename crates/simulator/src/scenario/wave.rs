@@ -3,7 +3,7 @@
 
 use crate::addresses;
 use crate::timeline::{Poisson, Source};
-use crate::visit::{Call, Caller, Side, Visit};
+use crate::visit::{Call, Caller, Visit};
 
 /// The sign-up wave's parameters.
 ///
@@ -18,9 +18,10 @@ pub struct Wave {
     pub attempts: u64,
     /// Over how many hours.
     pub hours: f64,
-    /// The attacker's cloud addresses.
+    /// The attacker's cloud addresses (1 to 254 a block; see
+    /// [`effective_addresses`](Wave::effective_addresses)).
     pub addresses: u64,
-    /// The /24 blocks they fall in.
+    /// The /24 blocks they fall in (1 to 512).
     pub blocks: u64,
     /// The device ids the scripts reuse (0: they send no `X-Device-Id`).
     pub devices: u64,
@@ -42,6 +43,16 @@ impl Default for Wave {
 }
 
 impl Wave {
+    /// The /24 blocks simulated: 1 to 512 (the benchmarking range holds 512).
+    pub fn effective_blocks(&self) -> u64 {
+        self.blocks.clamp(1, 512)
+    }
+
+    /// The addresses simulated: at least 1, at most 254 a block.
+    pub fn effective_addresses(&self) -> u64 {
+        self.addresses.clamp(1, 254 * self.effective_blocks())
+    }
+
     pub(crate) fn duration(&self) -> u64 {
         (self.hours * 3_600e6) as u64
     }
@@ -50,8 +61,8 @@ impl Wave {
         vec![
             ("attempts", self.attempts.to_string()),
             ("hours", self.hours.to_string()),
-            ("cloud addresses", self.addresses.to_string()),
-            ("/24 blocks", self.blocks.to_string()),
+            ("cloud addresses", self.effective_addresses().to_string()),
+            ("/24 blocks", self.effective_blocks().to_string()),
             ("device ids", self.devices.to_string()),
             (
                 "real sign-ups an hour",
@@ -63,11 +74,9 @@ impl Wave {
     pub(crate) fn sources(&self) -> Vec<Box<dyn Source>> {
         let end = self.duration();
         let rate = self.attempts as f64 / (self.hours * 3_600.0);
-        let (addresses, blocks, devices) = (self.addresses.max(1), self.blocks, self.devices);
-        let attacker = Caller {
-            side: Side::Attacker,
-            id: 0,
-        };
+        let (addresses, blocks) = (self.effective_addresses(), self.effective_blocks());
+        let devices = self.devices;
+        let attacker = Caller::attacker();
         let wave = Poisson::new(rate, 0, end, move |random, at| Visit {
             at,
             caller: attacker,
@@ -85,10 +94,7 @@ impl Wave {
                 person += 1;
                 Visit {
                     at,
-                    caller: Caller {
-                        side: Side::Innocent,
-                        id: person - 1,
-                    },
+                    caller: Caller::innocent(1, person),
                     from: addresses::home(random),
                     call: Call::Signup {
                         device: Some(1_000_000_000 + u64::from(person)),
