@@ -56,6 +56,14 @@ async fn a_refused_sign_up_gets_a_challenge_that_does_not_show_the_limit() {
     }
     let body: serde_json::Value = refused.json().await.expect("json");
     assert_eq!(body["challenge"], "captcha");
+
+    // A script that leaves its device out does not skip the device limit: it is refused.
+    let anonymous = client
+        .post(format!("http://{}/signup", running.address))
+        .send()
+        .await
+        .expect("signup");
+    assert_eq!(anonymous.status(), 400);
 }
 
 #[tokio::test(flavor = "multi_thread")]

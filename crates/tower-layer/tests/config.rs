@@ -18,7 +18,7 @@ use tollgate_tower::client_ip::{ProxyHeader, TrustedProxies};
 use tollgate_tower::config::{Extractors, RuleFile};
 use tollgate_tower::headers::HeaderStyle;
 use tollgate_tower::key::{ClientIp, ExtensionKey, Global, HeaderKey};
-use tollgate_tower::{QuotaOverrides, RateLimitLayer, RefusalAction, Rule, RuleSet};
+use tollgate_tower::{MissingKey, QuotaOverrides, RateLimitLayer, RefusalAction, Rule, RuleSet};
 use tower::{Layer, ServiceExt, service_fn};
 
 #[derive(Clone)]
@@ -77,6 +77,7 @@ fn chirp_in_code() -> RuleSet {
                 header("x-device-id"),
             )
             .expect("id")
+            .on_missing_key(MissingKey::Refuse(StatusCode::BAD_REQUEST))
             .on_store_failure(OnStoreFailure::Closed)
             .on_refusal(RefusalAction::respond(challenge))
             .disclose(false),
