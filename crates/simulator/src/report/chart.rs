@@ -66,6 +66,15 @@ fn draw(svg: &mut String, scenario: &Scenario, outcomes: &[Outcome]) -> Result<(
         ("attackers admitted", RGBColor(214, 39, 40)),
         ("attackers refused", RGBColor(127, 127, 127)),
     ];
+    // The store's outage, if any, shaded (in minutes).
+    let outage = scenario
+        .outage()
+        .map(|down| (down.start as f64 / 60e6, down.end as f64 / 60e6));
+    let shaded = if outage.is_some() {
+        " (shaded: the store is down)"
+    } else {
+        ""
+    };
     for ((area, outcome), lines) in root
         .split_evenly((panels, 1))
         .iter()
@@ -73,7 +82,10 @@ fn draw(svg: &mut String, scenario: &Scenario, outcomes: &[Outcome]) -> Result<(
         .zip(lines)
     {
         let mut chart = ChartBuilder::on(area)
-            .caption(format!("policy: {}", outcome.policy), ("sans-serif", 15))
+            .caption(
+                format!("policy: {}{shaded}", outcome.policy),
+                ("sans-serif", 15),
+            )
             .margin(10)
             .x_label_area_size(32)
             .y_label_area_size(64)
@@ -92,6 +104,14 @@ fn draw(svg: &mut String, scenario: &Scenario, outcomes: &[Outcome]) -> Result<(
             })
             .draw()
             .map_err(|e| e.to_string())?;
+        if let Some((from, to)) = outage {
+            chart
+                .draw_series(std::iter::once(Rectangle::new(
+                    [(from, FLOOR), (to, top)],
+                    BLACK.mix(0.07).filled(),
+                )))
+                .map_err(|e| e.to_string())?;
+        }
         for ((label, color), line) in styles.iter().zip(lines) {
             let color = *color;
             chart
