@@ -35,7 +35,7 @@ struct Args {
     seed: u64,
     /// Run every scenario this many times as long (0.1: a tenth; rates unchanged), above 0 and
     /// at most 10.
-    #[arg(long, default_value_t = 1.0, value_parser = scale)]
+    #[arg(long, default_value_t = 1.0, value_parser = scale, allow_negative_numbers = true)]
     scale: f64,
     /// The per-IP policy's limit, requests a minute.
     #[arg(long, default_value_t = 100)]
@@ -49,11 +49,11 @@ struct Args {
     /// The /24 blocks the wave's addresses fall in.
     #[arg(long, default_value_t = Wave::default().blocks, value_parser = clap::value_parser!(u64).range(1..=512))]
     wave_blocks: u64,
-    /// The device ids the wave's scripts reuse (0: they send none).
-    #[arg(long, default_value_t = Wave::default().devices)]
+    /// The device ids the wave's scripts reuse (0: they send none; at most 1,000,000,000).
+    #[arg(long, default_value_t = Wave::default().devices, value_parser = clap::value_parser!(u64).range(0..=1_000_000_000))]
     wave_devices: u64,
     /// The partner loop's requests a second (at most 1,000,000: time is in microseconds).
-    #[arg(long, default_value_t = PartnerLoop::default().loop_per_second, value_parser = rate)]
+    #[arg(long, default_value_t = PartnerLoop::default().loop_per_second, value_parser = rate, allow_negative_numbers = true)]
     loop_rate: f64,
     /// Users in the crowd.
     #[arg(long, default_value_t = Crowd::default().users)]
@@ -62,7 +62,7 @@ struct Args {
     #[arg(long, default_value_t = Crowd::default().addresses, value_parser = clap::value_parser!(u64).range(1..=254))]
     crowd_addresses: u64,
     /// The fraudster's code requests a second (at most 1,000,000).
-    #[arg(long, default_value_t = OutageAndFraud::default().fraud_per_second, value_parser = rate)]
+    #[arg(long, default_value_t = OutageAndFraud::default().fraud_per_second, value_parser = rate, allow_negative_numbers = true)]
     fraud_rate: f64,
     /// Write the results as CSV here.
     #[arg(long)]

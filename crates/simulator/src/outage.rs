@@ -8,6 +8,7 @@ use std::ops::Range;
 use std::sync::{Arc, Mutex};
 
 use futures_util::future::Either;
+use tollgate::core::DerivedSuffix;
 use tollgate::core::testing::ManualClock;
 use tollgate::{
     BatchDecision, Clock, Decision, Item, ItemDecision, Key, Receipt, RefundError, RefundNow,
@@ -53,7 +54,7 @@ impl<S: Store> OutageStore<S> {
         let rules: Vec<RuleId> = items.into_iter().map(|item| item.rule().clone()).collect();
         let error = self.fails(&rules)?;
         if let Ok(mut asked) = self.asked.lock() {
-            asked.extend(rules);
+            asked.extend(rules.iter().map(base_rule));
         }
         Some(error)
     }
@@ -73,6 +74,15 @@ impl<S: Store> OutageStore<S> {
         let absent = !rules.is_empty() && rules.iter().all(|rule| self.absent.contains(rule));
         (self.is_down() && !absent).then(|| StoreError::unavailable("the simulated store is down"))
     }
+}
+
+/// The rule an id belongs to: an escalating rule's `<id>.strikes` and `<id>.block` are its own.
+fn base_rule(id: &RuleId) -> RuleId {
+    [DerivedSuffix::Strikes, DerivedSuffix::Block]
+        .iter()
+        .find_map(|suffix| id.as_str().strip_suffix(suffix.as_str()))
+        .and_then(|base| RuleId::new(base).ok())
+        .unwrap_or_else(|| id.clone())
 }
 
 impl<S: Store> Store for OutageStore<S> {

@@ -41,8 +41,9 @@ pub struct RuleInOutage {
     pub innocent_requests: u64,
     /// Of the attackers' requests, those let through.
     pub attackers_let_through: u64,
-    /// Of the innocent requests, those refused (never by a rule that fails open: a request it
-    /// was asked about may still be refused by another rule that fails closed).
+    /// Of the innocent requests, those it refused: a refusal while the store is down is charged
+    /// to the closed rules the request met, else to those counting locally, never to an open
+    /// one.
     pub innocents_refused: u64,
 }
 
@@ -72,12 +73,21 @@ pub struct Score {
     /// How long after a partner's loop started it was first refused (µs): `None` when it never
     /// was, or there is no loop.
     pub loop_stopped_after_micros: Option<u64>,
+    /// Requests a pacing rule delayed (and then let through).
+    pub delayed: u64,
+    /// Their delays, added up (µs).
+    pub delay_total_micros: u64,
     /// The loop's requests let through a second, on average over its whole seconds after the
     /// first (`None` when there is no loop, or no such second).
     pub loop_admitted_per_second: Option<f64>,
 }
 
 impl Score {
+    /// The mean delay of the requests a pacing rule delayed, in seconds (`None`: none was).
+    pub fn mean_delay_seconds(&self) -> Option<f64> {
+        (self.delayed > 0).then(|| self.delay_total_micros as f64 / 1e6 / self.delayed as f64)
+    }
+
     /// Innocent callers blocked at least once, in percent of those who sent anything.
     pub fn innocents_blocked_percent(&self) -> f64 {
         if self.innocents == 0 {
@@ -120,6 +130,8 @@ pub(crate) struct Tally {
     innocents: HashSet<u64>,
     blocked: HashSet<u64>,
     innocent_requests_refused: u64,
+    delayed: u64,
+    delay_total_micros: u64,
     looping: Option<std::ops::Range<u64>>,
     loop_first_refusal: Option<u64>,
     outage: BTreeMap<RuleId, RuleInOutage>,
@@ -138,16 +150,23 @@ impl Tally {
             innocents: HashSet::new(),
             blocked: HashSet::new(),
             innocent_requests_refused: 0,
+            delayed: 0,
+            delay_total_micros: 0,
             looping,
             loop_first_refusal: None,
             outage: BTreeMap::new(),
         }
     }
 
-    /// `visit` was let through, or refused.
-    pub(crate) fn record(&mut self, visit: &Visit, refused: bool) {
+    /// `visit` was let through after `delay` µs (a pacing rule's), or refused. It counts in
+    /// the second it went through.
+    pub(crate) fn record(&mut self, visit: &Visit, refused: bool, delay: u64) {
         self.requests += 1;
-        let index = (visit.at / 1_000_000) as usize;
+        if delay > 0 && !refused {
+            self.delayed += 1;
+            self.delay_total_micros = self.delay_total_micros.saturating_add(delay);
+        }
+        let index = (visit.at.saturating_add(delay) / 1_000_000) as usize;
         if index >= self.seconds.len() {
             self.seconds.resize(index + 1, Second::default());
         }
@@ -184,7 +203,10 @@ impl Tally {
         }
     }
 
-    /// While the store was down, `visit` asked about `rules`, and was refused or not.
+    /// While the store was down, `visit` asked about `rules`, and was refused or not. A
+    /// refusal is charged to the rules that fail closed among them when there are any (they
+    /// refuse every request while the store is down); otherwise to those that count locally
+    /// (`local`, `open_within`); never to an open one.
     pub(crate) fn record_outage(
         &mut self,
         visit: &Visit,
@@ -192,16 +214,24 @@ impl Tally {
         refused: bool,
         failure_policies: &[(RuleId, OnStoreFailure)],
     ) {
-        let mut seen: Vec<RuleId> = Vec::new();
+        let mut asked: Vec<(RuleId, Option<OnStoreFailure>)> = Vec::new();
         for rule in rules {
-            if seen.contains(&rule) {
-                continue;
+            if asked.iter().all(|(seen, _)| *seen != rule) {
+                let policy = failure_policies
+                    .iter()
+                    .find(|(id, _)| *id == rule)
+                    .map(|(_, policy)| *policy);
+                asked.push((rule, policy));
             }
-            seen.push(rule.clone());
-            let on_failure = failure_policies
-                .iter()
-                .find(|(id, _)| *id == rule)
-                .map(|(_, policy)| *policy);
+        }
+        let closed = Some(OnStoreFailure::Closed);
+        let any_closed = asked.iter().any(|(_, policy)| *policy == closed);
+        for (rule, on_failure) in asked {
+            let refuser = match on_failure {
+                Some(OnStoreFailure::Closed) => true,
+                Some(OnStoreFailure::Open) => false,
+                _ => !any_closed,
+            };
             let entry = self.outage.entry(rule.clone()).or_insert(RuleInOutage {
                 rule,
                 on_failure,
@@ -217,9 +247,7 @@ impl Tally {
                 }
                 Side::Innocent => {
                     entry.innocent_requests += 1;
-                    // A rule that fails open refused no one: the refusal was another rule's.
-                    let open = entry.on_failure == Some(OnStoreFailure::Open);
-                    entry.innocents_refused += u64::from(refused && !open);
+                    entry.innocents_refused += u64::from(refused && refuser);
                 }
             }
         }
@@ -252,6 +280,8 @@ impl Tally {
             innocents: self.innocents.len() as u64,
             innocents_blocked: self.blocked.len() as u64,
             innocent_requests_refused: self.innocent_requests_refused,
+            delayed: self.delayed,
+            delay_total_micros: self.delay_total_micros,
             admitted_peak_per_second: self
                 .seconds
                 .iter()

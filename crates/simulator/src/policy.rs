@@ -95,6 +95,19 @@ impl Policy {
             kind,
             file: Some(file),
         };
+        // A `[[limit]]` that no handler checks is a typo the gateway would catch by refusing to
+        // start without the limit meant.
+        let typed: Vec<&str> = chirp::typed_limits().iter().map(|(id, _)| *id).collect();
+        if let Some((id, _)) = policy
+            .limits()
+            .find(|(id, _)| !typed.contains(&id.as_str()))
+        {
+            return Err(Error::Chirp(format!(
+                "{path}: no Chirp handler checks a limit {:?}; its typed limits are {}",
+                id.as_str(),
+                typed.join(", ")
+            )));
+        }
         // As the gateway: a handler's typed limit takes its quota from a `[[limit]]`; a
         // `[[rule]]` of the same id would have its quota replaced by the limit's.
         for (id, _) in chirp::typed_limits() {
@@ -149,12 +162,18 @@ impl Policy {
             .map(|(_, quota)| *quota)
     }
 
-    /// What each of its rules and typed limits does while the store is down, by id.
+    /// What each of its rules and typed limits does while the store is down, by id: a rule that
+    /// cannot refuse (shadow, flag) lets everything through, whatever it says.
     pub fn failure_policies(&self) -> Vec<(RuleId, OnStoreFailure)> {
         let mut policies: Vec<(RuleId, OnStoreFailure)> = Vec::new();
         for rule in self.file.iter().flat_map(|file| file.rules().rules()) {
             if !policies.iter().any(|(id, _)| id == rule.id()) {
-                policies.push((rule.id().clone(), rule.store_failure_policy()));
+                let failure = if rule.can_refuse() {
+                    rule.store_failure_policy()
+                } else {
+                    OnStoreFailure::Open
+                };
+                policies.push((rule.id().clone(), failure));
             }
         }
         let off = self.typed_limits_off();

@@ -2,8 +2,10 @@
 //! call a visit, on a manual clock.
 
 use axum::http::{Response, header};
+use std::sync::{Arc, Mutex};
 use tollgate::core::testing::ManualClock;
-use tollgate::{MemoryStore, Timestamp};
+
+use tollgate::{FallbackStore, MemoryStore, RuleId, Store, Timestamp};
 use tower::Service;
 
 use crate::outage::OutageStore;
@@ -53,6 +55,9 @@ pub fn simulate(
     runtime.block_on(drive(scenario, policy, seed, progress))
 }
 
+/// Builds the store: the memory store on the manual clock, failing during the scenario's
+/// outage; with an outage, behind a `FallbackStore` as Chirp's Redis deployment has it, so
+/// `local` and `open_within` rules count in the gateway's memory while the store is down.
 async fn drive(
     scenario: &Scenario,
     policy: &Policy,
@@ -60,12 +65,36 @@ async fn drive(
     progress: &mut dyn FnMut(u64),
 ) -> Result<Outcome, Error> {
     let clock = ManualClock::new(START);
-    let down = scenario.outage().map_or(0..0, |outage| {
-        START.as_micros() + outage.start..START.as_micros() + outage.end
-    });
     let memory = MemoryStore::builder().clock(clock.clone()).build();
-    let store = OutageStore::new(memory, clock.clone(), down, policy.typed_limits_off());
-    let asked = store.asked();
+    let Some(outage) = scenario.outage() else {
+        let store = OutageStore::new(memory, clock.clone(), 0..0, Vec::new());
+        let asked = store.asked();
+        return play(scenario, policy, seed, progress, &clock, store, asked).await;
+    };
+    let down = START.as_micros() + outage.start..START.as_micros() + outage.end;
+    let failing = OutageStore::new(memory, clock.clone(), down, policy.typed_limits_off());
+    let asked = failing.asked();
+    // As Chirp's gateway with REDIS_URL, except that the breaker never opens: every call asks
+    // the store (which fails at once), so the store is back the moment the outage ends and
+    // the rules a policy does not have are never answered by a failure policy.
+    let store = FallbackStore::builder(failing)
+        .clock(clock.clone())
+        .timeout(std::time::Duration::from_millis(50))
+        .failure_threshold(u32::MAX)
+        .build();
+    play(scenario, policy, seed, progress, &clock, store, asked).await
+}
+
+/// Plays the scenario's visits through Chirp's router over `store`, one call each.
+async fn play<St: Store>(
+    scenario: &Scenario,
+    policy: &Policy,
+    seed: u64,
+    progress: &mut dyn FnMut(u64),
+    clock: &ManualClock,
+    store: St,
+    asked: Arc<Mutex<Vec<RuleId>>>,
+) -> Result<Outcome, Error> {
     let failure_policies = policy.failure_policies();
     let layer = policy.layer(store)?;
     // A router is always ready: each visit is one call.
@@ -75,9 +104,13 @@ async fn drive(
     for visit in scenario.timeline(seed) {
         clock.set(START.saturating_add_micros(visit.at));
         let request = visit.call.request(visit.from);
+        // A pacing rule delays a request with a tokio sleep: in paused time it passes at once,
+        // and the time it moved is the delay.
+        let called = tokio::time::Instant::now();
         let Ok(response) = app.call(request).await;
+        let delay = u64::try_from(called.elapsed().as_micros()).unwrap_or(u64::MAX);
         let refused = is_refusal(&response);
-        tally.record(&visit, refused);
+        tally.record(&visit, refused, delay);
         let rules: Vec<_> = asked
             .lock()
             .map(|mut asked| asked.drain(..).collect())

@@ -55,11 +55,16 @@ pub fn story_notes(scenario: &Scenario, outcome: &Outcome) -> Vec<String> {
                 stopped.is_some_and(|micros| micros <= 1_000_000),
                 "the layered limits stop the loop within a second",
                 match stopped {
-                    Some(micros) => format!(
-                        "first refused after {:.3} s, then held to {:.0} a second",
-                        micros as f64 / 1e6,
-                        score.loop_admitted_per_second.unwrap_or(0.0)
-                    ),
+                    Some(micros) => match score.loop_admitted_per_second {
+                        Some(rate) => format!(
+                            "first refused after {:.3} s, then held to {rate:.0} a second",
+                            micros as f64 / 1e6
+                        ),
+                        None => format!(
+                            "first refused after {:.3} s (too short a loop to measure a rate)",
+                            micros as f64 / 1e6
+                        ),
+                    },
                     None => "never refused".to_owned(),
                 },
             ));

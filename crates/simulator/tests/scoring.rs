@@ -1,7 +1,12 @@
 //! The score counts what the policy did, whatever the rule file says: a refusal with a rule's
-//! own status, an outage refusal charged to the rule that refused, a loop too short to measure.
+//! own status, an outage refusal charged to the rule that refused, shadow, local and
+//! open-within rules in an outage, pacing delays, a loop too short to measure.
 
-use tollgate_simulator::{Error, OutageAndFraud, PartnerLoop, Policy, Scenario, Wave, simulate};
+use tollgate::OnStoreFailure;
+use tollgate_simulator::{
+    Crowd, Error, OutageAndFraud, Outcome, PartnerLoop, Policy, Scenario, Wave, simulate,
+    story_notes,
+};
 
 fn policy(text: &str) -> Policy {
     let directory = tempfile::tempdir().expect("a temporary directory");
@@ -105,6 +110,10 @@ fn a_loop_too_short_to_measure_a_whole_second_reports_no_rate_and_no_loop_report
         .score;
     assert!(score.attackers_let_through > 1_000, "{score:?}");
     assert_eq!(score.loop_admitted_per_second, None);
+    let layered =
+        simulate(&short, &Policy::layered().expect("layered"), 3, &mut |_| {}).expect("it runs");
+    let notes = story_notes(&short, &layered);
+    assert!(notes[0].contains("too short a loop"), "{notes:?}");
 
     let none = Scenario::Partner(PartnerLoop {
         loop_per_second: 0.0,
@@ -119,4 +128,128 @@ fn a_loop_too_short_to_measure_a_whole_second_reports_no_rate_and_no_loop_report
         .score;
     assert_eq!(score.attacker_requests, 0);
     assert_eq!(score.loop_admitted_per_second, None);
+}
+
+/// A short outage scenario (store down from minute 0.5 to 1.5) scored against `text`.
+fn outage_with(text: &str) -> Outcome {
+    let scenario = Scenario::Outage(OutageAndFraud {
+        minutes: 2.0,
+        outage_from_minute: 0.5,
+        outage_minutes: 1.0,
+        users: 30,
+        real_codes_per_hour: 3_600.0,
+        ..OutageAndFraud::default()
+    });
+    simulate(&scenario, &policy(text), 4, &mut |_| {}).expect("it runs")
+}
+
+const CODES_RULE: &str = "[[rule]]\nid = \"codes\"\nmatch = { method = \"POST\", path = \"/otp\" }\n\
+    algorithm = \"fixed_window\"\nlimit = 1\nwindow = \"1h\"\nkey = \"peer_ip\"\n";
+
+#[test]
+fn a_shadow_rule_that_says_closed_refuses_no_one_in_an_outage_and_is_shown_open() {
+    let outcome = outage_with(&format!(
+        "{CODES_RULE}mode = \"shadow\"\non_store_failure = \"closed\"\n"
+    ));
+    let codes = outcome
+        .outage
+        .iter()
+        .find(|rule| rule.rule.as_str() == "codes")
+        .expect("asked");
+    assert_eq!(codes.on_failure, Some(OnStoreFailure::Open));
+    assert_eq!(codes.innocents_refused, 0);
+    assert_eq!(codes.attackers_let_through, codes.attacker_requests);
+    assert_eq!(outcome.score.innocents_blocked, 0);
+}
+
+#[test]
+fn local_and_open_within_rules_count_in_the_gateways_memory_while_the_store_is_down() {
+    let open = outage_with(&format!("{CODES_RULE}on_store_failure = \"open\"\n"));
+    let local = outage_with(&format!("{CODES_RULE}on_store_failure = \"local\"\n"));
+    let within = outage_with(&format!(
+        "{CODES_RULE}on_store_failure = {{ open_within = {{ algorithm = \"fixed_window\", limit = 1, window = \"1h\" }} }}\n"
+    ));
+    let during = |outcome: &Outcome| outcome.outage[0].attackers_let_through;
+    let asked = open.outage[0].attacker_requests;
+    assert_eq!(during(&open), asked, "open lets every attack in");
+    // One code per fraud address per hour from the gateway's memory (50 addresses), not all.
+    assert!(
+        during(&local) <= 50 && during(&local) > 0,
+        "local: {:?}",
+        local.outage
+    );
+    assert!(
+        during(&within) <= 50 && during(&within) > 0,
+        "open_within: {:?}",
+        within.outage
+    );
+    assert!(asked > 300, "{asked}");
+}
+
+#[test]
+fn an_outage_refusal_is_charged_to_the_closed_rule_even_beside_a_local_one_and_escalation_is_its_rule()
+ {
+    let outcome = outage_with(
+        "[[rule]]\nid = \"per-ip\"\nalgorithm = \"fixed_window\"\nlimit = 100000\nwindow = \"1m\"\n\
+         key = \"peer_ip\"\non_store_failure = \"local\"\n\
+         escalate = { after_refusals = 5, within = \"1m\", block_for = \"1h\" }\n\n\
+         [[rule]]\nid = \"codes-closed\"\nmatch = { method = \"POST\", path = \"/otp\" }\n\
+         algorithm = \"fixed_window\"\nlimit = 100000\nwindow = \"1s\"\nkey = \"global\"\n\
+         on_store_failure = \"closed\"\n",
+    );
+    let ids: Vec<&str> = outcome
+        .outage
+        .iter()
+        .map(|rule| rule.rule.as_str())
+        .collect();
+    assert_eq!(
+        ids,
+        ["codes-closed", "per-ip"],
+        "an escalation's ids are its rule's"
+    );
+    let local = &outcome.outage[1];
+    assert_eq!(local.on_failure, Some(OnStoreFailure::Local));
+    assert_eq!(local.innocents_refused, 0, "{local:?}");
+    assert!(
+        outcome.outage[0].innocents_refused > 0,
+        "{:?}",
+        outcome.outage[0]
+    );
+}
+
+#[test]
+fn a_pacing_rule_is_scored_when_its_requests_go_through_and_its_delays_are_counted() {
+    let crowd = Scenario::Crowd(Crowd {
+        users: 1_000,
+        minutes: 2.0,
+        ..Crowd::default()
+    });
+    let paced = policy(
+        "[[rule]]\nid = \"paced\"\nalgorithm = \"pacing\"\nrate = { amount = 1, per = \"1s\" }\n\
+         max_delay = \"1h\"\nkey = \"peer_ip\"\n",
+    );
+    let score = simulate(&crowd, &paced, 6, &mut |_| {})
+        .expect("it runs")
+        .score;
+    assert!(score.delayed > 0, "{score:?}");
+    assert!(score.mean_delay_seconds().is_some_and(|mean| mean > 0.0));
+    assert!(
+        score.admitted_peak_per_second <= 8,
+        "one a second for each of the 8 NAT addresses: {score:?}"
+    );
+}
+
+#[test]
+fn a_limit_no_chirp_handler_checks_is_refused_as_a_typo() {
+    let directory = tempfile::tempdir().expect("a temporary directory");
+    let path = directory.path().join("typo.toml");
+    std::fs::write(
+        &path,
+        "[[limit]]\nid = \"sms-per-phon\"\nalgorithm = \"fixed_window\"\nlimit = 3\nwindow = \"1h\"\n",
+    )
+    .expect("written");
+    match Policy::from_file(&path) {
+        Err(Error::Chirp(problem)) => assert!(problem.contains("sms-per-phon"), "{problem}"),
+        other => panic!("expected a refusal, got {other:?}"),
+    }
 }

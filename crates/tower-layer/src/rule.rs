@@ -236,6 +236,24 @@ impl Rule {
         self.on_store_failure
     }
 
+    /// Whether the rule can stop a request: enforced (not shadow) and not a flag rule. Only such
+    /// a rule refuses when its quota is spent, or fails closed when the store is down.
+    ///
+    /// ```
+    /// use tollgate_core::{Quota, Rate};
+    /// use tollgate_tower::{RefusalAction, Rule, key::PeerIp};
+    ///
+    /// let quota = Quota::token_bucket(10, Rate::per_second(1))?;
+    /// let rule = Rule::new("reads", quota, PeerIp::new())?;
+    /// assert!(rule.can_refuse());
+    /// assert!(!rule.clone().shadow().can_refuse());
+    /// assert!(!rule.on_refusal(RefusalAction::Flag).can_refuse());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn can_refuse(&self) -> bool {
+        crate::plan::is_enforcing(self)
+    }
+
     /// Whether the policy is shown in headers.
     pub fn is_disclosed(&self) -> bool {
         self.disclose.unwrap_or(

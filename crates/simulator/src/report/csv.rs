@@ -5,7 +5,7 @@ use std::io::{self, Write};
 use crate::Outcome;
 
 /// The CSV's columns.
-const COLUMNS: [&str; 16] = [
+const COLUMNS: [&str; 18] = [
     "scenario",
     "policy",
     "seed",
@@ -22,6 +22,8 @@ const COLUMNS: [&str; 16] = [
     "admitted_peak_per_second",
     "loop_stopped_after_seconds",
     "loop_admitted_per_second",
+    "delayed",
+    "mean_delay_seconds",
 ];
 
 /// Writes a header and one row per outcome (figures with fixed decimals, so equal runs give
@@ -65,6 +67,10 @@ pub fn write_csv(out: &mut dyn Write, outcomes: &[Outcome]) -> io::Result<()> {
             score
                 .loop_admitted_per_second
                 .map_or(String::new(), |rate| format!("{rate:.2}")),
+            score.delayed.to_string(),
+            score
+                .mean_delay_seconds()
+                .map_or(String::new(), |seconds| format!("{seconds:.6}")),
         ])?;
     }
     writer.flush()

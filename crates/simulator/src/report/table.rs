@@ -92,8 +92,15 @@ pub fn write_table(
     let notes: Vec<String> = outcomes
         .iter()
         .flat_map(|outcome| {
+            let delayed = outcome.score.mean_delay_seconds().map(|mean| {
+                format!(
+                    "{} requests waited for a pacing rule, {mean:.1} s on average (counted when they went through)",
+                    outcome.score.delayed
+                )
+            });
             story_notes(scenario, outcome)
                 .into_iter()
+                .chain(delayed)
                 .map(move |note| format!("{}: {note}", outcome.policy))
         })
         .collect();

@@ -23,7 +23,8 @@ pub struct Wave {
     pub addresses: u64,
     /// The /24 blocks they fall in (1 to 512).
     pub blocks: u64,
-    /// The device ids the scripts reuse (0: they send no `X-Device-Id`).
+    /// The device ids the scripts reuse (0: they send no `X-Device-Id`; at most 10⁹, above
+    /// which they would meet real users' ids).
     pub devices: u64,
     /// Real sign-ups an hour meanwhile.
     pub real_signups_per_hour: f64,
@@ -81,8 +82,12 @@ impl Wave {
             at,
             caller: attacker,
             from: addresses::cloud(random.below(addresses), blocks),
-            call: Call::Signup {
-                device: (devices > 0).then(|| random.below(devices)),
+            call: {
+                // Drawn whether or not it is sent, so every device count sees the same visits.
+                let device = random.below(devices.max(1));
+                Call::Signup {
+                    device: (devices > 0).then_some(device),
+                }
             },
         });
         let mut person = 0u32;
