@@ -42,8 +42,8 @@ pub struct RuleInOutage {
     /// Of the attackers' requests, those let through.
     pub attackers_let_through: u64,
     /// Of the innocent requests, those it refused: a refusal while the store is down is charged
-    /// to the closed rules the request met, else to those counting locally, never to an open
-    /// one.
+    /// to the rule its `429` names, else to the closed rules the request met (their `503`
+    /// names none), else to those counting locally; never to an open one.
     pub innocents_refused: u64,
 }
 
@@ -204,14 +204,16 @@ impl Tally {
     }
 
     /// While the store was down, `visit` asked about `rules`, and was refused or not. A
-    /// refusal is charged to the rules that fail closed among them when there are any (they
-    /// refuse every request while the store is down); otherwise to those that count locally
-    /// (`local`, `open_within`); never to an open one.
+    /// refusal is charged to the rule its `429` names (`refused_by`: one counting in the
+    /// gateway's memory); otherwise to the rules that fail closed among them (they refuse every
+    /// request while the store is down); otherwise to those that count locally (`local`,
+    /// `open_within`) — a refusal that names no rule; never to an open one.
     pub(crate) fn record_outage(
         &mut self,
         visit: &Visit,
         rules: impl IntoIterator<Item = RuleId>,
         refused: bool,
+        refused_by: Option<String>,
         failure_policies: &[(RuleId, OnStoreFailure)],
     ) {
         let mut asked: Vec<(RuleId, Option<OnStoreFailure>)> = Vec::new();
@@ -226,11 +228,13 @@ impl Tally {
         }
         let closed = Some(OnStoreFailure::Closed);
         let any_closed = asked.iter().any(|(_, policy)| *policy == closed);
+        let named = refused_by.filter(|name| asked.iter().any(|(rule, _)| rule.as_str() == name));
         for (rule, on_failure) in asked {
-            let refuser = match on_failure {
-                Some(OnStoreFailure::Closed) => true,
-                Some(OnStoreFailure::Open) => false,
-                _ => !any_closed,
+            let refuser = match (&named, on_failure) {
+                (Some(name), _) => rule.as_str() == name,
+                (None, Some(OnStoreFailure::Closed)) => true,
+                (None, Some(OnStoreFailure::Open)) => false,
+                (None, _) => !any_closed,
             };
             let entry = self.outage.entry(rule.clone()).or_insert(RuleInOutage {
                 rule,

@@ -1,7 +1,8 @@
 //! One simulation: a scenario's traffic through Chirp's router and the real layer, one service
 //! call a visit, on a manual clock.
 
-use axum::http::{Response, header};
+use axum::body::Body;
+use axum::http::{Response, StatusCode, header};
 use std::sync::{Arc, Mutex};
 use tollgate::core::testing::ManualClock;
 
@@ -55,6 +56,19 @@ pub fn simulate(
     runtime.block_on(drive(scenario, policy, seed, progress))
 }
 
+/// The rule a `429` names as the one that refused (its problem body's `policy`), if it names
+/// one: while the store is down, a rule counting in the gateway's memory refused it.
+async fn refusing_policy(response: Response<Body>) -> Option<String> {
+    if response.status() != StatusCode::TOO_MANY_REQUESTS {
+        return None;
+    }
+    let body = axum::body::to_bytes(response.into_body(), 64 * 1024)
+        .await
+        .ok()?;
+    let problem: serde_json::Value = serde_json::from_slice(&body).ok()?;
+    problem.get("policy")?.as_str().map(str::to_owned)
+}
+
 /// Builds the store: the memory store on the manual clock, failing during the scenario's
 /// outage; with an outage, behind a `FallbackStore` as Chirp's Redis deployment has it, so
 /// `local` and `open_within` rules count in the gateway's memory while the store is down.
@@ -105,7 +119,9 @@ async fn play<St: Store>(
         clock.set(START.saturating_add_micros(visit.at));
         let request = visit.call.request(visit.from);
         // A pacing rule delays a request with a tokio sleep: in paused time it passes at once,
-        // and the time it moved is the delay.
+        // and the time it moved is the delay (rounded up to a millisecond by tokio's timer).
+        // The manual clock stays at the arrival: the handler behind a paced request runs at
+        // its arrival time (visits are played one after another), a known approximation.
         let called = tokio::time::Instant::now();
         let Ok(response) = app.call(request).await;
         let delay = u64::try_from(called.elapsed().as_micros()).unwrap_or(u64::MAX);
@@ -116,7 +132,12 @@ async fn play<St: Store>(
             .map(|mut asked| asked.drain(..).collect())
             .unwrap_or_default();
         if !rules.is_empty() {
-            tally.record_outage(&visit, rules, refused, &failure_policies);
+            let refused_by = if refused {
+                refusing_policy(response).await
+            } else {
+                None
+            };
+            tally.record_outage(&visit, rules, refused, refused_by, &failure_policies);
         }
         if visit.at >= reported + 1_000_000 {
             reported = visit.at;

@@ -253,3 +253,25 @@ fn a_limit_no_chirp_handler_checks_is_refused_as_a_typo() {
         other => panic!("expected a refusal, got {other:?}"),
     }
 }
+
+#[test]
+fn an_outage_refusal_by_a_local_rule_is_charged_to_the_rule_its_answer_names() {
+    let outcome = outage_with(
+        "[[rule]]\nid = \"wide\"\nmatch = { method = \"POST\", path = \"/otp\" }\n\
+         algorithm = \"fixed_window\"\nlimit = 1000000\nwindow = \"1h\"\nkey = \"peer_ip\"\n\
+         on_store_failure = \"local\"\n\n\
+         [[rule]]\nid = \"tight\"\nmatch = { method = \"POST\", path = \"/otp\" }\n\
+         algorithm = \"fixed_window\"\nlimit = 1\nwindow = \"1h\"\nkey = \"global\"\n\
+         on_store_failure = \"local\"\n",
+    );
+    let rule = |id: &str| {
+        outcome
+            .outage
+            .iter()
+            .find(|rule| rule.rule.as_str() == id)
+            .unwrap_or_else(|| panic!("{id} in {:?}", outcome.outage))
+            .clone()
+    };
+    assert_eq!(rule("wide").innocents_refused, 0, "{:?}", outcome.outage);
+    assert!(rule("tight").innocents_refused > 0, "{:?}", outcome.outage);
+}
