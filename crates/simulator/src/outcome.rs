@@ -117,6 +117,24 @@ pub struct Outcome {
     pub outage: Vec<RuleInOutage>,
 }
 
+impl Outcome {
+    /// While the store was down, what `rule` did (`None`: it was never asked then).
+    ///
+    /// ```
+    /// use tollgate_simulator::{OutageAndFraud, Policy, Scenario, simulate};
+    ///
+    /// let outage = Scenario::Outage(OutageAndFraud { minutes: 1.0, outage_from_minute: 0.25,
+    ///     outage_minutes: 0.5, users: 10, ..OutageAndFraud::default() });
+    /// let outcome = simulate(&outage, &Policy::layered()?, 1, &mut |_| {})?;
+    /// assert_eq!(outcome.outage_of("otp-global").map(|rule| rule.attackers_let_through), Some(0));
+    /// assert!(outcome.outage_of("no-such-rule").is_none());
+    /// # Ok::<(), tollgate_simulator::Error>(())
+    /// ```
+    pub fn outage_of(&self, rule: &str) -> Option<&RuleInOutage> {
+        self.outage.iter().find(|asked| asked.rule.as_str() == rule)
+    }
+}
+
 /// Counts a simulation's answers as they come.
 pub(crate) struct Tally {
     /// Up to the last second anything was sent in.

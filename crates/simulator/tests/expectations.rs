@@ -141,9 +141,7 @@ fn during_an_outage_each_rule_fails_as_its_policy_says_and_the_report_shows_both
     let outcome = run(&scenario, &policy);
     let rule = |id: &str| {
         outcome
-            .outage
-            .iter()
-            .find(|rule| rule.rule.as_str() == id)
+            .outage_of(id)
             .unwrap_or_else(|| panic!("{id} was asked during the outage: {:?}", outcome.outage))
     };
 

@@ -80,9 +80,7 @@ fn during_an_outage_a_refusal_is_charged_to_the_rule_that_fails_closed_not_to_an
     let outcome = simulate(&scenario, &mixed, 9, &mut |_| {}).expect("it runs");
     let rule = |id: &str| {
         outcome
-            .outage
-            .iter()
-            .find(|rule| rule.rule.as_str() == id)
+            .outage_of(id)
             .unwrap_or_else(|| panic!("{id} in {:?}", outcome.outage))
             .clone()
     };
@@ -151,11 +149,7 @@ fn a_shadow_rule_that_says_closed_refuses_no_one_in_an_outage_and_is_shown_open(
     let outcome = outage_with(&format!(
         "{CODES_RULE}mode = \"shadow\"\non_store_failure = \"closed\"\n"
     ));
-    let codes = outcome
-        .outage
-        .iter()
-        .find(|rule| rule.rule.as_str() == "codes")
-        .expect("asked");
+    let codes = outcome.outage_of("codes").expect("asked");
     assert_eq!(codes.on_failure, Some(OnStoreFailure::Open));
     assert_eq!(codes.innocents_refused, 0);
     assert_eq!(codes.attackers_let_through, codes.attacker_requests);
@@ -266,9 +260,7 @@ fn an_outage_refusal_by_a_local_rule_is_charged_to_the_rule_its_answer_names() {
     );
     let rule = |id: &str| {
         outcome
-            .outage
-            .iter()
-            .find(|rule| rule.rule.as_str() == id)
+            .outage_of(id)
             .unwrap_or_else(|| panic!("{id} in {:?}", outcome.outage))
             .clone()
     };
