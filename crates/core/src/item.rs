@@ -1,6 +1,64 @@
 //! One rule's part of one request, as sent to a store.
 
-use crate::{Key, Mode, OnStoreFailure, Quota, RuleId};
+use crate::{Algorithm, Key, Mode, OnStoreFailure, Quota, RuleId};
+
+/// How an item takes its cost: all of it or nothing (the usual case), as much of it as there
+/// is, or all of it even past the limit.
+///
+/// The two other kinds exist for the fleet modes, which count part of a rule's traffic on each
+/// gateway and settle with the shared store in batches:
+///
+/// * [`UpTo`](Take::UpTo): a **lease**. The item's cost is the most it wants; it is allowed when
+///   at least one unit is there and charged what there is, up to its cost.
+///   [`ItemDecision::granted`](crate::ItemDecision::granted) says how many units it got, and its
+///   receipt gives back any of them (a lease returned unspent). Refused only when not one unit
+///   is there, with the wait until one is.
+/// * [`AsDebt`](Take::AsDebt): spend that **already happened** elsewhere (a gateway's local
+///   count, pushed to the shared one). Never refused and always charged in full: what fits is
+///   charged as usual, and the rest is recorded as the caller's **debt**
+///   ([`ItemDecision::debt`](crate::ItemDecision::debt)). Debt is paid, first, from whatever
+///   allowance comes back, before anything else is granted: while any is owed, up-to items are
+///   refused and debt items report nothing remaining. It is outside all-or-nothing (a refused
+///   batch keeps it: the spend is not undone by refusing something else) and has no receipt.
+///
+/// Both kinds are for enforcing items of rules that refuse: a shadow or read-only item, and a
+/// pacing quota (whose "cost" is a place in a queue, not a count), always take exactly. An
+/// exact item does not read debt: give a rule one mode across a fleet.
+///
+/// Debt is kept per rule and key beside the count, for as long as the caller's own allowance
+/// would take to come back and pay it: once that long has passed with nobody checking, the
+/// allowance it would have paid went unused, and the debt is dropped.
+///
+/// ```
+/// use futures_executor::block_on;
+/// use tollgate_core::{Item, Key, MemoryStore, Quota, Rate, RuleId, Store, Take};
+///
+/// let store = MemoryStore::new();
+/// let (rule, key) = (RuleId::new("partner")?, Key::new("acme"));
+/// let quota = Quota::token_bucket(10, Rate::per_second(10))?;
+///
+/// // A lease of up to 8 units, then one of up to 8 more: the second gets the 2 that are left.
+/// let lease = Item::new(&rule, quota, &key).with_cost(8).with_take(Take::UpTo);
+/// assert_eq!(block_on(store.check_one(&lease))?.granted(&lease), 8);
+/// assert_eq!(block_on(store.check_one(&lease))?.granted(&lease), 2);
+///
+/// // Five units spent elsewhere while none were left: all five become debt.
+/// let spent = Item::new(&rule, quota, &key).with_cost(5).with_take(Take::AsDebt);
+/// let answer = block_on(store.check_one(&spent))?;
+/// assert_eq!((answer.granted(&spent), answer.debt()), (5, 5));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub enum Take {
+    /// All of the cost, or nothing (the default).
+    #[default]
+    Exact,
+    /// As much of the cost as there is, at least one unit (a lease).
+    UpTo,
+    /// All of the cost, past the limit if need be, the excess recorded as debt.
+    AsDebt,
+}
 
 /// What a store needs to decide one rule for one request: the rule id, the **full quota and
 /// algorithm** (so per-key and per-plan quotas — a partner's contract — need no new API), the
@@ -26,6 +84,7 @@ pub struct Item<'a> {
     cost: u64,
     mode: Mode,
     on_store_failure: OnStoreFailure,
+    take: Take,
 }
 
 impl<'a> Item<'a> {
@@ -38,6 +97,7 @@ impl<'a> Item<'a> {
             cost: 1,
             mode: Mode::Enforce,
             on_store_failure: OnStoreFailure::Open,
+            take: Take::Exact,
         }
     }
 
@@ -62,6 +122,22 @@ impl<'a> Item<'a> {
     pub fn with_store_failure(mut self, policy: OnStoreFailure) -> Self {
         self.on_store_failure = policy;
         self
+    }
+
+    /// Sets how the item takes its cost (see [`Take`]).
+    #[must_use]
+    pub fn with_take(mut self, take: Take) -> Self {
+        self.take = take;
+        self
+    }
+
+    /// How the item takes its cost, as the store applies it: [`Take::Exact`] for shadow and
+    /// read-only items and pacing quotas, whatever was set.
+    pub fn take(&self) -> Take {
+        if self.mode != Mode::Enforce || self.quota.algorithm() == Algorithm::LeakyBucket {
+            return Take::Exact;
+        }
+        self.take
     }
 
     /// The rule id.

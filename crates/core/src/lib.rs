@@ -72,7 +72,7 @@ pub use fallback::{
     FallbackStoreBuilder,
 };
 pub use fingerprint::{FingerprintSecret, FingerprintSecretError};
-pub use item::Item;
+pub use item::{Item, Take};
 pub use key::{Key, KeyBuilder};
 pub use memory::{DEFAULT_MAX_KEYS, MemoryStats, MemoryStore, MemoryStoreBuilder};
 pub use policy::{Mode, OnStoreFailure};

@@ -24,6 +24,12 @@ use crate::{
 ///   ([`Mode::Gate`](crate::Mode::Gate)) are checked at their cost and never charged, and their
 ///   refusal refuses the request like an enforcing item's (a block read in the same call).
 ///   Several pacing items are all scheduled at the latest of their earliest slots.
+/// * An item takes its cost exactly unless it says otherwise ([`Take`](crate::Take)): **up to**
+///   its cost (a lease: allowed with whatever there is, at least one unit, and
+///   [`ItemDecision::granted`] says how much), or **as debt** (spend that already happened: never
+///   refused, charged in full, the excess owed past the limit — [`ItemDecision::debt`] — and
+///   paid back before anything else is granted to that caller). Debt is outside
+///   all-or-nothing: a refused batch keeps it.
 /// * [`peek`](Store::peek) answers "would this cost pass now?" without charging.
 /// * [`refund`](Store::refund) undoes exactly the charge a [`Receipt`] describes, once, and only
 ///   as much of it as the caller's state can still be holding.
@@ -153,6 +159,8 @@ pub struct ItemDecision {
     pub(crate) decision: Decision,
     pub(crate) charge: Option<Charge>,
     pub(crate) counted_in: CountedIn,
+    /// Units of debt the caller owes after this check ([`Take`](crate::Take)).
+    pub(crate) owed: u64,
 }
 
 /// Where an item's decision was counted: what a response may honestly tell the caller about it.
@@ -194,6 +202,7 @@ impl ItemDecision {
             decision,
             charge: None,
             counted_in: CountedIn::Store,
+            owed: 0,
         }
     }
 
@@ -204,6 +213,7 @@ impl ItemDecision {
             decision,
             charge,
             counted_in: CountedIn::Store,
+            owed: 0,
         }
     }
 
@@ -251,6 +261,49 @@ impl ItemDecision {
     /// What was charged; `None` when nothing was (refused batch, shadow refusal, zero cost).
     pub fn charge(&self) -> Option<&Charge> {
         self.charge.as_ref()
+    }
+
+    /// How many units of the item's cost were taken: all of it for an allowed exact item or a
+    /// debt item ([`Take::AsDebt`](crate::Take::AsDebt) always takes all, past the limit if need
+    /// be), what there was for a lease ([`Take::UpTo`](crate::Take::UpTo)), 0 when refused or
+    /// not charged. `item` must be the item this decision answers.
+    ///
+    /// ```
+    /// use futures_executor::block_on;
+    /// use tollgate_core::{Item, Key, MemoryStore, Quota, Rate, RuleId, Store, Take};
+    /// let (store, rule, key) = (MemoryStore::new(), RuleId::new("r")?, Key::new("k"));
+    /// let quota = Quota::token_bucket(3, Rate::per_minute(3))?;
+    /// let lease = Item::new(&rule, quota, &key).with_cost(5).with_take(Take::UpTo);
+    /// assert_eq!(block_on(store.check_one(&lease))?.granted(&lease), 3);
+    /// assert_eq!(block_on(store.check_one(&lease))?.granted(&lease), 0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn granted(&self, item: &Item<'_>) -> u64 {
+        match (item.take(), &self.charge) {
+            (crate::Take::AsDebt, _) => item.cost(),
+            (crate::Take::UpTo, Some(Charge::Scheduled { micros, .. })) => {
+                micros / item.quota().interval_micros().max(1)
+            }
+            (
+                crate::Take::UpTo,
+                Some(Charge::Window { cost, .. } | Charge::Logged { cost, .. }),
+            ) => *cost,
+            (_, Some(_)) => item.cost(),
+            (_, None) => 0,
+        }
+    }
+
+    /// Units the caller owes past its limit after this check: what debt items
+    /// ([`Take::AsDebt`](crate::Take::AsDebt)) charged beyond the allowance and the allowance
+    /// has not paid back yet. Always 0 for an exact item (which does not read debt).
+    pub fn debt(&self) -> u64 {
+        self.owed
+    }
+
+    /// The same answer, reporting `owed` units of debt.
+    pub(crate) fn owing(mut self, owed: u64) -> Self {
+        self.owed = owed;
+        self
     }
 
     /// A receipt for this charge, to refund later; `None` when nothing was charged. `item` must

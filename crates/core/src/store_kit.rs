@@ -23,7 +23,14 @@ pub fn charged(decision: Decision, charge: Charge) -> ItemDecision {
         decision,
         charge: Some(charge),
         counted_in: crate::CountedIn::Store,
+        owed: 0,
     }
+}
+
+/// The same answer, reporting that the caller owes `owed` units of debt after it (see
+/// [`Take::AsDebt`](crate::Take::AsDebt)).
+pub fn owing(answer: ItemDecision, owed: u64) -> ItemDecision {
+    answer.owing(owed)
 }
 
 /// A bucket, GCRA or pacing charge: the schedule moved `micros` later, to `until`.

@@ -5,6 +5,8 @@
 //! tg:t2:{login:%06user77}
 //! <prefix>:r1:{<rule id>:<caller key, escaped>}:<receipt id, 16 hex digits>
 //! tg:r1:{login:%06user77}:00c0ffee00c0ffee
+//! <prefix>:d1:{<rule id>:<caller key, escaped>}
+//! tg:d1:{partner:acme}
 //! ```
 //!
 //! * The **hash tag** (between `{` and `}`) is the rule id and the caller's key, so one rule's
@@ -22,6 +24,8 @@
 //! * A **refund marker** (`r`) remembers, for as long as the charge could matter, that a
 //!   receipt was refunded, so a retried refund gives back once. It shares the state's hash tag,
 //!   so one script execution (and one cluster slot) holds both.
+//! * A **debt** (`d`) holds the units a caller owes past its limit (`tollgate_core::Take`),
+//!   beside its state in the same slot, and expires when the debt lapses.
 
 use std::fmt::Write as _;
 
@@ -85,6 +89,9 @@ impl StateFormat {
 /// The refund markers' tag and version.
 const MARKER_TAG: &str = "r1";
 
+/// The debt keys' tag and version: "owed:lapses_at", units and µs.
+const DEBT_TAG: &str = "d1";
+
 /// Names stored keys under one prefix.
 #[derive(Debug, Clone)]
 pub(crate) struct KeyLayout {
@@ -100,6 +107,11 @@ impl KeyLayout {
     /// The stored key of `rule`'s state for `key` in `format`.
     pub(crate) fn key(&self, format: StateFormat, rule: &RuleId, key: &Key) -> String {
         self.name(format.tag(), rule, key, 0)
+    }
+
+    /// The key holding what `key` owes `rule` past its limit.
+    pub(crate) fn debt(&self, rule: &RuleId, key: &Key) -> String {
+        self.name(DEBT_TAG, rule, key, 0)
     }
 
     /// The refund marker of receipt `id` for `rule`'s state for `key`: the state's hash tag,

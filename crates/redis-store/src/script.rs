@@ -5,7 +5,8 @@
 //! `src/lua/`: `prelude.lua` (exact integer arithmetic and the one place "now" comes from),
 //! `state.lua` (reading and writing one key's state, with expiry), `algorithms.lua` (the
 //! algorithms of `tollgate_core::algorithm`, over the same integers, each reading a state in
-//! its quota's terms first) and `main.lua` (the operations; a check is all-or-nothing inside one
+//! its quota's terms first), `taking.lua` (up-to and debt items, and the debt key) and
+//! `main.lua` (the operations; a check is all-or-nothing inside one
 //! execution, a refund with a marker happens once).
 
 use std::sync::LazyLock;
@@ -25,6 +26,8 @@ const SOURCE: &str = concat!(
     include_str!("lua/state.lua"),
     "\n",
     include_str!("lua/algorithms.lua"),
+    "\n",
+    include_str!("lua/taking.lua"),
     "\n",
     include_str!("lua/main.lua"),
 );
@@ -78,12 +81,14 @@ pub(crate) struct Timing {
 }
 
 /// One item's arguments after its kind: limit, interval, span, then four per operation (check,
-/// enforce, peek and start: cost, enforcing, 0, 0; refund: the charge's kind and two numbers,
-/// and the cost to report the state at afterwards).
+/// enforce, peek and start: cost, enforcing, take, 0; refund: the charge's kind and two
+/// numbers, and the cost to report the state at afterwards).
 pub(crate) struct KeyArgs<'a> {
     pub(crate) key: &'a str,
     pub(crate) quota: &'a Quota,
     pub(crate) extra: [u64; 4],
+    /// The caller's debt key, for an up-to or debt item.
+    pub(crate) debt_key: Option<&'a str>,
 }
 
 /// The script's name for an algorithm.
@@ -177,9 +182,15 @@ pub(crate) fn invocation<'a>(
             timing.not_before.to_string(),
         ],
     };
+    // Debt keys follow the state keys, one per item, when any item reads one (an exact item's
+    // place holds its state key again, never read as a debt).
+    let mut debt_keys: SmallVec<[String; 3]> = SmallVec::new();
+    let mut any_debt = false;
     for args in keys {
         let algorithm = args.quota.algorithm();
         let kind = kind(algorithm).ok_or_else(|| unsupported(algorithm))?;
+        any_debt |= args.debt_key.is_some();
+        debt_keys.push(args.debt_key.unwrap_or(args.key).to_owned());
         call.keys.push(args.key.to_owned());
         call.args.push(kind.to_owned());
         let quota = args.quota;
@@ -187,11 +198,14 @@ pub(crate) fn invocation<'a>(
         call.args
             .extend(numbers.iter().chain(&args.extra).map(u64::to_string));
     }
+    if any_debt {
+        call.keys.extend(debt_keys);
+    }
     Ok(call)
 }
 
 /// Values per key in a check or peek answer.
-const ANSWER_STRIDE: usize = 8;
+const ANSWER_STRIDE: usize = 9;
 
 /// A decoded check or peek answer: whether every enforcing key allowed, and each key's answer.
 pub(crate) struct Answer {
@@ -199,7 +213,7 @@ pub(crate) struct Answer {
     pub(crate) items: SmallVec<[ItemDecision; 3]>,
 }
 
-/// Decodes `{allowed, now, 8 values per key}` for `expected` keys.
+/// Decodes `{allowed, now, 9 values per key}` for `expected` keys.
 pub(crate) fn decode(reply: &[i64], expected: usize) -> Result<Answer, StoreError> {
     let malformed = || {
         StoreError::new(
@@ -217,7 +231,7 @@ pub(crate) fn decode(reply: &[i64], expected: usize) -> Result<Answer, StoreErro
     let mut items = SmallVec::with_capacity(expected);
     for index in 0..expected {
         let base = 2 + index * ANSWER_STRIDE;
-        let [verdict, limit, remaining, reset, wait, charge, a, b] =
+        let [verdict, limit, remaining, reset, wait, charge, a, b, owed] =
             std::array::from_fn(|offset| value(base + offset));
         let (limit, remaining) = (limit?, remaining?);
         let (reset, wait) = (Duration::from_micros(reset?), Duration::from_micros(wait?));
@@ -235,10 +249,11 @@ pub(crate) fn decode(reply: &[i64], expected: usize) -> Result<Answer, StoreErro
             3 => Some(store_kit::logged(Timestamp::from_micros(a), b)),
             _ => return Err(malformed()),
         };
-        items.push(match charge {
+        let answer = match charge {
             Some(charge) => store_kit::charged(decision, charge),
             None => ItemDecision::uncharged(decision),
-        });
+        };
+        items.push(store_kit::owing(answer, owed?));
     }
     Ok(Answer {
         allowed: value(0)? == 1,

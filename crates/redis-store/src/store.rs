@@ -6,7 +6,7 @@ use std::sync::Arc;
 use tollgate_core::Clock;
 use tollgate_core::{
     Algorithm, BatchDecision, Charge, Decision, Item, ItemDecision, Key, Quota, Receipt,
-    RefundError, RuleId, Store, StoreError, StoreErrorKind,
+    RefundError, RuleId, Store, StoreError, StoreErrorKind, Take,
 };
 
 use crate::error::store_error;
@@ -164,6 +164,9 @@ impl RedisStore {
             cost: item.cost(),
             enforcing: item.is_enforcing(),
             read_only: item.is_read_only(),
+            take: item.take(),
+            debt_key: (item.take() != Take::Exact)
+                .then(|| self.inner.layout.debt(item.rule(), item.key())),
         })
     }
 
@@ -262,6 +265,10 @@ pub(crate) struct Planned {
     pub(crate) enforcing: bool,
     /// Whether the item is only read, never charged.
     pub(crate) read_only: bool,
+    /// How it takes its cost (exact, up to, as debt).
+    pub(crate) take: Take,
+    /// The caller's debt key, for an up-to or debt item.
+    pub(crate) debt_key: Option<String>,
 }
 
 impl Planned {
@@ -269,7 +276,17 @@ impl Planned {
         KeyArgs {
             key: &self.key,
             quota: &self.quota,
-            extra: [self.cost, self.mode_arg(), 0, 0],
+            extra: [self.cost, self.mode_arg(), self.take_arg(), 0],
+            debt_key: self.debt_key.as_deref(),
+        }
+    }
+
+    /// The script's take argument: 0 exact, 1 up to, 2 as debt.
+    fn take_arg(&self) -> u64 {
+        match self.take {
+            Take::UpTo => 1,
+            Take::AsDebt => 2,
+            _ => 0,
         }
     }
 
@@ -286,6 +303,7 @@ impl Planned {
             key: &self.key,
             quota: &self.quota,
             extra: [kind, a, b, report_at],
+            debt_key: None,
         }
     }
 
@@ -380,6 +398,7 @@ impl Store for RedisStore {
         for format in StateFormat::ALL {
             command.arg(self.inner.layout.key(format, rule, key));
         }
+        command.arg(self.inner.layout.debt(rule, key));
         self.inner
             .connection
             .query::<i64>(&command)

@@ -45,6 +45,7 @@ pub mod gcra;
 pub mod leaky_bucket;
 pub mod sliding_window_counter;
 pub mod sliding_window_log;
+pub(crate) mod taking;
 pub mod token_bucket;
 
 use crate::{Charge, Decision, Quota, Refusal, Timestamp, Verdict};

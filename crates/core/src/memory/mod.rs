@@ -61,6 +61,7 @@
 
 mod atomic_tat;
 mod compact_key;
+mod ledger;
 mod ops;
 mod quota_slots;
 mod shard;
@@ -80,7 +81,7 @@ use self::ops::{InsertContext, Location};
 use self::shard::Shard;
 use crate::{
     Algorithm, BatchDecision, Clock, Decision, Item, ItemDecision, Key, Receipt, RefundError,
-    RefundNow, RuleId, Store, StoreError, SystemClock, Timestamp,
+    RefundNow, RuleId, Store, StoreError, SystemClock, Take, Timestamp,
 };
 
 /// Per-item answers, inline for up to three rules per request (more spill to the heap).
@@ -288,12 +289,14 @@ impl<C: Clock> Inner<C> {
         }
         let at = self.locate(item.rule(), item.key());
         let now = self.clock.now();
-        if let Some(answer) = self.check_known_timestamp(item, at, now) {
+        if item.take() == Take::Exact
+            && let Some(answer) = self.check_known_timestamp(item, at, now)
+        {
             return answer;
         }
         let mut shard = self.lock(at.shard);
-        let (decision, charge) = ops::evaluate(&mut shard, at, item, now, now, self);
-        ItemDecision::new(decision, charge)
+        let (decision, charge, owed) = ops::evaluate(&mut shard, at, item, now, now, self);
+        ItemDecision::new(decision, charge).owing(owed)
     }
 
     /// The fastest path: a one-timestamp algorithm (token bucket, GCRA, pacing) on a key the
@@ -353,19 +356,20 @@ impl<C: Clock> Inner<C> {
         let mut answers = Answers::with_capacity(items.len());
         let mut allowed = true;
         for (item, at) in items.iter().zip(&locations) {
-            let (decision, charge) = if item.is_read_only() {
+            let (decision, charge, owed) = if item.is_read_only() {
                 (
                     ops::peek(&guards[slot(at)], *at, item, item.cost(), now),
                     None,
+                    0,
                 )
             } else if item.is_enforcing() {
                 ops::evaluate(&mut guards[slot(at)], *at, item, now, not_before, self)
             } else {
                 // Filled in below, once the request's fate is known.
-                (Decision::allowed(0, 0, std::time::Duration::ZERO), None)
+                (Decision::allowed(0, 0, std::time::Duration::ZERO), None, 0)
             };
             allowed &= decision.is_allowed();
-            answers.push(ItemDecision::new(decision, charge));
+            answers.push(ItemDecision::new(decision, charge).owing(owed));
         }
         let pairs = items.iter().zip(&locations).zip(answers.iter_mut());
         if !allowed {
@@ -390,7 +394,8 @@ impl<C: Clock> Inner<C> {
         for ((item, at), answer) in pairs.filter(|((item, _), _)| !item.is_enforcing()) {
             let shard = &mut guards[slot(at)];
             (answer.decision, answer.charge) = if allowed {
-                ops::evaluate(shard, *at, item, now, now, self)
+                let (decision, charge, _) = ops::evaluate(shard, *at, item, now, now, self);
+                (decision, charge)
             } else {
                 (ops::peek(shard, *at, item, item.cost(), now), None)
             };

@@ -3,7 +3,8 @@
 use super::shard::{Shard, StateVisitor, Tabled, visit_state};
 use super::stored::Meta;
 use crate::algorithm::AlgorithmState;
-use crate::{Charge, Decision, Item, Quota, Refusal, Timestamp};
+use crate::algorithm::taking::{self, Taken};
+use crate::{Charge, Decision, Item, Quota, Refusal, Take, Timestamp};
 
 /// Where an item's state lives.
 #[derive(Debug, Clone, Copy)]
@@ -21,7 +22,8 @@ pub(crate) trait InsertContext {
 }
 
 /// Evaluates `item` and charges it if allowed, in its own quota's terms (a state written under
-/// another quota is rewritten first).
+/// another quota is rewritten first); an up-to or debt item reads and settles its caller's debt
+/// (see [`Take`]). Answers the decision, the charge, and the units owed after it.
 #[inline(always)]
 pub(crate) fn evaluate(
     shard: &mut Shard,
@@ -30,7 +32,7 @@ pub(crate) fn evaluate(
     now: Timestamp,
     not_before: Timestamp,
     context: &impl InsertContext,
-) -> (Decision, Option<Charge>) {
+) -> Taken {
     struct Evaluate<'a, 'i, C> {
         shard: &'a mut Shard,
         at: Location,
@@ -40,7 +42,7 @@ pub(crate) fn evaluate(
         context: &'a C,
     }
     impl<C: InsertContext> StateVisitor for Evaluate<'_, '_, C> {
-        type Output = (Decision, Option<Charge>);
+        type Output = Taken;
         #[inline(always)]
         fn visit<S: Tabled>(self) -> Self::Output {
             let Evaluate {
@@ -53,6 +55,11 @@ pub(crate) fn evaluate(
             } = self;
             let key = item.key().as_bytes();
             let quota = *item.quota();
+            let take = item.take();
+            let owed = match take {
+                Take::Exact => 0,
+                _ => shard.ledger.owed(at.rule, key, now),
+            };
             let table = shard.table_mut::<S>(at.rule);
             let (slot, dropped) = table.slot_for(quota);
             if dropped > 0 {
@@ -60,7 +67,24 @@ pub(crate) fn evaluate(
                 context.record_removed(0, dropped);
             }
             let table = shard.table_mut::<S>(at.rule);
-            let check = |state: &mut S::State| state.check(&quota, now, item.cost(), not_before);
+            let check = |state: &mut S::State| -> (Taken, Timestamp) {
+                if take == Take::Exact {
+                    let (decision, charge) = state.check(&quota, now, item.cost(), not_before);
+                    return ((decision, charge, 0), Timestamp::EPOCH);
+                }
+                let taken = taking::take(state, &quota, now, take, item.cost(), owed);
+                let lapses_at = taking::debt_lapses_at(state, &quota, now, taken.2);
+                (taken, lapses_at)
+            };
+            let settle_debt = |shard: &mut Shard, (taken, lapses_at): (Taken, Timestamp)| {
+                if take != Take::Exact && (owed > 0 || taken.2 > 0) {
+                    let capacity = context.capacity_per_shard();
+                    shard
+                        .ledger
+                        .set(at.rule, key, taken.2, lapses_at, now, capacity);
+                }
+                taken
+            };
             if let Some((stored, written_under)) = table.find_written(at.hash, key) {
                 if stored.view(&written_under, |state| state.is_idle(&written_under, now)) {
                     // Idle under the quota it was written under: as good as gone (a Redis key
@@ -68,13 +92,18 @@ pub(crate) fn evaluate(
                     *stored = S::new(S::State::default(), stored.meta());
                 }
                 let outcome = stored.update(&written_under, check);
-                let refused = marks_refusal(item, &outcome, stored.meta().refused);
+                let (decision, charge, _) = &outcome.0;
+                let refused = marks_refusal(item, decision, charge, stored.meta().refused);
                 stored.set_meta(Meta { slot, refused });
-                return outcome;
+                return settle_debt(shard, outcome);
             }
             let mut state = S::State::default();
             let outcome = check(&mut state);
-            if outcome.1.is_some() {
+            // An up-to or debt item may change the state without a charge of its own (paying a
+            // debt, or the part of a debt that fit).
+            let changed =
+                outcome.0.1.is_some() || (take != Take::Exact && !state.is_idle(&quota, now));
+            if changed {
                 let removed = shard.before_insert(context.capacity_per_shard(), now);
                 context.record_removed(removed.lossless, removed.lossy);
                 let rule = at.rule;
@@ -90,7 +119,7 @@ pub(crate) fn evaluate(
                     .insert(at.hash, key, stored, |key| context.rehash(rule, key));
                 shard.note_added();
             }
-            outcome
+            settle_debt(shard, outcome)
         }
     }
     visit_state(
@@ -110,13 +139,14 @@ pub(crate) fn evaluate(
 /// charge, otherwise unchanged.
 pub(crate) fn marks_refusal(
     item: &Item<'_>,
-    outcome: &(Decision, Option<Charge>),
+    decision: &Decision,
+    charge: &Option<Charge>,
     was: bool,
 ) -> bool {
-    if outcome.1.is_some() {
+    if charge.is_some() {
         return false;
     }
-    was || (item.is_enforcing() && outcome.0.refusal() == Some(Refusal::LimitReached))
+    was || (item.is_enforcing() && decision.refusal() == Some(Refusal::LimitReached))
 }
 
 /// Would `cost` of `item` pass? Charges nothing.
@@ -252,6 +282,7 @@ pub(crate) fn refund(
 /// Forgets the key's state of every algorithm for the rule.
 pub(crate) fn reset(shard: &mut Shard, at: Location, key: &[u8]) {
     use crate::Algorithm;
+    shard.ledger.forget(at.rule, key);
     struct Reset<'a> {
         shard: &'a mut Shard,
         at: Location,

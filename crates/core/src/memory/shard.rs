@@ -2,6 +2,7 @@
 //! within a bound.
 
 use super::atomic_tat::AtomicTat;
+use super::ledger::Ledger;
 use super::stored::{StoredLog, StoredSliding, StoredState, StoredWindow};
 use super::table::Table;
 use crate::algorithm::AlgorithmState;
@@ -77,6 +78,8 @@ pub(crate) struct Shard {
     len: usize,
     next_sweep_len: usize,
     last_sweep: Timestamp,
+    /// What this shard's callers owe past their limits.
+    pub(crate) ledger: Ledger,
 }
 
 impl Shard {
@@ -86,6 +89,7 @@ impl Shard {
             len: 0,
             next_sweep_len: MIN_SWEEP_LEN,
             last_sweep: Timestamp::EPOCH,
+            ledger: Ledger::default(),
         }
     }
 
@@ -152,6 +156,7 @@ impl Shard {
             removed += sweep_table(&mut tables.log, now);
         }
         self.len -= removed;
+        self.ledger.sweep(now);
         self.last_sweep = now;
         self.next_sweep_len = (self.len * 2).max(MIN_SWEEP_LEN);
         removed

@@ -35,6 +35,8 @@ use crate::{
 
 pub mod state_changes;
 pub use state_changes::*;
+pub mod taking;
+pub use taking::*;
 
 /// The suite's start time: midnight UTC, 2023-11-14 (aligned to days, hours and minutes).
 pub const START: Timestamp = Timestamp::from_secs(19_675 * 86_400);
@@ -91,7 +93,15 @@ macro_rules! conformance_suite {
             a_refund_after_a_capacity_cut_gives_back_at_most_its_cost,
             a_refund_after_a_clock_step_back_gives_back_at_most_its_cost,
             pacing_gives_back_only_its_latest_booking,
-            a_lowered_sliding_limit_waits_no_longer_than_the_new_quota_alone
+            a_lowered_sliding_limit_waits_no_longer_than_the_new_quota_alone,
+            up_to_takes_what_there_is_and_says_how_much,
+            a_lease_given_back_by_its_receipt_restores_the_count,
+            a_debt_is_charged_in_full_and_refuses_leases_until_paid,
+            a_debt_carries_into_the_next_window,
+            debt_stays_charged_when_the_batch_is_refused,
+            a_debt_lapses_once_the_allowance_could_have_paid_it,
+            reset_forgives_a_debt,
+            shadow_and_pacing_items_take_exactly
         );
     };
     (@cases $block_on:path, $store:expr, $($case:ident),+) => {

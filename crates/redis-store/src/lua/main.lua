@@ -7,15 +7,17 @@
 --   kind ('g' GCRA / token bucket, 'p' pacing, 'w' fixed window, 's' sliding counter,
 --   'l' sliding log), limit, interval µs, span µs, then
 --   check, enforce, peek and start: cost, mode (1 enforcing, 0 shadow, 2 read-only: checked
---   like an enforcing item, never charged), 0, 0;
+--   like an enforcing item, never charged), take (0 exact, 1 up to, 2 as debt: see
+--   taking.lua), 0;
 --   refund: charge kind, charge a, charge b, the cost to report the state at afterwards.
--- KEYS: one state key per item; a refund may follow them with one refund marker per item
+-- KEYS: one state key per item; a check with up-to or debt items follows them with one debt
+-- key per item (an exact item's place is never read); a refund may follow them with one refund marker per item
 -- (`<prefix>:r1:{<the state key's hash tag>}:<receipt id>`): the refund is applied only if it
 -- can set its marker (SET NX, for as long as the charge can matter), so a retried refund gives
 -- back once. Without markers (compensating a refused cross-slot batch) refunds apply as sent,
 -- a bucket's by a rule that does not depend on the order of concurrent refunds.
--- Check, enforce, peek and refund answer {allowed, now, then 8 integers per item: verdict, limit,
--- remaining, reset_after µs, wait µs, charge kind, charge a, charge b} (a refund answers each
+-- Check, enforce, peek and refund answer {allowed, now, then 9 integers per item: verdict, limit,
+-- remaining, reset_after µs, wait µs, charge kind, charge a, charge b, units owed} (a refund answers each
 -- item's state after it, at the given cost, uncharged). 'start' answers {the latest earliest
 -- start of its enforcing pacing items, µs}.
 
@@ -43,12 +45,15 @@ local function load_state(it)
   return load(it.key, it.kind)
 end
 
+local owed = {}
+
 local function answer(allowed_all, decisions, charges)
   local reply = {allowed_all and 1 or 0, now}
   for i = 1, #items do
     local d, c = decisions[i], charges[i] or {0, 0, 0}
     for _, value in ipairs(d) do reply[#reply + 1] = value end
     for _, value in ipairs(c) do reply[#reply + 1] = value end
+    reply[#reply + 1] = owed[i] or 0
   end
   return reply
 end
@@ -132,9 +137,38 @@ local function write_back()
   end
 end
 
+-- An up-to or debt item: its caller's debt is read, settled and written back with it. What it
+-- paid and what it owes stay, whatever the rest of the batch does.
+local function check_taking(i, it)
+  local debt_key = KEYS[#items + i]
+  local before = 0
+  local value = redis.call('GET', debt_key)
+  if value then
+    local units, lapses_at = string.match(value, '^(%d+):(%d+)$')
+    if not units then unreadable(debt_key, '"owed:lapses_at"') end
+    -- The key's own expiry is the server's; the lapse is read on the script's clock.
+    if tonumber(lapses_at) > now then before = tonumber(units) end
+  end
+  local s = state_of(it)
+  local decision, charge, after = take(s, it, it.a, before)
+  s.dirty = true
+  s.window = it.q.interval
+  if after > 0 then
+    local lapses_at = debt_lapses_at(s, it, after)
+    redis.call('SET', debt_key, fmt(after) .. ':' .. fmt(lapses_at), 'PX', ttl_ms(lapses_at - now))
+  elseif value then
+    redis.call('DEL', debt_key)
+  end
+  owed[i] = after
+  return decision, charge
+end
+
 local decisions, charges, allowed_all = {}, {}, true
 for i, it in ipairs(items) do
-  if it.b == 1 then
+  if it.b == 1 and it.c ~= 0 then
+    decisions[i], charges[i] = check_taking(i, it)
+    if decisions[i][1] ~= 0 then allowed_all = false end
+  elseif it.b == 1 then
     decisions[i], charges[i] = check(it, it.a, not_before)
     if decisions[i][1] ~= 0 then allowed_all = false end
   elseif it.b == 2 then
