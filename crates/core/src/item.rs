@@ -1,6 +1,6 @@
 //! One rule's part of one request, as sent to a store.
 
-use crate::{Algorithm, Key, Mode, OnStoreFailure, Quota, RuleId};
+use crate::{Algorithm, Counting, Key, Mode, OnStoreFailure, Quota, RuleId};
 
 /// How an item takes its cost: all of it or nothing (the usual case), as much of it as there
 /// is, or all of it even past the limit.
@@ -85,6 +85,7 @@ pub struct Item<'a> {
     mode: Mode,
     on_store_failure: OnStoreFailure,
     take: Take,
+    counting: Counting,
 }
 
 impl<'a> Item<'a> {
@@ -98,6 +99,7 @@ impl<'a> Item<'a> {
             mode: Mode::Enforce,
             on_store_failure: OnStoreFailure::Open,
             take: Take::Exact,
+            counting: Counting::Exact,
         }
     }
 
@@ -138,6 +140,24 @@ impl<'a> Item<'a> {
             return Take::Exact;
         }
         self.take
+    }
+
+    /// Sets how the rule is counted across a fleet ([`Counting`]); only a
+    /// [`FleetStore`](crate::FleetStore) reads it.
+    #[must_use]
+    pub fn with_counting(mut self, counting: Counting) -> Self {
+        self.counting = counting;
+        self
+    }
+
+    /// How the rule is counted across a fleet, as a [`FleetStore`](crate::FleetStore) applies
+    /// it: [`Counting::Exact`] for shadow and read-only items and pacing quotas, whatever was
+    /// set (they are never leased or synced).
+    pub fn counting(&self) -> Counting {
+        if self.mode != Mode::Enforce || self.quota.algorithm() == Algorithm::LeakyBucket {
+            return Counting::Exact;
+        }
+        self.counting
     }
 
     /// The rule id.

@@ -44,10 +44,12 @@
 
 pub mod algorithm;
 mod clock;
+mod counting;
 mod decision;
 mod error;
 mod fallback;
 mod fingerprint;
+mod fleet;
 mod item;
 mod key;
 mod memory;
@@ -65,6 +67,7 @@ pub mod store_kit;
 pub mod testing;
 
 pub use clock::{Clock, SystemClock, Timestamp};
+pub use counting::{Counting, LeaseSettings, SyncSettings};
 pub use decision::{Decision, Refusal, Verdict, whole_seconds_up};
 pub use error::{QuotaError, RuleIdError, StoreError, StoreErrorKind};
 pub use fallback::{
@@ -72,6 +75,7 @@ pub use fallback::{
     FallbackStoreBuilder,
 };
 pub use fingerprint::{FingerprintSecret, FingerprintSecretError};
+pub use fleet::{FleetStats, FleetStore};
 pub use item::{Item, Take};
 pub use key::{Key, KeyBuilder};
 pub use memory::{DEFAULT_MAX_KEYS, MemoryStats, MemoryStore, MemoryStoreBuilder};

@@ -141,6 +141,27 @@ impl Receipt {
         self.spent.swap(true, Ordering::AcqRel)
     }
 
+    /// The same receipt for only `units` of its charge, the last ones charged (a lease giving
+    /// back what it did not spend): a schedule's last `units` emission intervals, a window's or
+    /// a log entry's `units` of cost. Never more than the charge itself.
+    pub(crate) fn narrowed(mut self, units: u64) -> Receipt {
+        self.charge = match self.charge {
+            Charge::Scheduled { micros, until } => Charge::Scheduled {
+                micros: micros.min(units.saturating_mul(self.quota.interval_micros())),
+                until,
+            },
+            Charge::Window { start, cost } => Charge::Window {
+                start,
+                cost: cost.min(units),
+            },
+            Charge::Logged { at, cost } => Charge::Logged {
+                at,
+                cost: cost.min(units),
+            },
+        };
+        self
+    }
+
     /// The same receipt again, sharing its id and spent mark: what a retry sends, and what a
     /// wrapper keeps while the original is away at another store.
     pub(crate) fn retry_copy(&self) -> Receipt {

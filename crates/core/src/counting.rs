@@ -1,0 +1,206 @@
+//! Where a rule's count is decided: in the shared store on every check, from a batch of units
+//! leased to this gateway, or on a local copy synced every so often (see
+//! [`FleetStore`](crate::FleetStore)).
+
+use std::time::Duration;
+
+/// How a rule is counted across a fleet of gateways that share one store.
+///
+/// | counting | store calls | over-admission against the exact limiter | under-admission at a refusal |
+/// |---|---|---|---|
+/// | [`Exact`](Counting::Exact) | one per check | 0 | 0 |
+/// | [`Lease`](Counting::Lease) | about one per gateway per `top_up_every` | ≤ min(R·L, G·H) for buckets and logs; 0 for fixed and sliding windows | ≤ (G − 1)·H |
+/// | [`Sync`](Counting::Sync) | one batch per gateway per `every` (or sooner, at M units) | ≤ G·M | 0 once synced; a stale view may refuse for up to `every` |
+///
+/// G gateways; R the rule's rate (units a second); L the lease lifetime; H = 1.5 × the largest
+/// lease (a lease and the top-up asked for when half of it is spent); M the most a gateway
+/// spends before it syncs. Only a [`FleetStore`](crate::FleetStore) reads this: any other store
+/// counts every rule exactly.
+///
+/// ```
+/// use std::time::Duration;
+/// use tollgate_core::{Counting, LeaseSettings, SyncSettings};
+///
+/// let lease = Counting::Lease(LeaseSettings::new().max_units(50).lifetime(Duration::from_secs(5)));
+/// let sync = Counting::Sync(SyncSettings::new().every(Duration::from_millis(100)));
+/// assert_ne!(lease, sync);
+/// assert_eq!(Counting::default(), Counting::Exact);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub enum Counting {
+    /// Every check asks the shared store (the default).
+    #[default]
+    Exact,
+    /// Each gateway takes units in batches and spends them locally.
+    Lease(LeaseSettings),
+    /// Each gateway decides on a local copy and pushes its spend in batches.
+    Sync(SyncSettings),
+}
+
+impl Counting {
+    /// The name rule files use: `exact`, `lease` or `sync`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Counting::Exact => "exact",
+            Counting::Lease(_) => "lease",
+            Counting::Sync(_) => "sync",
+        }
+    }
+}
+
+/// How a leasing gateway takes units (see [`Counting::Lease`]).
+///
+/// A lease is sized to the key's observed rate — about one top-up every `top_up_every`, at least
+/// 1 unit, at most `max_units` — so a quiet key takes one unit at a time and strands nothing,
+/// and a busy one asks the store about once per `top_up_every`. A new top-up is asked for in the
+/// background when half a lease is left, so a busy key never waits on the store. Units not spent
+/// go back (a refund by receipt) when the lease ends — after `lifetime`, or at the end of the
+/// window it was taken in — or when the key has been quiet for two `top_up_every`.
+///
+/// ```
+/// use std::time::Duration;
+/// use tollgate_core::LeaseSettings;
+/// let settings = LeaseSettings::new().max_units(20).top_up_every(Duration::from_millis(500));
+/// assert_eq!(settings.held_at_most(), 30);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct LeaseSettings {
+    top_up_every: Duration,
+    max_units: u64,
+    lifetime: Duration,
+}
+
+impl Default for LeaseSettings {
+    fn default() -> Self {
+        LeaseSettings::new()
+    }
+}
+
+impl LeaseSettings {
+    /// One top-up a second, at most 100 units a lease, leases live at most 10 seconds.
+    pub const fn new() -> Self {
+        LeaseSettings {
+            top_up_every: Duration::from_secs(1),
+            max_units: 100,
+            lifetime: Duration::from_secs(10),
+        }
+    }
+
+    /// About how often a busy key tops up (at least 1 ms).
+    #[must_use]
+    pub fn top_up_every(mut self, every: Duration) -> Self {
+        self.top_up_every = every.max(Duration::from_millis(1));
+        self
+    }
+
+    /// The most units one lease takes (at least 1).
+    #[must_use]
+    pub fn max_units(mut self, units: u64) -> Self {
+        self.max_units = units.max(1);
+        self
+    }
+
+    /// The longest a lease lives before its unspent units go back (at least 1 ms).
+    #[must_use]
+    pub fn lifetime(mut self, lifetime: Duration) -> Self {
+        self.lifetime = lifetime.max(Duration::from_millis(1));
+        self
+    }
+
+    /// About how often a busy key tops up.
+    pub fn top_up_period(&self) -> Duration {
+        self.top_up_every
+    }
+
+    /// The most units one lease takes.
+    pub fn max_lease(&self) -> u64 {
+        self.max_units
+    }
+
+    /// The longest a lease lives.
+    pub fn lease_lifetime(&self) -> Duration {
+        self.lifetime
+    }
+
+    /// H: the most units one gateway holds for one key, a full lease and the top-up asked for
+    /// when half of it is left (`max_units + ⌈max_units / 2⌉`).
+    pub fn held_at_most(&self) -> u64 {
+        self.max_units.saturating_add(self.max_units.div_ceil(2))
+    }
+}
+
+/// How a syncing gateway pushes its spend (see [`Counting::Sync`]).
+///
+/// Each gateway decides on its own copy of the key's state and pushes what it spent to the
+/// shared count as debt ([`Take::AsDebt`](crate::Take)) every `every` (default 200 ms) or as
+/// soon as it has spent `max_unsynced` units, whichever is first, every key in one batched call;
+/// the same call brings back the shared count, which the local copy then starts from. Without
+/// a cap, a gateway can spend at most what its copy allows in one interval: M = B + R·I (the
+/// limit, and what refills in `every`).
+///
+/// ```
+/// use std::time::Duration;
+/// use tollgate_core::{Quota, Rate, SyncSettings};
+/// let quota = Quota::token_bucket(200, Rate::per_second(200))?;
+/// let settings = SyncSettings::new().every(Duration::from_millis(200));
+/// assert_eq!(settings.unsynced_at_most(&quota), 240); // B + R·I = 200 + 40
+/// assert_eq!(settings.max_unsynced(50).unsynced_at_most(&quota), 50);
+/// # Ok::<(), tollgate_core::QuotaError>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct SyncSettings {
+    every: Duration,
+    max_unsynced: Option<u64>,
+}
+
+impl Default for SyncSettings {
+    fn default() -> Self {
+        SyncSettings::new()
+    }
+}
+
+impl SyncSettings {
+    /// Every 200 ms, with no cap on unsynced units but the local copy's own.
+    pub const fn new() -> Self {
+        SyncSettings {
+            every: Duration::from_millis(200),
+            max_unsynced: None,
+        }
+    }
+
+    /// The interval I between syncs (at least 1 ms).
+    #[must_use]
+    pub fn every(mut self, every: Duration) -> Self {
+        self.every = every.max(Duration::from_millis(1));
+        self
+    }
+
+    /// Syncs as soon as this many units are unsynced (M; at least 1).
+    #[must_use]
+    pub fn max_unsynced(mut self, units: u64) -> Self {
+        self.max_unsynced = Some(units.max(1));
+        self
+    }
+
+    /// The interval between syncs.
+    pub fn interval(&self) -> Duration {
+        self.every
+    }
+
+    /// M under `quota`: the cap if set, else B + R·I (the limit, and the units that come back
+    /// in one interval: none for windows, which come back only when the window ends).
+    pub fn unsynced_at_most(&self, quota: &crate::Quota) -> u64 {
+        if let Some(cap) = self.max_unsynced {
+            return cap;
+        }
+        let every = u64::try_from(self.every.as_micros()).unwrap_or(u64::MAX);
+        let refilled = match quota.algorithm() {
+            crate::Algorithm::TokenBucket | crate::Algorithm::Gcra => {
+                every / quota.interval_micros().max(1)
+            }
+            _ => 0,
+        };
+        quota.limit().saturating_add(refilled)
+    }
+}

@@ -1,0 +1,284 @@
+//! Leases: units taken from the shared store in batches, spent here, the rest given back.
+
+use std::collections::{HashMap, VecDeque};
+use std::time::Duration;
+
+use parking_lot::Mutex;
+
+use crate::{
+    Algorithm, Charge, Decision, Item, ItemDecision, Key, LeaseSettings, Quota, Receipt, Refusal,
+    RuleId, Timestamp,
+};
+
+/// Every lease this gateway holds, by rule and key.
+#[derive(Default)]
+pub(crate) struct Leases {
+    table: Mutex<HashMap<(RuleId, Key), Lease>>,
+}
+
+/// One key's leases: the parts it still holds, oldest first, and what sizes the next one.
+struct Lease {
+    parts: VecDeque<Part>,
+    settings: LeaseSettings,
+    /// A top-up has been asked for and not answered yet.
+    topping_up: bool,
+    /// The next lease's size (N), adapted to the key's rate.
+    size: u64,
+    spent_since_top_up: u64,
+    last_top_up: Timestamp,
+    last_spend: Timestamp,
+    /// The store's last answer for the key, to report with local spends.
+    view: Decision,
+}
+
+/// Units of one lease still unspent, its receipt, and when it ends.
+struct Part {
+    receipt: Receipt,
+    units: u64,
+    ends_at: Timestamp,
+}
+
+/// What a local spend found.
+pub(crate) enum Spend {
+    /// Spent from the lease.
+    Spent(Decision),
+    /// Not enough held: take this many from the store now.
+    Short(u64),
+}
+
+/// A top-up to ask the store for in the background: up to `units`.
+pub(crate) struct TopUp {
+    pub(crate) units: u64,
+}
+
+impl Leases {
+    /// Spends `item`'s cost from the key's lease at `now`. Also answers a top-up to ask for (when
+    /// half a lease is left) and the unspent units of leases that ended, to give back.
+    pub(crate) fn spend(
+        &self,
+        item: &Item<'_>,
+        settings: LeaseSettings,
+        now: Timestamp,
+    ) -> (Spend, Option<TopUp>, Vec<Receipt>) {
+        let mut table = self.table.lock();
+        let lease = table
+            .entry((item.rule().clone(), item.key().clone()))
+            .or_insert_with(|| Lease::new(settings, *item.quota(), now));
+        lease.settings = settings;
+        let ended = lease.drop_ended(now);
+        let cost = item.cost();
+        if lease.held() < cost {
+            // With a top-up on its way, take only what this request needs: the top-up brings
+            // the rest, and the gateway never holds more than H.
+            let want = if lease.topping_up {
+                cost
+            } else {
+                lease.size.max(cost)
+            };
+            return (Spend::Short(want), None, ended);
+        }
+        lease.take(cost);
+        lease.last_spend = now;
+        lease.spent_since_top_up = lease.spent_since_top_up.saturating_add(cost);
+        let top_up = lease.top_up_due(now);
+        (Spend::Spent(lease.report(item.quota())), top_up, ended)
+    }
+
+    /// Adds what the store granted for a lease of `item`'s rule and key (its answer to an up-to
+    /// item, `asked` being that item) as a new part; answers the receipt back when there was
+    /// nothing to add.
+    pub(crate) fn add(&self, asked: &Item<'_>, answer: ItemDecision, now: Timestamp) {
+        let granted = answer.granted(asked);
+        let view = *answer.decision();
+        let receipt = answer.into_receipt(asked);
+        let mut table = self.table.lock();
+        let Some(lease) = table.get_mut(&(asked.rule().clone(), asked.key().clone())) else {
+            return;
+        };
+        lease.view = view;
+        if let Some(receipt) = receipt.filter(|_| granted > 0) {
+            let ends_at = ends_at(&receipt, lease.settings.lease_lifetime(), now);
+            lease.parts.push_back(Part {
+                receipt,
+                units: granted,
+                ends_at,
+            });
+        }
+    }
+
+    /// Marks the key's background top-up answered (whatever the answer).
+    pub(crate) fn topped_up(&self, rule: &RuleId, key: &Key) {
+        if let Some(lease) = self.table.lock().get_mut(&(rule.clone(), key.clone())) {
+            lease.topping_up = false;
+        }
+    }
+
+    /// Puts `cost` back into the key's newest lease (a spend undone because the rest of its
+    /// request was refused).
+    pub(crate) fn unspend(&self, item: &Item<'_>) {
+        let mut table = self.table.lock();
+        if let Some(lease) = table.get_mut(&(item.rule().clone(), item.key().clone()))
+            && let Some(part) = lease.parts.back_mut()
+        {
+            part.units = part.units.saturating_add(item.cost());
+        }
+    }
+
+    /// The refusal for `item` when the store granted too little to cover its cost: the units
+    /// granted stay leased; a retry fits once the missing units are back.
+    pub(crate) fn refusal(&self, item: &Item<'_>, answer: &Decision) -> Decision {
+        let held = self
+            .table
+            .lock()
+            .get(&(item.rule().clone(), item.key().clone()))
+            .map_or(0, Lease::held);
+        let missing = item.cost().saturating_sub(held);
+        let quota = item.quota();
+        let retry = match quota.algorithm() {
+            Algorithm::TokenBucket | Algorithm::Gcra => {
+                Duration::from_micros(missing.saturating_mul(quota.interval_micros()))
+            }
+            _ => answer.reset_after(),
+        };
+        Decision::refused(
+            Refusal::LimitReached,
+            quota.limit(),
+            held,
+            answer.reset_after(),
+            retry,
+        )
+    }
+
+    /// Ends leases at `now`: every part whose time is up, and every lease of a key quiet for two
+    /// top-up periods. Answers the receipts of their unspent units, to give back.
+    pub(crate) fn end_quiet(&self, now: Timestamp) -> Vec<Receipt> {
+        let mut give_back = Vec::new();
+        self.table.lock().retain(|_, lease| {
+            give_back.extend(lease.drop_ended(now));
+            let quiet_for = now.micros_since(lease.last_spend);
+            let quiet = quiet_for >= 2 * micros(lease.settings.top_up_period());
+            if quiet && !lease.topping_up {
+                give_back.extend(lease.parts.drain(..).map(Part::unspent));
+                return false;
+            }
+            true
+        });
+        give_back.retain(|receipt| units_of(receipt) > 0);
+        give_back
+    }
+
+    /// Forgets the key's leases (an operator's reset: the shared state is cleared too).
+    pub(crate) fn forget(&self, rule: &RuleId, key: &Key) {
+        self.table.lock().remove(&(rule.clone(), key.clone()));
+    }
+
+    /// Units held now for `rule` and `key` (for tests and stats).
+    pub(crate) fn held(&self, rule: &RuleId, key: &Key) -> u64 {
+        self.table
+            .lock()
+            .get(&(rule.clone(), key.clone()))
+            .map_or(0, Lease::held)
+    }
+}
+
+impl Lease {
+    fn new(settings: LeaseSettings, quota: Quota, now: Timestamp) -> Self {
+        Lease {
+            parts: VecDeque::new(),
+            settings,
+            topping_up: false,
+            size: 1,
+            spent_since_top_up: 0,
+            last_top_up: now,
+            last_spend: now,
+            view: Decision::allowed(quota.limit(), quota.limit(), Duration::ZERO),
+        }
+    }
+
+    fn held(&self) -> u64 {
+        self.parts.iter().map(|part| part.units).sum()
+    }
+
+    /// Takes `cost` from the oldest parts; a part spent to the last unit goes, its charge used.
+    fn take(&mut self, mut cost: u64) {
+        while cost > 0 {
+            let Some(part) = self.parts.front_mut() else {
+                return;
+            };
+            let taken = part.units.min(cost);
+            part.units -= taken;
+            cost -= taken;
+            if part.units == 0 {
+                self.parts.pop_front();
+            }
+        }
+    }
+
+    /// Parts whose time is up at `now`, as receipts for their unspent units.
+    fn drop_ended(&mut self, now: Timestamp) -> Vec<Receipt> {
+        // Any part may end first (a later lease can end at its window's end): look at each.
+        let (live, gone): (VecDeque<Part>, VecDeque<Part>) =
+            self.parts.drain(..).partition(|part| part.ends_at > now);
+        self.parts = live;
+        gone.into_iter().map(Part::unspent).collect()
+    }
+
+    /// A top-up to ask for when half a lease or less is left, sized to the rate since the last
+    /// one: about one top-up per period, at least 1 unit, at most the cap.
+    fn top_up_due(&mut self, now: Timestamp) -> Option<TopUp> {
+        if self.topping_up || self.held() > self.size / 2 {
+            return None;
+        }
+        let elapsed = now.micros_since(self.last_top_up).max(1);
+        let period = micros(self.settings.top_up_period());
+        let rate_sized =
+            u128::from(self.spent_since_top_up) * u128::from(period) / u128::from(elapsed);
+        self.size = u64::try_from(rate_sized)
+            .unwrap_or(u64::MAX)
+            .clamp(1, self.settings.max_lease());
+        self.spent_since_top_up = 0;
+        self.last_top_up = now;
+        self.topping_up = true;
+        Some(TopUp { units: self.size })
+    }
+
+    /// The decision a local spend reports: the store's last view and what this gateway holds.
+    fn report(&self, quota: &Quota) -> Decision {
+        let remaining = self
+            .view
+            .remaining()
+            .saturating_add(self.held())
+            .min(quota.limit());
+        Decision::allowed(quota.limit(), remaining, self.view.reset_after())
+    }
+}
+
+impl Part {
+    fn unspent(self) -> Receipt {
+        self.receipt.narrowed(self.units)
+    }
+}
+
+/// When a lease taken at `now` ends: after `lifetime`, and never after the window it was
+/// charged to (a fixed window's or a sliding counter's).
+fn ends_at(receipt: &Receipt, lifetime: Duration, now: Timestamp) -> Timestamp {
+    let by_lifetime = now.saturating_add_micros(micros(lifetime));
+    match receipt.charge() {
+        Charge::Window { start, .. } => {
+            by_lifetime.min(start.saturating_add_micros(receipt.quota().interval_micros()))
+        }
+        _ => by_lifetime,
+    }
+}
+
+/// The units a (narrowed) receipt gives back.
+fn units_of(receipt: &Receipt) -> u64 {
+    match receipt.charge() {
+        Charge::Scheduled { micros, .. } => micros / receipt.quota().interval_micros().max(1),
+        Charge::Window { cost, .. } | Charge::Logged { cost, .. } => *cost,
+    }
+}
+
+fn micros(duration: Duration) -> u64 {
+    u64::try_from(duration.as_micros()).unwrap_or(u64::MAX)
+}

@@ -1,0 +1,488 @@
+//! Fleet modes: a store combinator that counts some rules on this gateway and settles with the
+//! shared store in batches ([`Counting::Lease`], [`Counting::Sync`]), and every other rule in the
+//! shared store on each check.
+
+mod lease;
+mod sync;
+
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use self::lease::{Leases, Spend};
+use self::sync::{Local, Push, Syncs};
+use crate::{
+    BatchDecision, Clock, CountedIn, Counting, Decision, Item, ItemDecision, Key, LeaseSettings,
+    Receipt, RefundError, RefundNow, RuleId, Store, StoreError, SyncSettings, SystemClock, Take,
+};
+
+/// Wraps a shared store (Redis, Redis Cluster, a [`FallbackStore`](crate::FallbackStore) around
+/// either) and counts each rule as its items say ([`Item::counting`]):
+///
+/// * [`Counting::Exact`]: passed to the shared store, every check (the default).
+/// * [`Counting::Lease`]: units are taken from the shared store in batches (up-to items,
+///   [`Take::UpTo`]) and spent here; a top-up is asked for in the background when half a lease
+///   is left, and unspent units go back by receipt when the lease ends or the key goes quiet.
+/// * [`Counting::Sync`]: decided on a local copy of the key's state; what was spent here is
+///   pushed to the shared count as debt ([`Take::AsDebt`]) in one batch for every key, every
+///   interval or at M units, and the shared count comes back on the same call.
+///
+/// The bounds each mode keeps, against the exact limiter, are in [`Counting`]'s table. A
+/// request whose rules are counted differently stays all-or-nothing: a local spend is put back
+/// when the shared store refuses the rest.
+///
+/// Timers: leases end and quiet keys are settled by [`tick`](Self::tick), which
+/// [`spawn_ticker`](Self::spawn_ticker) runs in the background; top-ups and pushes run on their
+/// own as tasks of the Tokio runtime the check runs in (inline without one). Call
+/// [`settle`](Self::settle) before a gateway stops, so it strands nothing.
+///
+/// What the modes give up: a leased or synced check has no receipt (a spend made here cannot be
+/// refunded one request at a time), and [`peek`](Store::peek) reads the shared count only.
+///
+/// ```
+/// use tollgate_core::{
+///     Counting, FleetStore, Item, Key, LeaseSettings, MemoryStore, Quota, Rate, RuleId, Store,
+/// };
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_time().build()?.block_on(async {
+/// let shared = MemoryStore::new(); // in a fleet: the Redis store every gateway shares
+/// let store = FleetStore::new(shared.clone());
+/// let (rule, key) = (RuleId::new("partner")?, Key::new("acme"));
+/// let quota = Quota::token_bucket(200, Rate::per_second(200))?;
+/// let item = Item::new(&rule, quota, &key)
+///     .with_counting(Counting::Lease(LeaseSettings::new().max_units(20)));
+/// for _ in 0..50 {
+///     assert!(store.check(&[item]).await?.is_allowed());
+/// }
+/// assert!(store.stats().store_calls < 50, "most checks were decided here");
+/// store.settle().await; // gives back what this gateway still holds
+/// assert_eq!(store.leased(&rule, &key), 0);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// # })?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct FleetStore<S, C: Clock = SystemClock> {
+    inner: Arc<Inner<S, C>>,
+}
+
+impl<S, C: Clock> Clone for FleetStore<S, C> {
+    fn clone(&self) -> Self {
+        FleetStore {
+            inner: Arc::clone(&self.inner),
+        }
+    }
+}
+
+struct Inner<S, C: Clock> {
+    shared: S,
+    clock: C,
+    leases: Leases,
+    syncs: Syncs<C>,
+    /// One push at a time: a check that must push first waits for the push on its way.
+    pushing: tokio::sync::Mutex<()>,
+    /// A background push has been asked for and has not started yet.
+    push_queued: std::sync::atomic::AtomicBool,
+    counters: Counters,
+}
+
+#[derive(Default)]
+struct Counters {
+    decided_locally: AtomicU64,
+    store_calls: AtomicU64,
+    receipts_given_back: AtomicU64,
+    failed_pushes: AtomicU64,
+}
+
+/// What a [`FleetStore`] has done since it was built.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct FleetStats {
+    /// Leased or synced checks decided on this gateway without a store call.
+    pub decided_locally: u64,
+    /// Calls to the shared store for leased or synced rules: leases taken, top-ups, pushes and
+    /// give-backs.
+    pub store_calls: u64,
+    /// Leases whose unspent units went back to the shared store.
+    pub receipts_given_back: u64,
+    /// Pushes the shared store did not take (their spend stays, to push again).
+    pub failed_pushes: u64,
+    /// Units spent here and not yet pushed to the shared count.
+    pub unsynced_units: u64,
+}
+
+/// How to put back one local decision of a request refused elsewhere.
+enum Undo {
+    Nothing,
+    Lease,
+    Sync(Option<Receipt>),
+}
+
+impl<S: Store> FleetStore<S, SystemClock> {
+    /// Wraps `shared`, timing leases and syncs on the system clock.
+    pub fn new(shared: S) -> Self {
+        FleetStore::with_clock(shared, SystemClock::new())
+    }
+}
+
+impl<S: Store, C: Clock + Clone> FleetStore<S, C> {
+    /// Wraps `shared`, timing leases and syncs on `clock` (a test's manual clock, shared with
+    /// the store's test time source).
+    pub fn with_clock(shared: S, clock: C) -> Self {
+        FleetStore {
+            inner: Arc::new(Inner {
+                shared,
+                syncs: Syncs::new(clock.clone()),
+                clock,
+                leases: Leases::default(),
+                pushing: tokio::sync::Mutex::new(()),
+                push_queued: std::sync::atomic::AtomicBool::new(false),
+                counters: Counters::default(),
+            }),
+        }
+    }
+
+    /// The shared store.
+    pub fn shared(&self) -> &S {
+        &self.inner.shared
+    }
+
+    /// What this store has done.
+    pub fn stats(&self) -> FleetStats {
+        let counters = &self.inner.counters;
+        FleetStats {
+            decided_locally: counters.decided_locally.load(Ordering::Relaxed),
+            store_calls: counters.store_calls.load(Ordering::Relaxed),
+            receipts_given_back: counters.receipts_given_back.load(Ordering::Relaxed),
+            failed_pushes: counters.failed_pushes.load(Ordering::Relaxed),
+            unsynced_units: self.inner.syncs.unsynced(),
+        }
+    }
+
+    /// Units this gateway holds leased for `rule` and `key`.
+    pub fn leased(&self, rule: &RuleId, key: &Key) -> u64 {
+        self.inner.leases.held(rule, key)
+    }
+
+    /// Ends what is due now: leases past their lifetime or window give back their unspent
+    /// units, keys quiet for two top-up periods give back everything, and synced keys due a
+    /// push are pushed (one batch).
+    pub async fn tick(&self) {
+        let ended = self.inner.leases.end_quiet(self.inner.clock.now());
+        self.inner.give_back(ended).await;
+        self.inner.push(None).await;
+    }
+
+    /// Gives back every lease and pushes every unsynced unit now: call it before a gateway stops.
+    pub async fn settle(&self) {
+        let far = self.inner.clock.now().saturating_add_micros(u64::MAX / 4);
+        let held = self.inner.leases.end_quiet(far);
+        self.inner.give_back(held).await;
+        self.inner.push(None).await;
+    }
+
+    /// Runs [`tick`](Self::tick) every `every` on the current Tokio runtime, until this store
+    /// and its clones are dropped. Must be called inside a runtime.
+    pub fn spawn_ticker(&self, every: Duration) -> tokio::task::JoinHandle<()>
+    where
+        S: 'static,
+        C: 'static,
+    {
+        let weak = Arc::downgrade(&self.inner);
+        tokio::spawn(async move {
+            let mut interval = tokio::time::interval(every.max(Duration::from_millis(1)));
+            interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                interval.tick().await;
+                let Some(inner) = weak.upgrade() else { return };
+                FleetStore { inner }.tick().await;
+            }
+        })
+    }
+}
+
+/// Whether a FleetStore passes `item` to the shared store as it is.
+fn is_exact(item: &Item<'_>) -> bool {
+    item.counting() == Counting::Exact || item.cost() == 0
+}
+
+impl<S: Store, C: Clock + Clone> Inner<S, C> {
+    /// A request with leased or synced items: those are decided here first; the rest in the
+    /// shared store; all-or-nothing over both.
+    async fn check_mixed(
+        self: &Arc<Self>,
+        items: &[Item<'_>],
+    ) -> Result<BatchDecision, StoreError> {
+        let now = self.clock.now();
+        let mut answers: Vec<Option<ItemDecision>> = items.iter().map(|_| None).collect();
+        let mut undo = Vec::new();
+        let mut refused = false;
+        for (position, item) in items.iter().enumerate().filter(|(_, item)| !is_exact(item)) {
+            let decided = match item.counting() {
+                Counting::Lease(settings) => self.lease(item, settings, now).await,
+                Counting::Sync(settings) => self.sync(item, settings, now).await,
+                _ => continue,
+            };
+            let (answer, how) = match decided {
+                Ok(decided) => decided,
+                Err(error) => {
+                    self.undo(items, undo);
+                    return Err(error);
+                }
+            };
+            if answer.decision().is_allowed() {
+                undo.push((position, how));
+            } else {
+                refused = true;
+            }
+            answers[position] = Some(answer);
+        }
+        let exact: Vec<Item<'_>> = items.iter().copied().filter(is_exact).collect();
+        if refused {
+            self.undo(items, undo);
+            for (position, item) in items.iter().enumerate().filter(|(_, item)| is_exact(item)) {
+                let decision = self.shared.peek(item).await?;
+                answers[position] = Some(ItemDecision::uncharged(decision));
+            }
+            return Ok(BatchDecision::new(false, answers.into_iter().flatten()));
+        }
+        let mut allowed = true;
+        if !exact.is_empty() {
+            let shared = match self.shared.check(&exact).await {
+                Ok(shared) => shared,
+                Err(error) => {
+                    self.undo(items, undo);
+                    return Err(error);
+                }
+            };
+            allowed = shared.is_allowed();
+            let mut shared = shared.into_items();
+            for (position, _) in items.iter().enumerate().filter(|(_, item)| is_exact(item)) {
+                answers[position] = shared.next();
+            }
+            if !allowed {
+                self.undo(items, undo);
+            }
+        }
+        Ok(BatchDecision::new(allowed, answers.into_iter().flatten()))
+    }
+
+    fn undo(&self, items: &[Item<'_>], undo: Vec<(usize, Undo)>) {
+        for (position, how) in undo {
+            let Some(item) = items.get(position) else {
+                continue;
+            };
+            match how {
+                Undo::Nothing => {}
+                Undo::Lease => self.leases.unspend(item),
+                Undo::Sync(receipt) => self.syncs.undo(item, receipt),
+            }
+        }
+    }
+
+    /// A leased item: spent from this gateway's lease, or from a lease taken now.
+    async fn lease(
+        self: &Arc<Self>,
+        item: &Item<'_>,
+        settings: LeaseSettings,
+        now: crate::Timestamp,
+    ) -> Result<(ItemDecision, Undo), StoreError> {
+        let (spend, top_up, ended) = self.leases.spend(item, settings, now);
+        self.in_background(item, top_up.map(|top_up| top_up.units), ended)
+            .await;
+        let want = match spend {
+            Spend::Spent(decision) => {
+                self.counters
+                    .decided_locally
+                    .fetch_add(1, Ordering::Relaxed);
+                return Ok((ItemDecision::uncharged(decision), Undo::Lease));
+            }
+            Spend::Short(want) => want,
+        };
+        let asked = item.with_cost(want).with_take(Take::UpTo);
+        self.counters.store_calls.fetch_add(1, Ordering::Relaxed);
+        let answer = self.shared.check_one(&asked).await?;
+        if answer.counted_in() == CountedIn::Nowhere || answer.granted(&asked) == 0 {
+            // Refused, or let through uncounted by the rule's failure policy: as the store said.
+            return Ok((ItemDecision::uncharged(*answer.decision()), Undo::Nothing));
+        }
+        let view = *answer.decision();
+        self.leases.add(&asked, answer, now);
+        let (spend, top_up, ended) = self.leases.spend(item, settings, now);
+        self.in_background(item, top_up.map(|top_up| top_up.units), ended)
+            .await;
+        match spend {
+            Spend::Spent(decision) => Ok((ItemDecision::uncharged(decision), Undo::Lease)),
+            Spend::Short(_) => Ok((
+                ItemDecision::uncharged(self.leases.refusal(item, &view)),
+                Undo::Nothing,
+            )),
+        }
+    }
+
+    /// Asks for a top-up of `top_up` units for `item`'s key, and gives back `ended`, without
+    /// holding up the caller when a Tokio runtime can run them.
+    async fn in_background(
+        self: &Arc<Self>,
+        item: &Item<'_>,
+        top_up: Option<u64>,
+        ended: Vec<Receipt>,
+    ) {
+        if !ended.is_empty() {
+            let inner = Arc::clone(self);
+            run_or_spawn(async move { inner.give_back(ended).await }).await;
+        }
+        if let Some(units) = top_up {
+            let inner = Arc::clone(self);
+            let (rule, key, quota) = (item.rule().clone(), item.key().clone(), *item.quota());
+            let policy = item.on_store_failure();
+            run_or_spawn(async move {
+                let asked = Item::new(&rule, quota, &key)
+                    .with_cost(units)
+                    .with_take(Take::UpTo)
+                    .with_store_failure(policy);
+                inner.counters.store_calls.fetch_add(1, Ordering::Relaxed);
+                if let Ok(answer) = inner.shared.check_one(&asked).await
+                    && answer.counted_in() != CountedIn::Nowhere
+                {
+                    inner.leases.add(&asked, answer, inner.clock.now());
+                }
+                inner.leases.topped_up(&rule, &key);
+            })
+            .await;
+        }
+    }
+
+    /// Gives back the unspent units these receipts hold. One that fails is dropped: its units
+    /// stay charged until its lease would have ended (a bounded loss, never a grant).
+    async fn give_back(&self, receipts: Vec<Receipt>) {
+        for receipt in receipts {
+            self.counters.store_calls.fetch_add(1, Ordering::Relaxed);
+            if let Err(error) = self.shared.refund(receipt).await {
+                tracing::debug!(
+                    target: "tollgate::fleet",
+                    error = %error,
+                    "a lease's unspent units could not be given back; they stay charged until it would have ended"
+                );
+            } else {
+                self.counters
+                    .receipts_given_back
+                    .fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// A synced item: decided on the key's local copy (synced first if it has none).
+    async fn sync(
+        self: &Arc<Self>,
+        item: &Item<'_>,
+        settings: SyncSettings,
+        now: crate::Timestamp,
+    ) -> Result<(ItemDecision, Undo), StoreError> {
+        for _ in 0..3 {
+            let (local, due) = self.syncs.decide(item, settings, now);
+            match local {
+                Local::Decided(answer, receipt) => {
+                    self.counters
+                        .decided_locally
+                        .fetch_add(1, Ordering::Relaxed);
+                    if due && !self.push_queued.swap(true, Ordering::AcqRel) {
+                        let inner = Arc::clone(self);
+                        run_or_spawn(async move {
+                            let _one_at_a_time = inner.pushing.lock().await;
+                            inner.push_queued.store(false, Ordering::Release);
+                            let pushes = inner.syncs.start_push(inner.clock.now(), None);
+                            inner.send(pushes).await;
+                        })
+                        .await;
+                    }
+                    return Ok((answer, Undo::Sync(receipt)));
+                }
+                Local::StoreDown => return Err(Syncs::<C>::down_error()),
+                Local::Unknown | Local::Full => self.push(Some((item.rule(), item.key()))).await,
+            }
+        }
+        // Still unknown or full after pushing: the store did not take the pushes.
+        Err(Syncs::<C>::down_error())
+    }
+
+    /// Pushes every synced key with unsynced spend or a view an interval old (or only the one
+    /// named) in one batch of debt items,
+    /// and starts each key's local copy again from the shared count it brings back.
+    async fn push(&self, only: Option<(&RuleId, &Key)>) {
+        let _one_at_a_time = self.pushing.lock().await;
+        let pushes = self.syncs.start_push(self.clock.now(), only);
+        self.send(pushes).await;
+    }
+
+    async fn send(&self, pushes: Vec<Push>) {
+        if pushes.is_empty() {
+            return;
+        }
+        let items: Vec<Item<'_>> = pushes
+            .iter()
+            .map(|push| {
+                Item::new(&push.rule, push.quota, &push.key)
+                    .with_cost(push.units)
+                    .with_take(Take::AsDebt)
+                    .with_store_failure(crate::OnStoreFailure::Closed)
+            })
+            .collect();
+        self.counters.store_calls.fetch_add(1, Ordering::Relaxed);
+        let answer = self.shared.check(&items).await;
+        // Spend counted anywhere but the shared store (a fallback's memory) was not pushed.
+        let answer = answer.ok().filter(|batch| {
+            batch
+                .items()
+                .iter()
+                .all(|item| item.counted_in() == CountedIn::Store)
+        });
+        if answer.is_none() {
+            self.counters.failed_pushes.fetch_add(1, Ordering::Relaxed);
+        }
+        self.syncs
+            .finish_push(&pushes, answer.as_ref(), self.clock.now());
+    }
+}
+
+/// Spawns `job` on the current Tokio runtime, or runs it here when there is none.
+async fn run_or_spawn(job: impl Future<Output = ()> + Send + 'static) {
+    match tokio::runtime::Handle::try_current() {
+        Ok(runtime) => drop(runtime.spawn(job)),
+        Err(_) => job.await,
+    }
+}
+
+impl<S: Store, C: Clock + Clone> Store for FleetStore<S, C> {
+    async fn check(&self, items: &[Item<'_>]) -> Result<BatchDecision, StoreError> {
+        if items.iter().all(is_exact) {
+            return self.inner.shared.check(items).await;
+        }
+        self.inner.check_mixed(items).await
+    }
+
+    fn check_now(&self, items: &[Item<'_>]) -> Option<Result<BatchDecision, StoreError>> {
+        if items.iter().all(is_exact) {
+            return self.inner.shared.check_now(items);
+        }
+        None
+    }
+
+    fn peek(&self, item: &Item<'_>) -> impl Future<Output = Result<Decision, StoreError>> + Send {
+        self.inner.shared.peek(item)
+    }
+
+    fn refund(&self, receipt: Receipt) -> impl Future<Output = Result<(), RefundError>> + Send {
+        self.inner.shared.refund(receipt)
+    }
+
+    fn refund_now(&self, receipt: Receipt) -> RefundNow {
+        self.inner.shared.refund_now(receipt)
+    }
+
+    async fn reset(&self, rule: &RuleId, key: &Key) -> Result<(), StoreError> {
+        self.inner.leases.forget(rule, key);
+        self.inner.syncs.forget(rule, key);
+        self.inner.shared.reset(rule, key).await
+    }
+}

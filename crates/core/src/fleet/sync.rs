@@ -1,0 +1,254 @@
+//! Local-then-sync: decisions on a local copy of each key's state, the spend pushed to the shared
+//! count as debt in one batch per gateway, the shared count brought back on the same call.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+
+use crate::{
+    BatchDecision, Clock, Decision, Item, ItemDecision, Key, MemoryStore, OnStoreFailure, Quota,
+    Receipt, RuleId, StoreError, SyncSettings, Take, Timestamp,
+};
+
+/// Every synced key of this gateway, and the local copies decisions are made on.
+pub(crate) struct Syncs<C: Clock> {
+    table: Mutex<HashMap<(RuleId, Key), Synced>>,
+    local: MemoryStore<C>,
+}
+
+/// One key: what was spent here and not yet pushed, and how the last push went.
+struct Synced {
+    quota: Quota,
+    settings: SyncSettings,
+    on_store_failure: OnStoreFailure,
+    unsynced: u64,
+    /// A push of this key is on its way to the store.
+    pushing: bool,
+    /// The key has a local copy of the shared count (it has been synced once).
+    known: bool,
+    /// The last push failed: the store is down for this key.
+    down: bool,
+    last_sync: Timestamp,
+    last_use: Timestamp,
+}
+
+/// What a local decision found.
+pub(crate) enum Local {
+    /// Decided here.
+    Decided(ItemDecision, Option<Receipt>),
+    /// The key has no local copy yet: sync it first.
+    Unknown,
+    /// The store is down and the rule fails closed.
+    StoreDown,
+    /// This gateway has spent its M unsynced units: push before deciding.
+    Full,
+}
+
+/// One key's part of a push: its rule, key, quota and the units pushed.
+pub(crate) struct Push {
+    pub(crate) rule: RuleId,
+    pub(crate) key: Key,
+    pub(crate) quota: Quota,
+    pub(crate) units: u64,
+}
+
+impl<C: Clock + Clone> Syncs<C> {
+    pub(crate) fn new(clock: C) -> Self {
+        Syncs {
+            table: Mutex::new(HashMap::new()),
+            local: MemoryStore::builder().clock(clock).build(),
+        }
+    }
+
+    /// Decides `item` on its key's local copy at `now`; answers too whether a push is due (M
+    /// units unsynced, or an interval since the last).
+    pub(crate) fn decide(
+        &self,
+        item: &Item<'_>,
+        settings: SyncSettings,
+        now: Timestamp,
+    ) -> (Local, bool) {
+        let mut table = self.table.lock();
+        let synced = table
+            .entry((item.rule().clone(), item.key().clone()))
+            .or_insert_with(|| Synced {
+                quota: *item.quota(),
+                settings,
+                on_store_failure: item.on_store_failure(),
+                unsynced: 0,
+                pushing: false,
+                known: false,
+                down: false,
+                last_sync: now,
+                last_use: now,
+            });
+        synced.quota = *item.quota();
+        synced.settings = settings;
+        synced.on_store_failure = item.on_store_failure();
+        synced.last_use = now;
+        if !synced.known {
+            return (Local::Unknown, false);
+        }
+        if synced.down && synced.on_store_failure == OnStoreFailure::Closed {
+            return (Local::StoreDown, true);
+        }
+        // Never more than M unsynced, so the shared count never lags by more than G·M.
+        let cost = item.cost();
+        if synced.unsynced > 0
+            && synced.unsynced.saturating_add(cost) > settings.unsynced_at_most(item.quota())
+            && !synced.down
+        {
+            return (Local::Full, true);
+        }
+        // Taken "up to" so the copy's debt (what the shared count owed at the last sync) is
+        // read: all of the cost, or nothing.
+        let taking = item.with_take(Take::UpTo);
+        let batch = self.local.check_sync(std::slice::from_ref(&taking));
+        let Some(answer) = batch.into_items().next() else {
+            return (Local::Unknown, false);
+        };
+        let granted = answer.granted(&taking);
+        let mut decision = *answer.decision();
+        let mut receipt = answer.into_receipt(&taking);
+        let allowed = granted == item.cost();
+        if !allowed {
+            if let Some(partial) = receipt.take() {
+                self.local.refund_sync(&partial);
+            }
+            if decision.is_allowed() {
+                decision = self.local.peek_sync(&item.with_take(Take::Exact));
+            }
+        }
+        let open_anyway = synced.down && synced.on_store_failure == OnStoreFailure::Open;
+        if allowed || open_anyway {
+            synced.unsynced = synced.unsynced.saturating_add(item.cost());
+        }
+        let due = synced.unsynced >= settings.unsynced_at_most(item.quota())
+            || now.micros_since(synced.last_sync) >= micros(settings.interval());
+        let decision = if open_anyway && !allowed {
+            // Failing open while the store is down: let it through, and count it to push later.
+            Decision::allowed(decision.limit(), 0, decision.reset_after())
+        } else {
+            decision
+        };
+        (
+            Local::Decided(ItemDecision::uncharged(decision), receipt),
+            due,
+        )
+    }
+
+    /// Undoes a local decision (the rest of its request was refused).
+    pub(crate) fn undo(&self, item: &Item<'_>, receipt: Option<Receipt>) {
+        if let Some(receipt) = receipt {
+            self.local.refund_sync(&receipt);
+        }
+        if let Some(synced) = self
+            .table
+            .lock()
+            .get_mut(&(item.rule().clone(), item.key().clone()))
+        {
+            synced.unsynced = synced.unsynced.saturating_sub(item.cost());
+        }
+    }
+
+    /// The keys to push at `now`: every key with unsynced spend, and every key used lately
+    /// whose view is an interval old; `only` limits it to one key (a first sync). Marks what
+    /// each pushes as on its way, and forgets keys quiet for four intervals with nothing owed.
+    pub(crate) fn start_push(&self, now: Timestamp, only: Option<(&RuleId, &Key)>) -> Vec<Push> {
+        let mut table = self.table.lock();
+        let mut quiet = Vec::new();
+        let mut pushes = Vec::new();
+        for ((rule, key), synced) in table.iter_mut() {
+            if only.is_some_and(|(r, k)| r != rule || k != key) || synced.pushing {
+                continue;
+            }
+            let interval = micros(synced.settings.interval());
+            let stale = now.micros_since(synced.last_sync) >= interval || !synced.known;
+            let used_lately = now.micros_since(synced.last_use) < 4 * interval;
+            if synced.unsynced == 0 && !used_lately && synced.known {
+                quiet.push((rule.clone(), key.clone()));
+                continue;
+            }
+            if synced.unsynced > 0 || stale {
+                // A key with nothing to push is refreshed (a debt item of cost 0).
+                synced.pushing = true;
+                pushes.push(Push {
+                    rule: rule.clone(),
+                    key: key.clone(),
+                    quota: synced.quota,
+                    units: synced.unsynced,
+                });
+            }
+        }
+        for id in quiet {
+            table.remove(&id);
+            self.local.reset_sync(&id.0, &id.1);
+        }
+        pushes
+    }
+
+    /// Applies a push's answer (`None`: the store failed, and every unit stays unsynced): each
+    /// key's local copy starts again from the shared count, with what was spent here during the
+    /// push on top.
+    pub(crate) fn finish_push(
+        &self,
+        pushes: &[Push],
+        answer: Option<&BatchDecision>,
+        now: Timestamp,
+    ) {
+        let mut table = self.table.lock();
+        for (index, push) in pushes.iter().enumerate() {
+            let Some(synced) = table.get_mut(&(push.rule.clone(), push.key.clone())) else {
+                continue;
+            };
+            synced.pushing = false;
+            let Some(shared) = answer.and_then(|batch| batch.items().get(index)) else {
+                synced.down = true;
+                continue;
+            };
+            synced.down = false;
+            synced.known = true;
+            synced.last_sync = now;
+            synced.unsynced = synced.unsynced.saturating_sub(push.units);
+            let used = push
+                .quota
+                .limit()
+                .saturating_sub(shared.decision().remaining())
+                .saturating_add(shared.debt())
+                .saturating_add(synced.unsynced);
+            self.local.reset_sync(&push.rule, &push.key);
+            let copy = Item::new(&push.rule, push.quota, &push.key)
+                .with_cost(used)
+                .with_take(Take::AsDebt);
+            let _ = self.local.check_sync(std::slice::from_ref(&copy));
+        }
+    }
+
+    /// Units spent here and not yet in the shared count, over every key.
+    pub(crate) fn unsynced(&self) -> u64 {
+        self.table
+            .lock()
+            .values()
+            .map(|synced| synced.unsynced)
+            .sum()
+    }
+
+    /// Forgets the key (an operator's reset).
+    pub(crate) fn forget(&self, rule: &RuleId, key: &Key) {
+        self.table.lock().remove(&(rule.clone(), key.clone()));
+        self.local.reset_sync(rule, key);
+    }
+
+    /// The error a fail-closed rule answers while the store is down.
+    pub(crate) fn down_error() -> StoreError {
+        StoreError::new(
+            crate::StoreErrorKind::Unavailable,
+            "the shared store did not take the last sync; this rule fails closed",
+        )
+    }
+}
+
+fn micros(duration: Duration) -> u64 {
+    u64::try_from(duration.as_micros()).unwrap_or(u64::MAX)
+}

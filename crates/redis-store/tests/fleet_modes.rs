@@ -1,0 +1,412 @@
+//! Leases and local-then-sync over real Redis: 10 gateways (store instances, each with its own
+//! connection) × 50 tasks on one hot key, time from one manual clock (the Redis store's test
+//! time source), so every run sees the same timeline. Each mode's admitted count is measured
+//! against the exact limiter's worst case in every interval, next to the bound it states.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tollgate_core::testing::ManualClock;
+use tollgate_core::{
+    Counting, FleetStore, Item, Key, LeaseSettings, Quota, Rate, RuleId, Store, SyncSettings,
+};
+use tollgate_redis::{RedisConnection, RedisStore};
+
+const GATEWAYS: usize = 10;
+const TASKS: usize = 50;
+/// The hot key's quota: a bucket of 100, refilled 100 a second.
+const CAPACITY: u64 = 100;
+const RATE: u64 = 100;
+/// The timeline: 150 steps of 10 ms.
+const STEPS: u64 = 150;
+const STEP: Duration = Duration::from_millis(10);
+
+type Gateway = FleetStore<RedisStore, ManualClock>;
+
+/// `GATEWAYS` gateways sharing one prefix (so one key), each its own store and connection.
+fn gateways(clock: &ManualClock, connect: impl Fn() -> RedisConnection) -> Vec<Gateway> {
+    let prefix = common::unique_prefix();
+    (0..GATEWAYS)
+        .map(|_| {
+            let store = RedisStore::builder()
+                .prefix(prefix.clone())
+                .test_clock(clock.clone())
+                .build(connect())
+                .expect("a valid prefix");
+            FleetStore::with_clock(store, clock.clone())
+        })
+        .collect()
+}
+
+fn standalone_connection() -> RedisConnection {
+    let url = common::server().url();
+    std::thread::spawn(move || common::block_on(RedisConnection::connect(&url)))
+        .join()
+        .expect("connecting does not panic")
+        .expect("connect to redis-server")
+}
+
+fn cluster_connection() -> RedisConnection {
+    let nodes = common::cluster().urls();
+    std::thread::spawn(move || common::block_on(RedisConnection::connect_cluster(&nodes)))
+        .join()
+        .expect("connecting does not panic")
+        .expect("connect to the cluster")
+}
+
+fn quota() -> Quota {
+    Quota::token_bucket(CAPACITY, Rate::per_second(RATE)).expect("valid quota")
+}
+
+/// What one run measured.
+#[derive(Debug)]
+struct Measured {
+    /// Admitted checks per step.
+    admitted: Vec<u64>,
+    /// The most units other gateways held at any refusal.
+    held_by_others_at_refusal: u64,
+    /// Checks made.
+    checks: u64,
+}
+
+impl Measured {
+    fn total(&self) -> u64 {
+        self.admitted.iter().sum()
+    }
+
+    /// The most admitted beyond the exact limiter's worst case (B + R·t) in any interval of
+    /// whole steps: the over-admission.
+    fn over_admission(&self) -> i64 {
+        let per_step = RATE * u64::try_from(STEP.as_millis()).unwrap_or(0) / 1_000;
+        let mut worst = i64::MIN;
+        for start in 0..self.admitted.len() {
+            let mut admitted = 0;
+            for (steps, count) in self.admitted[start..].iter().enumerate() {
+                admitted += count;
+                let exact = CAPACITY + per_step * steps as u64;
+                worst = worst.max(admitted as i64 - exact as i64);
+            }
+        }
+        worst
+    }
+
+    /// What the exact limiter admits from a full bucket under this flood over the run, less
+    /// what was admitted (negative: admitted more).
+    fn under_admission(&self) -> i64 {
+        let per_step = RATE * u64::try_from(STEP.as_millis()).unwrap_or(0) / 1_000;
+        let exact = CAPACITY + per_step * (STEPS - 1);
+        exact as i64 - self.total() as i64
+    }
+}
+
+/// Floods the hot key: at every step each gateway's 50 tasks check once, concurrently; then each
+/// gateway ticks and the clock moves one step.
+async fn flood(gateways: &[Gateway], clock: &ManualClock, counting: Counting) -> Measured {
+    let gateways: Arc<Vec<Gateway>> = Arc::new(gateways.to_vec());
+    let rule = RuleId::new("partner").expect("valid rule");
+    let key = Key::new("acme");
+    let mut measured = Measured {
+        admitted: Vec::new(),
+        held_by_others_at_refusal: 0,
+        checks: 0,
+    };
+    for _ in 0..STEPS {
+        let mut tasks = Vec::new();
+        for gateway in 0..GATEWAYS {
+            for _ in 0..TASKS {
+                let gateways = Arc::clone(&gateways);
+                let (rule, key) = (rule.clone(), key.clone());
+                tasks.push(tokio::spawn(async move {
+                    let item = Item::new(&rule, quota(), &key).with_counting(counting);
+                    let answer = gateways[gateway]
+                        .check(&[item])
+                        .await
+                        .expect("the store answers");
+                    if answer.is_allowed() {
+                        return (true, 0);
+                    }
+                    let others: u64 = (0..GATEWAYS)
+                        .filter(|other| *other != gateway)
+                        .map(|other| gateways[other].leased(&rule, &key))
+                        .sum();
+                    (false, others)
+                }));
+            }
+        }
+        let mut admitted = 0;
+        for task in tasks {
+            let (allowed, others) = task.await.expect("a check task does not panic");
+            admitted += u64::from(allowed);
+            measured.checks += 1;
+            measured.held_by_others_at_refusal = measured.held_by_others_at_refusal.max(others);
+        }
+        measured.admitted.push(admitted);
+        for gateway in gateways.iter() {
+            gateway.tick().await;
+        }
+        clock.advance(STEP);
+    }
+    for gateway in gateways.iter() {
+        gateway.settle().await;
+    }
+    measured
+}
+
+fn lease_settings() -> LeaseSettings {
+    LeaseSettings::new()
+        .max_units(10)
+        .top_up_every(Duration::from_millis(100))
+        .lifetime(Duration::from_millis(500))
+}
+
+fn report(mode: &str, measured: &Measured, over_bound: u64, under_bound: u64) {
+    eprintln!(
+        "{mode}: {} checks, {} admitted; over-admission {} (bound {over_bound}); \
+         under-admission over the run {} (at a refusal, bound {under_bound}: most held elsewhere {})",
+        measured.checks,
+        measured.total(),
+        measured.over_admission(),
+        measured.under_admission(),
+        measured.held_by_others_at_refusal,
+    );
+}
+
+fn leases_keep_their_bounds(connect: fn() -> RedisConnection) {
+    common::block_on(async {
+        let clock = ManualClock::new(tollgate_core::testing::conformance::START);
+        let gateways = gateways(&clock, connect);
+        let settings = lease_settings();
+        let measured = flood(&gateways, &clock, Counting::Lease(settings)).await;
+        let held = settings.held_at_most();
+        let rate_times_lifetime = RATE * 500 / 1_000;
+        let over_bound = rate_times_lifetime.min(GATEWAYS as u64 * held);
+        let under_bound = (GATEWAYS as u64 - 1) * held;
+        report("lease", &measured, over_bound, under_bound);
+        assert!(
+            measured.over_admission() <= over_bound as i64,
+            "leases admitted {} over the exact limiter in some interval; the bound is {over_bound}",
+            measured.over_admission()
+        );
+        assert!(
+            measured.held_by_others_at_refusal <= under_bound,
+            "a refusal left {} units held by other gateways; the bound is {under_bound}",
+            measured.held_by_others_at_refusal
+        );
+        assert!(measured.total() > 0, "the flood got something through");
+    });
+}
+
+#[test]
+fn leases_over_redis_admit_within_their_bounds() {
+    leases_keep_their_bounds(standalone_connection);
+}
+
+#[test]
+fn leases_over_the_cluster_admit_within_their_bounds() {
+    leases_keep_their_bounds(cluster_connection);
+}
+
+#[test]
+fn local_then_sync_over_redis_admits_within_g_times_m() {
+    common::block_on(async {
+        let clock = ManualClock::new(tollgate_core::testing::conformance::START);
+        let gateways = gateways(&clock, standalone_connection);
+        let settings = SyncSettings::new()
+            .every(Duration::from_millis(50))
+            .max_unsynced(10);
+        let measured = flood(&gateways, &clock, Counting::Sync(settings)).await;
+        let bound = GATEWAYS as u64 * settings.unsynced_at_most(&quota());
+        report("sync", &measured, bound, 0);
+        assert!(
+            measured.over_admission() <= bound as i64,
+            "sync admitted {} over the exact limiter in some interval; the bound is {bound}",
+            measured.over_admission()
+        );
+        assert!(measured.total() > 0, "the flood got something through");
+        let unsynced: u64 = gateways.iter().map(|g| g.stats().unsynced_units).sum();
+        assert_eq!(unsynced, 0, "settling pushed every unit");
+    });
+}
+
+/// A gateway that goes quiet gives its lease back: the shared count shows the units again.
+#[test]
+fn a_quiet_gateway_gives_its_lease_back() {
+    common::block_on(async {
+        let clock = ManualClock::new(tollgate_core::testing::conformance::START);
+        let gateway = gateways(&clock, standalone_connection).remove(0);
+        let (rule, key) = (RuleId::new("partner").expect("valid"), Key::new("quiet"));
+        let item = Item::new(&rule, quota(), &key).with_counting(Counting::Lease(lease_settings()));
+        for _ in 0..30 {
+            assert!(gateway.check(&[item]).await.expect("answers").is_allowed());
+        }
+        // Let the background top-ups land, then read what is held and what the store shows.
+        for _ in 0..1_000 {
+            if gateway.stats().store_calls > 0 && gateway.leased(&rule, &key) > 0 {
+                break;
+            }
+            tokio::task::yield_now().await;
+        }
+        let exact = Item::new(&rule, quota(), &key).with_cost(0);
+        let shown = gateway
+            .shared()
+            .peek(&exact)
+            .await
+            .expect("peeks")
+            .remaining();
+        let held = gateway.leased(&rule, &key);
+        assert_eq!(
+            shown,
+            CAPACITY - 30 - held,
+            "the store counts the lease as taken"
+        );
+        clock.advance(Duration::from_millis(200)); // two top-up periods of quiet
+        gateway.tick().await;
+        assert_eq!(gateway.leased(&rule, &key), 0);
+        let back = gateway
+            .shared()
+            .peek(&exact)
+            .await
+            .expect("peeks")
+            .remaining();
+        assert!(
+            back >= CAPACITY - 30,
+            "the {held} unspent units are back (the store shows {back} of {CAPACITY} remaining)"
+        );
+    });
+}
+
+/// A gateway killed mid-lease (dropped without settling) strands at most H units, and only
+/// until the bucket refills them.
+#[test]
+fn a_gateway_killed_mid_lease_strands_at_most_h_units() {
+    common::block_on(async {
+        let clock = ManualClock::new(tollgate_core::testing::conformance::START);
+        let mut gateways = gateways(&clock, standalone_connection);
+        let (rule, key) = (RuleId::new("partner").expect("valid"), Key::new("killed"));
+        let settings = lease_settings();
+        let item = Item::new(&rule, quota(), &key).with_counting(Counting::Lease(settings));
+        let doomed = gateways.remove(0);
+        for _ in 0..25 {
+            assert!(doomed.check(&[item]).await.expect("answers").is_allowed());
+        }
+        for _ in 0..1_000 {
+            tokio::task::yield_now().await;
+        }
+        let survivor = gateways.remove(0);
+        drop(doomed);
+        let exact = Item::new(&rule, quota(), &key).with_cost(0);
+        let shown = survivor
+            .shared()
+            .peek(&exact)
+            .await
+            .expect("peeks")
+            .remaining();
+        let stranded = CAPACITY - 25 - shown;
+        assert!(
+            stranded <= settings.held_at_most(),
+            "{stranded} units stranded; H is {}",
+            settings.held_at_most()
+        );
+        clock.advance(quota().replenish_time());
+        let refilled = survivor
+            .shared()
+            .peek(&exact)
+            .await
+            .expect("peeks")
+            .remaining();
+        assert_eq!(
+            refilled, CAPACITY,
+            "the stranded units come back with the refill"
+        );
+    });
+}
+
+/// While Redis hangs, a synced rule's spend stays unsynced (never dropped) and each rule follows
+/// its failure policy: a fail-closed rule answers an error (the layer's 503), a fail-open one
+/// goes on deciding here. Once Redis answers again, every unit is pushed.
+#[test]
+fn while_redis_is_down_synced_spend_waits_and_each_rule_fails_as_planned() {
+    let server = tollgate_redis_harness::RedisServer::start().expect("start redis-server");
+    common::block_on(async {
+        let clock = ManualClock::new(tollgate_core::testing::conformance::START);
+        let settings = tollgate_redis::ConnectionSettings {
+            response_timeout: Duration::from_millis(100),
+            ..tollgate_redis::ConnectionSettings::default()
+        };
+        let connection = RedisConnection::connect_with(&server.url(), settings)
+            .await
+            .expect("connect to redis-server");
+        let store = RedisStore::builder()
+            .prefix(common::unique_prefix())
+            .test_clock(clock.clone())
+            .build(connection)
+            .expect("a valid prefix");
+        let gateway = FleetStore::with_clock(store, clock.clone());
+        let sync = Counting::Sync(SyncSettings::new().every(Duration::from_millis(50)));
+        let (open_rule, closed_rule) = (
+            RuleId::new("reads").expect("valid"),
+            RuleId::new("logins").expect("valid"),
+        );
+        let key = Key::new("acme");
+        // Slow to refill, so the shared count shows every unit spent in this test.
+        let hourly = Quota::token_bucket(CAPACITY, Rate::per_hour(CAPACITY)).expect("valid");
+        let open = Item::new(&open_rule, hourly, &key).with_counting(sync);
+        let closed = Item::new(&closed_rule, hourly, &key)
+            .with_counting(sync)
+            .with_store_failure(tollgate_core::OnStoreFailure::Closed);
+        for item in [open, closed] {
+            assert!(gateway.check(&[item]).await.expect("answers").is_allowed());
+        }
+        gateway.settle().await;
+
+        server.pause().expect("SIGSTOP redis-server");
+        clock.advance(Duration::from_millis(60));
+        gateway.tick().await; // both keys are due; the push times out
+        assert!(gateway.stats().failed_pushes >= 1);
+        for _ in 0..5 {
+            assert!(
+                gateway
+                    .check(&[open])
+                    .await
+                    .expect("decided here")
+                    .is_allowed(),
+                "a fail-open rule goes on"
+            );
+        }
+        assert!(
+            gateway.check(&[closed]).await.is_err(),
+            "a fail-closed rule answers an error while the store is down"
+        );
+        assert_eq!(gateway.stats().unsynced_units, 5, "the spend is kept");
+
+        server.resume().expect("SIGCONT redis-server");
+        clock.advance(Duration::from_millis(60));
+        gateway.tick().await;
+        assert_eq!(
+            gateway.stats().unsynced_units,
+            0,
+            "every unit pushed once Redis is back"
+        );
+        let probe = Item::new(&open_rule, hourly, &key).with_cost(0);
+        let shown = gateway
+            .shared()
+            .peek(&probe)
+            .await
+            .expect("peeks")
+            .remaining();
+        assert_eq!(
+            shown,
+            CAPACITY - 6,
+            "the first check and the five made while down"
+        );
+        assert!(
+            gateway
+                .check(&[closed])
+                .await
+                .expect("answers")
+                .is_allowed()
+        );
+    });
+}
