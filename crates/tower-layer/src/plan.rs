@@ -86,6 +86,7 @@ impl Plan {
                 .with_cost(planned.cost)
                 .with_mode(store_mode(rule))
                 .with_store_failure(rule.on_store_failure)
+                .with_counting(rule.counting)
         });
         let blocks = self.escalating(rules).map(|(_, planned, rule, escalated)| {
             escalated.block_gate(&planned.key, rule.on_store_failure)

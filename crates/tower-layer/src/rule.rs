@@ -6,7 +6,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use http::StatusCode;
 use http::request::Parts;
-use tollgate_core::{Decision, Mode, OnStoreFailure, Quota, RuleId, RuleIdError};
+use tollgate_core::{Counting, Decision, Mode, OnStoreFailure, Quota, RuleId, RuleIdError};
 
 use crate::QuotaOverrides;
 use crate::escalation::{Escalated, Escalation};
@@ -47,6 +47,7 @@ pub struct Rule {
     pub(crate) on_refusal: RefusalAction,
     pub(crate) on_missing_key: MissingKey,
     pub(crate) on_store_failure: OnStoreFailure,
+    pub(crate) counting: Counting,
     pub(crate) disclose: Option<bool>,
     pub(crate) count_when: Option<CountWhen>,
     pub(crate) escalation: Option<Escalated>,
@@ -83,6 +84,7 @@ impl Rule {
             on_refusal: RefusalAction::Reject,
             on_missing_key: MissingKey::Skip,
             on_store_failure: OnStoreFailure::Open,
+            counting: Counting::Exact,
             disclose: None,
             count_when: None,
             escalation: None,
@@ -192,6 +194,36 @@ impl Rule {
     pub fn on_store_failure(mut self, policy: OnStoreFailure) -> Self {
         self.on_store_failure = policy;
         self
+    }
+
+    /// How the rule is counted across a fleet of gateways (default: exactly, in the shared store
+    /// on every check). [`Counting::Lease`] and [`Counting::Sync`] trade a stated, bounded
+    /// overshoot for far fewer store calls on hot keys; they take effect when the layer's store
+    /// is a [`FleetStore`](tollgate_core::FleetStore), and every other store counts exactly.
+    /// Shadow and flag rules, and pacing quotas, are always counted exactly.
+    ///
+    /// ```
+    /// use tollgate_core::{Counting, LeaseSettings, Quota, Rate};
+    /// use tollgate_tower::{Rule, key::HeaderKey};
+    ///
+    /// let partner = Rule::new(
+    ///     "partner-api",
+    ///     Quota::token_bucket(200, Rate::per_second(200))?,
+    ///     HeaderKey::new(http::HeaderName::from_static("x-api-key")),
+    /// )?
+    /// .counting(Counting::Lease(LeaseSettings::new().max_units(20)));
+    /// assert_eq!(partner.counted().name(), "lease");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[must_use]
+    pub fn counting(mut self, counting: Counting) -> Self {
+        self.counting = counting;
+        self
+    }
+
+    /// How the rule is counted across a fleet.
+    pub fn counted(&self) -> Counting {
+        self.counting
     }
 
     /// Whether the policy appears in `RateLimit` / `RateLimit-Policy` headers. By default

@@ -611,3 +611,106 @@ fn a_field_of_another_algorithm_is_a_mistake_at_its_line() {
         "{mistakes:?}"
     );
 }
+
+/// `counting` chooses how a rule is counted across a fleet: the rule file's choice reaches the
+/// store, which decides a leased rule's requests from its lease and a synced rule's on its
+/// local copy; an exact rule (the default) asks the shared store every time.
+#[tokio::test]
+async fn counting_per_rule_reaches_the_fleet_store() {
+    let file = parse(
+        r#"
+[[rule]]
+id = "partner-api"
+algorithm = "token_bucket"
+capacity = 50
+refill = { amount = 50, per = "1s" }
+key = { header = "x-api-key" }
+match = { path = "/partner" }
+counting = { lease = { max_units = 10, top_up_every = "500ms", lifetime = "5s" } }
+
+[[rule]]
+id = "reads"
+algorithm = "token_bucket"
+capacity = 50
+refill = { amount = 50, per = "1s" }
+key = { header = "x-api-key" }
+match = { path = "/reads" }
+counting = "sync"
+
+[[rule]]
+id = "logins"
+algorithm = "token_bucket"
+capacity = 50
+refill = { amount = 50, per = "1s" }
+key = { header = "x-api-key" }
+match = { path = "/login" }
+"#,
+    );
+    let fleet = tollgate_core::FleetStore::new(MemoryStore::new());
+    let layer = RateLimitLayer::new(fleet.clone());
+    layer.replace_rules(file.rules().clone());
+    let call = |path| {
+        let layer = layer.clone();
+        async move {
+            let service = layer.layer(service_fn(|_: Request<()>| async {
+                Ok::<_, Infallible>(Response::new(Empty::<Bytes>::new()))
+            }));
+            let mut request = Request::get(path)
+                .header("x-api-key", "acme")
+                .body(())
+                .expect("a request");
+            request
+                .extensions_mut()
+                .insert(SocketAddr::from(([203, 0, 113, 9], 4000)));
+            service.oneshot(request).await.expect("infallible").status()
+        }
+    };
+    for _ in 0..10 {
+        assert_eq!(call("/login").await, StatusCode::OK);
+    }
+    assert_eq!(
+        fleet.stats().decided_locally,
+        0,
+        "an exact rule asks the store"
+    );
+    for _ in 0..10 {
+        assert_eq!(call("/partner").await, StatusCode::OK);
+        assert_eq!(call("/reads").await, StatusCode::OK);
+    }
+    let stats = fleet.stats();
+    assert!(
+        stats.decided_locally >= 15,
+        "leased and synced requests were decided here: {stats:?}"
+    );
+    let rule = RuleId::new("partner-api").expect("valid");
+    assert!(fleet.leased(&rule, &tollgate_core::Key::new("acme")) > 0);
+}
+
+#[test]
+fn a_mistaken_counting_is_reported_at_its_line() {
+    let rule = |counting: &str| {
+        format!(
+            "[[rule]]\nid = \"r\"\nalgorithm = \"token_bucket\"\ncapacity = 5\nrefill = {{ amount = 5, per = \"1s\" }}\nkey = \"global\"\ncounting = {counting}\n"
+        )
+    };
+    let named = errors(&rule("\"leased\""));
+    assert!(
+        named
+            .iter()
+            .any(|error| error.contains("7:") && error.contains("\"leased\" is not")),
+        "{named:?}"
+    );
+    let both = errors(&rule("{ lease = {}, sync = {} }"));
+    assert!(
+        both.iter().any(|error| error.contains("takes one of")),
+        "{both:?}"
+    );
+    let zero = errors(&rule("{ sync = { max_unsynced = 0 } }"));
+    assert!(
+        zero.iter()
+            .any(|error| error.contains("`max_unsynced` must be at least 1")),
+        "{zero:?}"
+    );
+    let unknown = errors(&rule("{ lease = { max = 5 } }"));
+    assert!(!unknown.is_empty(), "an unknown setting is a mistake");
+}

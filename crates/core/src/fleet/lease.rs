@@ -42,8 +42,9 @@ struct Part {
 pub(crate) enum Spend {
     /// Spent from the lease.
     Spent(Decision),
-    /// Not enough held: take this many from the store now.
-    Short(u64),
+    /// Not enough held: take this many from the store now (`waiting`: a top-up is on its way,
+    /// and may land first).
+    Short { want: u64, waiting: bool },
 }
 
 /// A top-up to ask the store for in the background: up to `units`.
@@ -75,7 +76,8 @@ impl Leases {
             } else {
                 lease.size.max(cost)
             };
-            return (Spend::Short(want), None, ended);
+            let waiting = lease.topping_up;
+            return (Spend::Short { want, waiting }, None, ended);
         }
         lease.take(cost);
         lease.last_spend = now;

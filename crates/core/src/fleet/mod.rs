@@ -81,6 +81,9 @@ struct Inner<S, C: Clock> {
     syncs: Syncs<C>,
     /// One push at a time: a check that must push first waits for the push on its way.
     pushing: tokio::sync::Mutex<()>,
+    /// Background jobs (top-ups, give-backs, pushes) running, and their end.
+    background: std::sync::atomic::AtomicUsize,
+    idle: tokio::sync::Notify,
     /// A background push has been asked for and has not started yet.
     push_queued: std::sync::atomic::AtomicBool,
     counters: Counters,
@@ -137,6 +140,8 @@ impl<S: Store, C: Clock + Clone> FleetStore<S, C> {
                 leases: Leases::default(),
                 pushing: tokio::sync::Mutex::new(()),
                 push_queued: std::sync::atomic::AtomicBool::new(false),
+                background: std::sync::atomic::AtomicUsize::new(0),
+                idle: tokio::sync::Notify::new(),
                 counters: Counters::default(),
             }),
         }
@@ -173,8 +178,21 @@ impl<S: Store, C: Clock + Clone> FleetStore<S, C> {
         self.inner.push(None).await;
     }
 
+    /// Waits until no top-up, give-back or push started in the background is still running
+    /// (for tests, and for a gateway stopping: then [`settle`](Self::settle)).
+    pub async fn background_done(&self) {
+        loop {
+            let idle = self.inner.idle.notified();
+            if self.inner.background.load(Ordering::Acquire) == 0 {
+                return;
+            }
+            idle.await;
+        }
+    }
+
     /// Gives back every lease and pushes every unsynced unit now: call it before a gateway stops.
     pub async fn settle(&self) {
+        self.background_done().await;
         let far = self.inner.clock.now().saturating_add_micros(u64::MAX / 4);
         let held = self.inner.leases.end_quiet(far);
         self.inner.give_back(held).await;
@@ -207,6 +225,23 @@ fn is_exact(item: &Item<'_>) -> bool {
 }
 
 impl<S: Store, C: Clock + Clone> Inner<S, C> {
+    /// Spawns `job` on the current Tokio runtime, or runs it here when there is none; counted
+    /// while it runs, for [`FleetStore::background_done`].
+    async fn run_or_spawn(self: &Arc<Self>, job: impl Future<Output = ()> + Send + 'static) {
+        self.background.fetch_add(1, Ordering::AcqRel);
+        let inner = Arc::clone(self);
+        let counted = async move {
+            job.await;
+            if inner.background.fetch_sub(1, Ordering::AcqRel) == 1 {
+                inner.idle.notify_waiters();
+            }
+        };
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => drop(runtime.spawn(counted)),
+            Err(_) => counted.await,
+        }
+    }
+
     /// A request with leased or synced items: those are decided here first; the rest in the
     /// shared store; all-or-nothing over both.
     async fn check_mixed(
@@ -287,18 +322,29 @@ impl<S: Store, C: Clock + Clone> Inner<S, C> {
         settings: LeaseSettings,
         now: crate::Timestamp,
     ) -> Result<(ItemDecision, Undo), StoreError> {
-        let (spend, top_up, ended) = self.leases.spend(item, settings, now);
-        self.in_background(item, top_up.map(|top_up| top_up.units), ended)
-            .await;
-        let want = match spend {
-            Spend::Spent(decision) => {
-                self.counters
-                    .decided_locally
-                    .fetch_add(1, Ordering::Relaxed);
-                return Ok((ItemDecision::uncharged(decision), Undo::Lease));
+        let mut want = 0;
+        for attempt in 0..2 {
+            let (spend, top_up, ended) = self.leases.spend(item, settings, now);
+            self.in_background(item, top_up.map(|top_up| top_up.units), ended)
+                .await;
+            match spend {
+                Spend::Spent(decision) => {
+                    self.counters
+                        .decided_locally
+                        .fetch_add(1, Ordering::Relaxed);
+                    return Ok((ItemDecision::uncharged(decision), Undo::Lease));
+                }
+                // A top-up on its way may land if the runtime gets a turn (a current-thread
+                // runtime runs it only when this task yields).
+                Spend::Short { waiting: true, .. } if attempt == 0 => {
+                    tokio::task::yield_now().await;
+                }
+                Spend::Short { want: short, .. } => {
+                    want = short;
+                    break;
+                }
             }
-            Spend::Short(want) => want,
-        };
+        }
         let asked = item.with_cost(want).with_take(Take::UpTo);
         self.counters.store_calls.fetch_add(1, Ordering::Relaxed);
         let answer = self.shared.check_one(&asked).await?;
@@ -313,7 +359,7 @@ impl<S: Store, C: Clock + Clone> Inner<S, C> {
             .await;
         match spend {
             Spend::Spent(decision) => Ok((ItemDecision::uncharged(decision), Undo::Lease)),
-            Spend::Short(_) => Ok((
+            Spend::Short { .. } => Ok((
                 ItemDecision::uncharged(self.leases.refusal(item, &view)),
                 Undo::Nothing,
             )),
@@ -330,13 +376,14 @@ impl<S: Store, C: Clock + Clone> Inner<S, C> {
     ) {
         if !ended.is_empty() {
             let inner = Arc::clone(self);
-            run_or_spawn(async move { inner.give_back(ended).await }).await;
+            self.run_or_spawn(async move { inner.give_back(ended).await })
+                .await;
         }
         if let Some(units) = top_up {
             let inner = Arc::clone(self);
             let (rule, key, quota) = (item.rule().clone(), item.key().clone(), *item.quota());
             let policy = item.on_store_failure();
-            run_or_spawn(async move {
+            self.run_or_spawn(async move {
                 let asked = Item::new(&rule, quota, &key)
                     .with_cost(units)
                     .with_take(Take::UpTo)
@@ -388,7 +435,7 @@ impl<S: Store, C: Clock + Clone> Inner<S, C> {
                         .fetch_add(1, Ordering::Relaxed);
                     if due && !self.push_queued.swap(true, Ordering::AcqRel) {
                         let inner = Arc::clone(self);
-                        run_or_spawn(async move {
+                        self.run_or_spawn(async move {
                             let _one_at_a_time = inner.pushing.lock().await;
                             inner.push_queued.store(false, Ordering::Release);
                             let pushes = inner.syncs.start_push(inner.clock.now(), None);
@@ -442,14 +489,6 @@ impl<S: Store, C: Clock + Clone> Inner<S, C> {
         }
         self.syncs
             .finish_push(&pushes, answer.as_ref(), self.clock.now());
-    }
-}
-
-/// Spawns `job` on the current Tokio runtime, or runs it here when there is none.
-async fn run_or_spawn(job: impl Future<Output = ()> + Send + 'static) {
-    match tokio::runtime::Handle::try_current() {
-        Ok(runtime) => drop(runtime.spawn(job)),
-        Err(_) => job.await,
     }
 }
 

@@ -35,6 +35,7 @@
 //! result to [`RateLimitLayer::replace_rules`](crate::RateLimitLayer::replace_rules) only when
 //! it is `Ok`. [`RuleWatcher`] does that for a file on disk, on every change.
 
+mod counting;
 mod edit;
 mod error;
 mod fields;

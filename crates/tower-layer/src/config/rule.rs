@@ -21,6 +21,7 @@ const RULE_FIELDS: &[&str] = &[
     "cost",
     "mode",
     "on_store_failure",
+    "counting",
     "on_missing_key",
     "disclose",
     "escalate",
@@ -104,6 +105,12 @@ pub(crate) fn rule(
         built = built
             .zip(policy)
             .map(|(rule, policy)| rule.on_store_failure(policy));
+    }
+    if let Some(value) = fields.get("counting") {
+        let counting = super::counting::counting(value, report);
+        built = built
+            .zip(counting)
+            .map(|(rule, counting)| rule.counting(counting));
     }
     if let Some(value) = fields.get("on_missing_key") {
         let missing = on_missing_key(value, report);
