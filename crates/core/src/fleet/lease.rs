@@ -1,9 +1,11 @@
 //! Leases: units taken from the shared store in batches, spent here, the rest given back.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::time::Duration;
 
 use parking_lot::Mutex;
+
+use super::table::{ByKey, Lookup, entry};
 
 use crate::{
     Algorithm, Charge, Decision, Item, ItemDecision, Key, LeaseSettings, Quota, Receipt, Refusal,
@@ -13,7 +15,7 @@ use crate::{
 /// Every lease this gateway holds, by rule and key.
 #[derive(Default)]
 pub(crate) struct Leases {
-    table: Mutex<HashMap<(RuleId, Key), Lease>>,
+    table: Mutex<ByKey<Lease>>,
 }
 
 /// One key's leases: the parts it still holds, oldest first, and what sizes the next one.
@@ -29,6 +31,11 @@ struct Lease {
     last_spend: Timestamp,
     /// The store's last answer for the key, to report with local spends.
     view: Decision,
+    /// The store refused a lease: nothing comes back before this (refused here till then).
+    dry_until: Timestamp,
+    /// After a refusal, one check is asking the store again: the others are refused here
+    /// meanwhile, so a flood on a dry key sends one store call per refill, not one per check.
+    probing: bool,
 }
 
 /// Units of one lease still unspent, its receipt, and when it ends.
@@ -42,6 +49,8 @@ struct Part {
 pub(crate) enum Spend {
     /// Spent from the lease.
     Spent(Decision),
+    /// Refused here: the store refused a lease a moment ago and nothing is back yet.
+    Dry(Decision),
     /// Not enough held: take this many from the store now (`waiting`: a top-up is on its way,
     /// and may land first).
     Short { want: u64, waiting: bool },
@@ -62,13 +71,41 @@ impl Leases {
         now: Timestamp,
     ) -> (Spend, Option<TopUp>, Vec<Receipt>) {
         let mut table = self.table.lock();
-        let lease = table
-            .entry((item.rule().clone(), item.key().clone()))
-            .or_insert_with(|| Lease::new(settings, *item.quota(), now));
+        let lease = entry(&mut table, item.rule(), item.key(), || {
+            Lease::new(settings, *item.quota(), now)
+        });
         lease.settings = settings;
         let ended = lease.drop_ended(now);
         let cost = item.cost();
-        if lease.held() < cost {
+        let held = lease.held();
+        if held < cost && lease.dry_until > now {
+            let wait = Duration::from_micros(lease.dry_until.micros_since(now));
+            let quota = item.quota();
+            let dry = Decision::refused(
+                Refusal::LimitReached,
+                quota.limit(),
+                held,
+                lease.view.reset_after().max(wait),
+                wait,
+            );
+            return (Spend::Dry(dry), None, ended);
+        }
+        if held < cost && lease.dry_until > Timestamp::EPOCH {
+            if lease.probing {
+                let wait = lease.view.retry_after();
+                let quota = item.quota();
+                let dry = Decision::refused(
+                    Refusal::LimitReached,
+                    quota.limit(),
+                    held,
+                    lease.view.reset_after().max(wait),
+                    wait,
+                );
+                return (Spend::Dry(dry), None, ended);
+            }
+            lease.probing = true;
+        }
+        if held < cost {
             // With a top-up on its way, take only what this request needs: the top-up brings
             // the rest, and the gateway never holds more than H.
             let want = if lease.topping_up {
@@ -94,7 +131,7 @@ impl Leases {
         let view = *answer.decision();
         let receipt = answer.into_receipt(asked);
         let mut table = self.table.lock();
-        let Some(lease) = table.get_mut(&(asked.rule().clone(), asked.key().clone())) else {
+        let Some(lease) = table.get_mut(&Lookup(asked.rule(), asked.key())) else {
             return;
         };
         lease.view = view;
@@ -108,9 +145,30 @@ impl Leases {
         }
     }
 
+    /// Records that the store refused a lease for `item`'s key at `now` with `refusal`: the
+    /// gateway refuses the key itself until the refusal's wait is over, as the store would (a
+    /// flood on a dry key costs no store call per request).
+    pub(crate) fn dry(&self, item: &Item<'_>, refusal: &Decision, now: Timestamp) {
+        if let Some(lease) = self.table.lock().get_mut(&Lookup(item.rule(), item.key())) {
+            lease.view = *refusal;
+            lease.dry_until = now.saturating_add_micros(micros(refusal.retry_after()));
+        }
+    }
+
+    /// Marks the key's probe after a refusal answered (whatever the answer): granted units
+    /// end the dry spell, a refusal starts another ([`dry`](Self::dry)).
+    pub(crate) fn probed(&self, item: &Item<'_>, granted: bool) {
+        if let Some(lease) = self.table.lock().get_mut(&Lookup(item.rule(), item.key())) {
+            lease.probing = false;
+            if granted {
+                lease.dry_until = Timestamp::EPOCH;
+            }
+        }
+    }
+
     /// Marks the key's background top-up answered (whatever the answer).
     pub(crate) fn topped_up(&self, rule: &RuleId, key: &Key) {
-        if let Some(lease) = self.table.lock().get_mut(&(rule.clone(), key.clone())) {
+        if let Some(lease) = self.table.lock().get_mut(&Lookup(rule, key)) {
             lease.topping_up = false;
         }
     }
@@ -119,7 +177,7 @@ impl Leases {
     /// request was refused).
     pub(crate) fn unspend(&self, item: &Item<'_>) {
         let mut table = self.table.lock();
-        if let Some(lease) = table.get_mut(&(item.rule().clone(), item.key().clone()))
+        if let Some(lease) = table.get_mut(&Lookup(item.rule(), item.key()))
             && let Some(part) = lease.parts.back_mut()
         {
             part.units = part.units.saturating_add(item.cost());
@@ -132,7 +190,7 @@ impl Leases {
         let held = self
             .table
             .lock()
-            .get(&(item.rule().clone(), item.key().clone()))
+            .get(&Lookup(item.rule(), item.key()))
             .map_or(0, Lease::held);
         let missing = item.cost().saturating_sub(held);
         let quota = item.quota();
@@ -171,14 +229,14 @@ impl Leases {
 
     /// Forgets the key's leases (an operator's reset: the shared state is cleared too).
     pub(crate) fn forget(&self, rule: &RuleId, key: &Key) {
-        self.table.lock().remove(&(rule.clone(), key.clone()));
+        self.table.lock().remove(&Lookup(rule, key));
     }
 
     /// Units held now for `rule` and `key` (for tests and stats).
     pub(crate) fn held(&self, rule: &RuleId, key: &Key) -> u64 {
         self.table
             .lock()
-            .get(&(rule.clone(), key.clone()))
+            .get(&Lookup(rule, key))
             .map_or(0, Lease::held)
     }
 }
@@ -194,6 +252,8 @@ impl Lease {
             last_top_up: now,
             last_spend: now,
             view: Decision::allowed(quota.limit(), quota.limit(), Duration::ZERO),
+            dry_until: Timestamp::EPOCH,
+            probing: false,
         }
     }
 
@@ -218,6 +278,9 @@ impl Lease {
 
     /// Parts whose time is up at `now`, as receipts for their unspent units.
     fn drop_ended(&mut self, now: Timestamp) -> Vec<Receipt> {
+        if self.parts.iter().all(|part| part.ends_at > now) {
+            return Vec::new();
+        }
         // Any part may end first (a later lease can end at its window's end): look at each.
         let (live, gone): (VecDeque<Part>, VecDeque<Part>) =
             self.parts.drain(..).partition(|part| part.ends_at > now);

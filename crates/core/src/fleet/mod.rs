@@ -4,6 +4,7 @@
 
 mod lease;
 mod sync;
+mod table;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -113,6 +114,9 @@ pub struct FleetStats {
     /// Units spent here and not yet pushed to the shared count.
     pub unsynced_units: u64,
 }
+
+/// Background work to await here, when there is no runtime to spawn it on.
+type Job = std::pin::Pin<Box<dyn Future<Output = ()> + Send>>;
 
 /// How to put back one local decision of a request refused elsewhere.
 enum Undo {
@@ -225,9 +229,9 @@ fn is_exact(item: &Item<'_>) -> bool {
 }
 
 impl<S: Store, C: Clock + Clone> Inner<S, C> {
-    /// Spawns `job` on the current Tokio runtime, or runs it here when there is none; counted
-    /// while it runs, for [`FleetStore::background_done`].
-    async fn run_or_spawn(self: &Arc<Self>, job: impl Future<Output = ()> + Send + 'static) {
+    /// Spawns `job` on the current Tokio runtime; without one, answers it (boxed) for the caller
+    /// to await. Counted while it runs, for [`FleetStore::background_done`].
+    fn start(self: &Arc<Self>, job: impl Future<Output = ()> + Send + 'static) -> Option<Job> {
         self.background.fetch_add(1, Ordering::AcqRel);
         let inner = Arc::clone(self);
         let counted = async move {
@@ -237,8 +241,11 @@ impl<S: Store, C: Clock + Clone> Inner<S, C> {
             }
         };
         match tokio::runtime::Handle::try_current() {
-            Ok(runtime) => drop(runtime.spawn(counted)),
-            Err(_) => counted.await,
+            Ok(runtime) => {
+                drop(runtime.spawn(counted));
+                None
+            }
+            Err(_) => Some(Box::pin(counted)),
         }
     }
 
@@ -339,6 +346,12 @@ impl<S: Store, C: Clock + Clone> Inner<S, C> {
                 Spend::Short { waiting: true, .. } if attempt == 0 => {
                     tokio::task::yield_now().await;
                 }
+                Spend::Dry(refusal) => {
+                    self.counters
+                        .decided_locally
+                        .fetch_add(1, Ordering::Relaxed);
+                    return Ok((ItemDecision::uncharged(refusal), Undo::Nothing));
+                }
                 Spend::Short { want: short, .. } => {
                     want = short;
                     break;
@@ -347,9 +360,15 @@ impl<S: Store, C: Clock + Clone> Inner<S, C> {
         }
         let asked = item.with_cost(want).with_take(Take::UpTo);
         self.counters.store_calls.fetch_add(1, Ordering::Relaxed);
-        let answer = self.shared.check_one(&asked).await?;
-        if answer.counted_in() == CountedIn::Nowhere || answer.granted(&asked) == 0 {
+        let answer = self.shared.check_one(&asked).await;
+        let granted = answer.as_ref().map_or(0, |answer| answer.granted(&asked));
+        self.leases.probed(item, granted > 0);
+        let answer = answer?;
+        if answer.counted_in() == CountedIn::Nowhere || granted == 0 {
             // Refused, or let through uncounted by the rule's failure policy: as the store said.
+            if !answer.decision().is_allowed() && answer.counted_in() == CountedIn::Store {
+                self.leases.dry(item, answer.decision(), now);
+            }
             return Ok((ItemDecision::uncharged(*answer.decision()), Undo::Nothing));
         }
         let view = *answer.decision();
@@ -359,7 +378,7 @@ impl<S: Store, C: Clock + Clone> Inner<S, C> {
             .await;
         match spend {
             Spend::Spent(decision) => Ok((ItemDecision::uncharged(decision), Undo::Lease)),
-            Spend::Short { .. } => Ok((
+            Spend::Short { .. } | Spend::Dry(_) => Ok((
                 ItemDecision::uncharged(self.leases.refusal(item, &view)),
                 Undo::Nothing,
             )),
@@ -374,16 +393,29 @@ impl<S: Store, C: Clock + Clone> Inner<S, C> {
         top_up: Option<u64>,
         ended: Vec<Receipt>,
     ) {
+        for job in self.start_background(item, top_up, ended) {
+            job.await;
+        }
+    }
+
+    /// [`in_background`](Self::in_background), started: answers the jobs to await when there is
+    /// no runtime to spawn them on.
+    fn start_background(
+        self: &Arc<Self>,
+        item: &Item<'_>,
+        top_up: Option<u64>,
+        ended: Vec<Receipt>,
+    ) -> Vec<Job> {
+        let mut inline = Vec::new();
         if !ended.is_empty() {
             let inner = Arc::clone(self);
-            self.run_or_spawn(async move { inner.give_back(ended).await })
-                .await;
+            inline.extend(self.start(async move { inner.give_back(ended).await }));
         }
         if let Some(units) = top_up {
             let inner = Arc::clone(self);
             let (rule, key, quota) = (item.rule().clone(), item.key().clone(), *item.quota());
             let policy = item.on_store_failure();
-            self.run_or_spawn(async move {
+            inline.extend(self.start(async move {
                 let asked = Item::new(&rule, quota, &key)
                     .with_cost(units)
                     .with_take(Take::UpTo)
@@ -395,9 +427,65 @@ impl<S: Store, C: Clock + Clone> Inner<S, C> {
                     inner.leases.add(&asked, answer, inner.clock.now());
                 }
                 inner.leases.topped_up(&rule, &key);
-            })
-            .await;
+            }));
         }
+        inline
+    }
+
+    /// A leased item decided now, from the lease (`None`: the store must be asked). Needs a
+    /// runtime for what it starts in the background.
+    fn lease_now(
+        self: &Arc<Self>,
+        item: &Item<'_>,
+        settings: LeaseSettings,
+        now: crate::Timestamp,
+    ) -> Option<ItemDecision> {
+        let (spend, top_up, ended) = self.leases.spend(item, settings, now);
+        let inline = self.start_background(item, top_up.map(|top_up| top_up.units), ended);
+        debug_assert!(inline.is_empty(), "check_now runs inside a runtime");
+        match spend {
+            Spend::Spent(decision) | Spend::Dry(decision) => {
+                self.counters
+                    .decided_locally
+                    .fetch_add(1, Ordering::Relaxed);
+                Some(ItemDecision::uncharged(decision))
+            }
+            Spend::Short { .. } => None,
+        }
+    }
+
+    /// A synced item decided now, on its local copy (`None`: it must sync first). Needs a
+    /// runtime for the push it may start.
+    fn sync_now(
+        self: &Arc<Self>,
+        item: &Item<'_>,
+        settings: SyncSettings,
+        now: crate::Timestamp,
+    ) -> Option<ItemDecision> {
+        let (Local::Decided(answer, _), due) = self.syncs.decide(item, settings, now) else {
+            return None;
+        };
+        self.counters
+            .decided_locally
+            .fetch_add(1, Ordering::Relaxed);
+        if due {
+            drop(self.start_push());
+        }
+        Some(answer)
+    }
+
+    /// Starts a background push of every due key, unless one is already waiting to start.
+    fn start_push(self: &Arc<Self>) -> Option<Job> {
+        if self.push_queued.swap(true, Ordering::AcqRel) {
+            return None;
+        }
+        let inner = Arc::clone(self);
+        self.start(async move {
+            let _one_at_a_time = inner.pushing.lock().await;
+            inner.push_queued.store(false, Ordering::Release);
+            let pushes = inner.syncs.start_push(inner.clock.now(), None);
+            inner.send(pushes).await;
+        })
     }
 
     /// Gives back the unspent units these receipts hold. One that fails is dropped: its units
@@ -433,15 +521,8 @@ impl<S: Store, C: Clock + Clone> Inner<S, C> {
                     self.counters
                         .decided_locally
                         .fetch_add(1, Ordering::Relaxed);
-                    if due && !self.push_queued.swap(true, Ordering::AcqRel) {
-                        let inner = Arc::clone(self);
-                        self.run_or_spawn(async move {
-                            let _one_at_a_time = inner.pushing.lock().await;
-                            inner.push_queued.store(false, Ordering::Release);
-                            let pushes = inner.syncs.start_push(inner.clock.now(), None);
-                            inner.send(pushes).await;
-                        })
-                        .await;
+                    if due && let Some(job) = self.start_push() {
+                        job.await;
                     }
                     return Ok((answer, Undo::Sync(receipt)));
                 }
@@ -497,14 +578,40 @@ impl<S: Store, C: Clock + Clone> Store for FleetStore<S, C> {
         if items.iter().all(is_exact) {
             return self.inner.shared.check(items).await;
         }
+        if let [item] = items {
+            // One leased or synced rule, the hot path: decided without the mixed batch's
+            // bookkeeping.
+            let now = self.inner.clock.now();
+            let (answer, _) = match item.counting() {
+                Counting::Lease(settings) => self.inner.lease(item, settings, now).await?,
+                Counting::Sync(settings) => self.inner.sync(item, settings, now).await?,
+                _ => return self.inner.shared.check(items).await,
+            };
+            let allowed = answer.decision().is_allowed();
+            return Ok(BatchDecision::new(allowed, [answer]));
+        }
         self.inner.check_mixed(items).await
     }
 
+    /// Exact items: the shared store's own answer now, if it has one. One leased or synced item
+    /// decided from the lease or the local copy (inside a Tokio runtime, which runs what it
+    /// starts in the background); `None` when the store must be asked.
     fn check_now(&self, items: &[Item<'_>]) -> Option<Result<BatchDecision, StoreError>> {
         if items.iter().all(is_exact) {
             return self.inner.shared.check_now(items);
         }
-        None
+        let [item] = items else {
+            return None;
+        };
+        tokio::runtime::Handle::try_current().ok()?;
+        let now = self.inner.clock.now();
+        let answer = match item.counting() {
+            Counting::Lease(settings) => self.inner.lease_now(item, settings, now)?,
+            Counting::Sync(settings) => self.inner.sync_now(item, settings, now)?,
+            _ => return None,
+        };
+        let allowed = answer.decision().is_allowed();
+        Some(Ok(BatchDecision::new(allowed, [answer])))
     }
 
     fn peek(&self, item: &Item<'_>) -> impl Future<Output = Result<Decision, StoreError>> + Send {

@@ -1,10 +1,11 @@
 //! Local-then-sync: decisions on a local copy of each key's state, the spend pushed to the shared
 //! count as debt in one batch per gateway, the shared count brought back on the same call.
 
-use std::collections::HashMap;
 use std::time::Duration;
 
 use parking_lot::Mutex;
+
+use super::table::{ByKey, Lookup, entry};
 
 use crate::{
     BatchDecision, Clock, Decision, Item, ItemDecision, Key, MemoryStore, OnStoreFailure, Quota,
@@ -13,7 +14,7 @@ use crate::{
 
 /// Every synced key of this gateway, and the local copies decisions are made on.
 pub(crate) struct Syncs<C: Clock> {
-    table: Mutex<HashMap<(RuleId, Key), Synced>>,
+    table: Mutex<ByKey<Synced>>,
     local: MemoryStore<C>,
 }
 
@@ -25,6 +26,12 @@ struct Synced {
     unsynced: u64,
     /// A push of this key is on its way to the store.
     pushing: bool,
+    /// The local copy refused a check: until this instant it refuses every check of that cost
+    /// or more (it changes only with time or a sync), so refusals are answered from here.
+    refused_until: Option<(Timestamp, u64, Decision)>,
+    /// The local copy owes a debt (the shared count did at the last sync): decisions must
+    /// read it.
+    in_debt: bool,
     /// The key has a local copy of the shared count (it has been synced once).
     known: bool,
     /// The last push failed: the store is down for this key.
@@ -56,7 +63,7 @@ pub(crate) struct Push {
 impl<C: Clock + Clone> Syncs<C> {
     pub(crate) fn new(clock: C) -> Self {
         Syncs {
-            table: Mutex::new(HashMap::new()),
+            table: Mutex::new(ByKey::default()),
             local: MemoryStore::builder().clock(clock).build(),
         }
     }
@@ -70,19 +77,19 @@ impl<C: Clock + Clone> Syncs<C> {
         now: Timestamp,
     ) -> (Local, bool) {
         let mut table = self.table.lock();
-        let synced = table
-            .entry((item.rule().clone(), item.key().clone()))
-            .or_insert_with(|| Synced {
-                quota: *item.quota(),
-                settings,
-                on_store_failure: item.on_store_failure(),
-                unsynced: 0,
-                pushing: false,
-                known: false,
-                down: false,
-                last_sync: now,
-                last_use: now,
-            });
+        let synced = entry(&mut table, item.rule(), item.key(), || Synced {
+            quota: *item.quota(),
+            settings,
+            on_store_failure: item.on_store_failure(),
+            unsynced: 0,
+            pushing: false,
+            in_debt: false,
+            refused_until: None,
+            known: false,
+            down: false,
+            last_sync: now,
+            last_use: now,
+        });
         synced.quota = *item.quota();
         synced.settings = settings;
         synced.on_store_failure = item.on_store_failure();
@@ -101,9 +108,30 @@ impl<C: Clock + Clone> Syncs<C> {
         {
             return (Local::Full, true);
         }
-        // Taken "up to" so the copy's debt (what the shared count owed at the last sync) is
-        // read: all of the cost, or nothing.
-        let taking = item.with_take(Take::UpTo);
+        if let Some((until, cost, refusal)) = synced.refused_until
+            && until > now
+            && item.cost() >= cost
+            && !synced.down
+        {
+            let wait = Duration::from_micros(until.micros_since(now));
+            let refusal = Decision::refused(
+                refusal.refusal().unwrap_or(crate::Refusal::LimitReached),
+                refusal.limit(),
+                0,
+                refusal.reset_after().saturating_sub(refusal.retry_after()) + wait,
+                wait,
+            );
+            let due = now.micros_since(synced.last_sync) >= micros(settings.interval());
+            return (Local::Decided(ItemDecision::uncharged(refusal), None), due);
+        }
+        // While the copy owes a debt (the shared count did at the last sync), taken "up to" so
+        // the debt is read: all of the cost, or nothing. Otherwise exactly (the fast path).
+        let take = if synced.in_debt {
+            Take::UpTo
+        } else {
+            Take::Exact
+        };
+        let taking = item.with_take(take);
         let batch = self.local.check_sync(std::slice::from_ref(&taking));
         let Some(answer) = batch.into_items().next() else {
             return (Local::Unknown, false);
@@ -119,6 +147,13 @@ impl<C: Clock + Clone> Syncs<C> {
             if decision.is_allowed() {
                 decision = self.local.peek_sync(&item.with_take(Take::Exact));
             }
+        }
+        if !allowed && !decision.retry_after().is_zero() {
+            let until = now.saturating_add_micros(micros(decision.retry_after()));
+            synced.refused_until = Some((until, item.cost(), decision));
+        }
+        if allowed && answer_debt_paid(take, &decision) {
+            synced.in_debt = false;
         }
         let open_anyway = synced.down && synced.on_store_failure == OnStoreFailure::Open;
         if allowed || open_anyway {
@@ -143,11 +178,7 @@ impl<C: Clock + Clone> Syncs<C> {
         if let Some(receipt) = receipt {
             self.local.refund_sync(&receipt);
         }
-        if let Some(synced) = self
-            .table
-            .lock()
-            .get_mut(&(item.rule().clone(), item.key().clone()))
-        {
+        if let Some(synced) = self.table.lock().get_mut(&Lookup(item.rule(), item.key())) {
             synced.unsynced = synced.unsynced.saturating_sub(item.cost());
         }
     }
@@ -199,7 +230,7 @@ impl<C: Clock + Clone> Syncs<C> {
     ) {
         let mut table = self.table.lock();
         for (index, push) in pushes.iter().enumerate() {
-            let Some(synced) = table.get_mut(&(push.rule.clone(), push.key.clone())) else {
+            let Some(synced) = table.get_mut(&Lookup(&push.rule, &push.key)) else {
                 continue;
             };
             synced.pushing = false;
@@ -218,10 +249,12 @@ impl<C: Clock + Clone> Syncs<C> {
                 .saturating_add(shared.debt())
                 .saturating_add(synced.unsynced);
             self.local.reset_sync(&push.rule, &push.key);
+            synced.refused_until = None;
             let copy = Item::new(&push.rule, push.quota, &push.key)
                 .with_cost(used)
                 .with_take(Take::AsDebt);
             let _ = self.local.check_sync(std::slice::from_ref(&copy));
+            synced.in_debt = used > push.quota.limit();
         }
     }
 
@@ -236,7 +269,7 @@ impl<C: Clock + Clone> Syncs<C> {
 
     /// Forgets the key (an operator's reset).
     pub(crate) fn forget(&self, rule: &RuleId, key: &Key) {
-        self.table.lock().remove(&(rule.clone(), key.clone()));
+        self.table.lock().remove(&Lookup(rule, key));
         self.local.reset_sync(rule, key);
     }
 
@@ -251,4 +284,10 @@ impl<C: Clock + Clone> Syncs<C> {
 
 fn micros(duration: Duration) -> u64 {
     u64::try_from(duration.as_micros()).unwrap_or(u64::MAX)
+}
+
+/// Whether an allowed up-to decision on the local copy shows its debt paid (it could not have
+/// been allowed otherwise), so later decisions can take exactly again.
+fn answer_debt_paid(take: Take, decision: &Decision) -> bool {
+    take == Take::UpTo && decision.is_allowed()
 }

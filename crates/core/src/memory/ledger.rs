@@ -4,7 +4,9 @@
 //! tables that every check reads stay as small as they were, and a check finds an empty ledger
 //! with one length test.
 
-use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
+
+use hashbrown::{Equivalent, HashMap};
 
 use crate::Timestamp;
 
@@ -18,7 +20,23 @@ struct Owed {
 /// Debts by rule number and key.
 #[derive(Default)]
 pub(crate) struct Ledger {
-    debts: HashMap<(u32, Box<[u8]>), Owed>,
+    debts: HashMap<(u32, Box<[u8]>), Owed, foldhash::fast::RandomState>,
+}
+
+/// A rule number and a borrowed key, looked up without copying the key (hashed as the owned
+/// pair is).
+struct Lookup<'a>(u32, &'a [u8]);
+
+impl Hash for Lookup<'_> {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        (self.0, self.1).hash(state);
+    }
+}
+
+impl Equivalent<(u32, Box<[u8]>)> for Lookup<'_> {
+    fn equivalent(&self, key: &(u32, Box<[u8]>)) -> bool {
+        self.0 == key.0 && *self.1 == *key.1
+    }
 }
 
 impl Ledger {
@@ -27,7 +45,7 @@ impl Ledger {
         if self.debts.is_empty() {
             return 0;
         }
-        match self.debts.get(&(rule, Box::from(key))) {
+        match self.debts.get(&Lookup(rule, key)) {
             Some(owed) if owed.lapses_at > now => owed.units,
             _ => 0,
         }
@@ -44,12 +62,17 @@ impl Ledger {
         now: Timestamp,
         capacity: usize,
     ) {
-        let id = (rule, Box::from(key));
         if units == 0 {
-            self.debts.remove(&id);
+            if !self.debts.is_empty() {
+                self.debts.remove(&Lookup(rule, key));
+            }
             return;
         }
-        if !self.debts.contains_key(&id) && self.debts.len() >= capacity.max(1) {
+        if let Some(owed) = self.debts.get_mut(&Lookup(rule, key)) {
+            *owed = Owed { units, lapses_at };
+            return;
+        }
+        if self.debts.len() >= capacity.max(1) {
             self.debts.retain(|_, owed| owed.lapses_at > now);
             if self.debts.len() >= capacity.max(1) {
                 let soonest = self
@@ -62,13 +85,14 @@ impl Ledger {
                 }
             }
         }
-        self.debts.insert(id, Owed { units, lapses_at });
+        self.debts
+            .insert((rule, Box::from(key)), Owed { units, lapses_at });
     }
 
     /// Forgets what `key` of rule number `rule` owes.
     pub(crate) fn forget(&mut self, rule: u32, key: &[u8]) {
         if !self.debts.is_empty() {
-            self.debts.remove(&(rule, Box::from(key)));
+            self.debts.remove(&Lookup(rule, key));
         }
     }
 
