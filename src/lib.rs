@@ -33,9 +33,10 @@
 
 pub use tollgate_core as core;
 pub use tollgate_core::{
-    Algorithm, BatchDecision, Clock, Decision, FallbackStore, Item, ItemDecision, Key, MemoryStore,
-    Mode, OnStoreFailure, Quota, QuotaError, Rate, Receipt, RefundError, RefundNow, Refusal,
-    RuleId, Store, StoreError, SystemClock, Timestamp,
+    Algorithm, BatchDecision, Clock, Counting, Decision, FallbackStore, FleetStats, FleetStore,
+    Item, ItemDecision, Key, LeaseSettings, MemoryStore, Mode, OnStoreFailure, Quota, QuotaError,
+    Rate, Receipt, RefundError, RefundNow, Refusal, RuleId, Store, StoreError, SyncSettings,
+    SystemClock, Take, Timestamp,
 };
 
 /// The tower middleware (feature `tower`).

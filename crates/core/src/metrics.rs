@@ -23,6 +23,11 @@
 //! | `tollgate_config_loads_total` | counter | `result` | rule files and fleet documents loaded (`success`) or refused (`error`) |
 //! | `tollgate_memory_keys` | gauge | | keys held by the in-memory store ([`MemoryStore::publish_metrics`](crate::MemoryStore::publish_metrics)) |
 //! | `tollgate_memory_lossy_evictions_total` | counter | | live states evicted because the in-memory store was full |
+//! | `tollgate_fleet_decided_locally_total` | counter | | leased or synced checks a [`FleetStore`](crate::FleetStore) decided without a store call ([`FleetStore::publish_metrics`](crate::FleetStore::publish_metrics), and every tick of its ticker) |
+//! | `tollgate_fleet_store_calls_total` | counter | | its calls to the shared store for leased or synced rules: leases, top-ups, give-backs, pushes |
+//! | `tollgate_fleet_leases_returned_total` | counter | | leases whose unspent units went back to the shared store |
+//! | `tollgate_fleet_failed_pushes_total` | counter | | pushes of synced spend the shared store did not take (the spend is kept and pushed again) |
+//! | `tollgate_fleet_unsynced_units` | gauge | | units spent on this gateway and not yet in the shared count |
 //!
 //! The same names reach OpenTelemetry through any `metrics` recorder that exports to it (for
 //! instance `metrics-exporter-opentelemetry`), or by scraping the Prometheus endpoint with the
@@ -50,6 +55,17 @@ pub const CONFIG_LOADS: &str = "tollgate_config_loads_total";
 pub const MEMORY_KEYS: &str = "tollgate_memory_keys";
 /// Live states evicted because the in-memory store was full.
 pub const MEMORY_LOSSY_EVICTIONS: &str = "tollgate_memory_lossy_evictions_total";
+
+/// Leased or synced checks decided without a store call.
+pub const FLEET_DECIDED_LOCALLY: &str = "tollgate_fleet_decided_locally_total";
+/// Calls to the shared store for leased or synced rules.
+pub const FLEET_STORE_CALLS: &str = "tollgate_fleet_store_calls_total";
+/// Leases whose unspent units went back.
+pub const FLEET_LEASES_RETURNED: &str = "tollgate_fleet_leases_returned_total";
+/// Pushes of synced spend the shared store did not take.
+pub const FLEET_FAILED_PUSHES: &str = "tollgate_fleet_failed_pushes_total";
+/// Units spent here and not yet in the shared count.
+pub const FLEET_UNSYNCED_UNITS: &str = "tollgate_fleet_unsynced_units";
 
 /// Whether an allowed check that left `remaining` of `limit` was near the limit (below 20 %).
 pub fn is_near_limit(remaining: u64, limit: u64) -> bool {

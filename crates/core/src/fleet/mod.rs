@@ -168,6 +168,27 @@ impl<S: Store, C: Clock + Clone> FleetStore<S, C> {
         }
     }
 
+    /// Records [`stats`](Self::stats) through the `metrics` facade (names in
+    /// [`crate::metrics`]); the ticker does it every tick.
+    ///
+    /// ```
+    /// let store = tollgate_core::FleetStore::new(tollgate_core::MemoryStore::new());
+    /// store.publish_metrics(); // with no recorder installed, a no-op
+    /// ```
+    #[cfg(feature = "metrics")]
+    pub fn publish_metrics(&self) {
+        use crate::metrics::{
+            FLEET_DECIDED_LOCALLY, FLEET_FAILED_PUSHES, FLEET_LEASES_RETURNED, FLEET_STORE_CALLS,
+            FLEET_UNSYNCED_UNITS,
+        };
+        let stats = self.stats();
+        metrics::counter!(FLEET_DECIDED_LOCALLY).absolute(stats.decided_locally);
+        metrics::counter!(FLEET_STORE_CALLS).absolute(stats.store_calls);
+        metrics::counter!(FLEET_LEASES_RETURNED).absolute(stats.receipts_given_back);
+        metrics::counter!(FLEET_FAILED_PUSHES).absolute(stats.failed_pushes);
+        metrics::gauge!(FLEET_UNSYNCED_UNITS).set(stats.unsynced_units as f64);
+    }
+
     /// Units this gateway holds leased for `rule` and `key`.
     pub fn leased(&self, rule: &RuleId, key: &Key) -> u64 {
         self.inner.leases.held(rule, key)
@@ -217,7 +238,10 @@ impl<S: Store, C: Clock + Clone> FleetStore<S, C> {
             loop {
                 interval.tick().await;
                 let Some(inner) = weak.upgrade() else { return };
-                FleetStore { inner }.tick().await;
+                let store = FleetStore { inner };
+                store.tick().await;
+                #[cfg(feature = "metrics")]
+                store.publish_metrics();
             }
         })
     }
