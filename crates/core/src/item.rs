@@ -27,7 +27,9 @@ use crate::{Algorithm, Counting, Key, Mode, OnStoreFailure, Quota, RuleId};
 ///
 /// Debt is kept per rule and key beside the count, for as long as the caller's own allowance
 /// would take to come back and pay it: once that long has passed with nobody checking, the
-/// allowance it would have paid went unused, and the debt is dropped.
+/// allowance it would have paid went unused, and the debt is dropped. A caller owes at most
+/// 1,024 times the quota's limit: beyond that the debt is forgiven (the answer reports the
+/// capped debt), so no spend, however large, locks a key for good.
 ///
 /// ```
 /// use futures_executor::block_on;

@@ -372,7 +372,25 @@ fn while_redis_is_down_synced_spend_waits_and_each_rule_fails_as_planned() {
             gateway.check(&[closed]).await.is_err(),
             "a fail-closed rule answers an error while the store is down"
         );
-        assert_eq!(gateway.stats().unsynced_units, 5, "the spend is kept");
+        let never = gateway
+            .check(&[open.with_cost(u64::MAX)])
+            .await
+            .expect("decided here");
+        assert_eq!(
+            never.items()[0].decision().refusal(),
+            Some(tollgate_core::Refusal::CostExceedsLimit),
+            "a cost that never fits is refused even while failing open"
+        );
+        let newcomer_key = Key::new("newcomer");
+        let newcomer = Item::new(&open_rule, hourly, &newcomer_key).with_counting(sync);
+        assert!(
+            gateway
+                .check(&[newcomer])
+                .await
+                .expect("a fail-open rule answers a new key while the store is down")
+                .is_allowed()
+        );
+        assert_eq!(gateway.stats().unsynced_units, 6, "the spend is kept");
 
         server.resume().expect("SIGCONT redis-server");
         clock.advance(Duration::from_millis(60));
@@ -393,6 +411,27 @@ fn while_redis_is_down_synced_spend_waits_and_each_rule_fails_as_planned() {
             shown,
             CAPACITY - 6,
             "the first check and the five made while down"
+        );
+        let newcomer_probe = Item::new(&open_rule, hourly, &newcomer_key).with_cost(0);
+        let newcomer_shown = gateway
+            .shared()
+            .peek(&newcomer_probe)
+            .await
+            .expect("peeks")
+            .remaining();
+        assert_eq!(
+            newcomer_shown,
+            CAPACITY - 1,
+            "the newcomer's check made while down"
+        );
+        let mut admitted = 0;
+        for _ in 0..200 {
+            admitted += u64::from(gateway.check(&[open]).await.expect("answers").is_allowed());
+        }
+        assert_eq!(
+            admitted,
+            CAPACITY - 6,
+            "the rule limits again once Redis is back"
         );
         assert!(
             gateway

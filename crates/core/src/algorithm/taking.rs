@@ -11,7 +11,8 @@
 //!
 //! A debt lapses once the caller's allowance could have come back whole and paid it (see
 //! [`debt_lapses_at`]): nobody spent that allowance in the meantime, so dropping the debt then
-//! grants nothing that the exact limiter would not have.
+//! grants nothing that the exact limiter would not have. A debt is capped at 1,024 full
+//! allowances ([`debt_cap`]).
 
 use super::{AlgorithmState, allowed, limit_reached};
 use crate::{Charge, Decision, Quota, Take, Timestamp};
@@ -55,7 +56,7 @@ pub(crate) fn take<S: AlgorithmState>(
         }
         Take::AsDebt => {
             let (decision, _, got) = up_to(state, quota, now, cost);
-            owed = owed.saturating_add(cost - got);
+            owed = owed.saturating_add(cost - got).min(debt_cap(quota));
             let remaining = if owed > 0 { 0 } else { decision.remaining() };
             let reported = allowed(quota.limit(), remaining, micros(decision.reset_after()));
             (reported, None, owed)
@@ -99,8 +100,19 @@ pub(crate) fn debt_lapses_at<S: AlgorithmState>(
 ) -> Timestamp {
     let whole = state.idle_at(quota).max(now);
     let periods = owed.div_ceil(quota.limit().max(1));
-    whole.saturating_add_micros(periods.saturating_mul(micros(quota.replenish_time())))
+    let paying = periods.saturating_mul(micros(quota.replenish_time()));
+    whole.saturating_add_micros(paying.min(MAX_PAYING_MICROS))
 }
+
+/// The most a caller can owe: 1,024 full allowances. A debt beyond it is forgiven (the answer
+/// reports the capped debt): spend that large is a caller's mistake or an attack, and a debt
+/// that takes longer than this to pay would lock a key for good.
+pub(crate) fn debt_cap(quota: &Quota) -> u64 {
+    quota.limit().saturating_mul(1_024)
+}
+
+/// How long a debt may take to lapse at most: 2^52 µs (Lua's doubles stay exact).
+const MAX_PAYING_MICROS: u64 = 1 << 52;
 
 fn micros(duration: std::time::Duration) -> u64 {
     u64::try_from(duration.as_micros()).unwrap_or(u64::MAX)

@@ -12,6 +12,9 @@ use crate::{
     RuleId, Timestamp,
 };
 
+/// The most keys one gateway leases for at once: past it, leases not used this instant end.
+const MAX_KEYS: usize = 1 << 16;
+
 /// Every lease this gateway holds, by rule and key.
 #[derive(Default)]
 pub(crate) struct Leases {
@@ -71,11 +74,17 @@ impl Leases {
         now: Timestamp,
     ) -> (Spend, Option<TopUp>, Vec<Receipt>) {
         let mut table = self.table.lock();
+        let mut ended = Vec::new();
+        if table.len() >= MAX_KEYS && !table.contains_key(&Lookup(item.rule(), item.key())) {
+            // A flood of keys: end every lease not used this very moment (its units go back),
+            // so the table stays bounded; busy keys simply lease again.
+            ended = end_leases(&mut table, now, true);
+        }
         let lease = entry(&mut table, item.rule(), item.key(), || {
             Lease::new(settings, *item.quota(), now)
         });
         lease.settings = settings;
-        let ended = lease.drop_ended(now);
+        ended.extend(lease.drop_ended(now));
         let cost = item.cost();
         let held = lease.held();
         if held < cost && lease.dry_until > now {
@@ -136,7 +145,7 @@ impl Leases {
         };
         lease.view = view;
         if let Some(receipt) = receipt.filter(|_| granted > 0) {
-            let ends_at = ends_at(&receipt, lease.settings.lease_lifetime(), now);
+            let ends_at = ends_at(&receipt, &view, lease.settings.lease_lifetime(), now);
             lease.parts.push_back(Part {
                 receipt,
                 units: granted,
@@ -212,17 +221,23 @@ impl Leases {
     /// Ends leases at `now`: every part whose time is up, and every lease of a key quiet for two
     /// top-up periods. Answers the receipts of their unspent units, to give back.
     pub(crate) fn end_quiet(&self, now: Timestamp) -> Vec<Receipt> {
-        let mut give_back = Vec::new();
-        self.table.lock().retain(|_, lease| {
-            give_back.extend(lease.drop_ended(now));
-            let quiet_for = now.micros_since(lease.last_spend);
-            let quiet = quiet_for >= 2 * micros(lease.settings.top_up_period());
-            if quiet && !lease.topping_up {
-                give_back.extend(lease.parts.drain(..).map(Part::unspent));
-                return false;
-            }
-            true
-        });
+        end_leases(&mut self.table.lock(), now, false)
+    }
+
+    /// Keys held.
+    pub(crate) fn len(&self) -> usize {
+        self.table.lock().len()
+    }
+
+    /// Ends every lease now (a gateway settling before it stops): the receipts of all unspent
+    /// units, to give back.
+    pub(crate) fn end_all(&self) -> Vec<Receipt> {
+        let mut give_back: Vec<Receipt> = self
+            .table
+            .lock()
+            .drain()
+            .flat_map(|(_, lease)| lease.parts.into_iter().map(Part::unspent))
+            .collect();
         give_back.retain(|receipt| units_of(receipt) > 0);
         give_back
     }
@@ -261,19 +276,24 @@ impl Lease {
         self.parts.iter().map(|part| part.units).sum()
     }
 
-    /// Takes `cost` from the oldest parts; a part spent to the last unit goes, its charge used.
+    /// Takes `cost` from the oldest parts. A part spent to the last unit goes (its charge used),
+    /// but the newest stays, so a spend undone ([`Leases::unspend`]) has a receipt to go back to.
     fn take(&mut self, mut cost: u64) {
-        while cost > 0 {
-            let Some(part) = self.parts.front_mut() else {
-                return;
-            };
+        for part in &mut self.parts {
+            if cost == 0 {
+                break;
+            }
             let taken = part.units.min(cost);
             part.units -= taken;
             cost -= taken;
-            if part.units == 0 {
-                self.parts.pop_front();
-            }
         }
+        let newest = self.parts.len().saturating_sub(1);
+        let mut index = 0;
+        self.parts.retain(|part| {
+            let keep = part.units > 0 || index == newest;
+            index += 1;
+            keep
+        });
     }
 
     /// Parts whose time is up at `now`, as receipts for their unspent units.
@@ -325,10 +345,15 @@ impl Part {
 }
 
 /// When a lease taken at `now` ends: after `lifetime`, and never after the window it was
-/// charged to (a fixed window's or a sliding counter's).
-fn ends_at(receipt: &Receipt, lifetime: Duration, now: Timestamp) -> Timestamp {
+/// charged to. A fixed window's end comes from the store's answer (`view`: the time left in the
+/// window, on the store's clock), so a gateway clock that disagrees with the store's does not
+/// stretch the lease into the next window; a sliding counter's from its window's start.
+fn ends_at(receipt: &Receipt, view: &Decision, lifetime: Duration, now: Timestamp) -> Timestamp {
     let by_lifetime = now.saturating_add_micros(micros(lifetime));
     match receipt.charge() {
+        Charge::Window { .. } if receipt.quota().algorithm() == Algorithm::FixedWindow => {
+            by_lifetime.min(now.saturating_add_micros(micros(view.reset_after())))
+        }
         Charge::Window { start, .. } => {
             by_lifetime.min(start.saturating_add_micros(receipt.quota().interval_micros()))
         }
@@ -346,4 +371,27 @@ fn units_of(receipt: &Receipt) -> u64 {
 
 fn micros(duration: Duration) -> u64 {
     u64::try_from(duration.as_micros()).unwrap_or(u64::MAX)
+}
+
+/// Ends leases in `table` at `now`: parts whose time is up, and every lease of a key quiet for two
+/// top-up periods (`all_idle`: every lease not spent from at `now` itself). Answers the receipts
+/// of their unspent units, to give back.
+fn end_leases(table: &mut ByKey<Lease>, now: Timestamp, all_idle: bool) -> Vec<Receipt> {
+    let mut give_back = Vec::new();
+    table.retain(|_, lease| {
+        give_back.extend(lease.drop_ended(now));
+        let quiet_for = now.micros_since(lease.last_spend);
+        let quiet = if all_idle {
+            quiet_for > 0
+        } else {
+            quiet_for >= micros(lease.settings.top_up_period()).saturating_mul(2)
+        };
+        if quiet && !lease.topping_up && !lease.probing {
+            give_back.extend(lease.parts.drain(..).map(Part::unspent));
+            return false;
+        }
+        true
+    });
+    give_back.retain(|receipt| units_of(receipt) > 0);
+    give_back
 }

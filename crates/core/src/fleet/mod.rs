@@ -113,6 +113,33 @@ pub struct FleetStats {
     pub failed_pushes: u64,
     /// Units spent here and not yet pushed to the shared count.
     pub unsynced_units: u64,
+    /// Keys this gateway holds a lease entry for (at most 65,536: past that, leases not in use
+    /// end and their units go back).
+    pub leased_keys: usize,
+    /// Keys this gateway keeps a local copy for (past 65,536, keys with nothing unsynced are
+    /// forgotten).
+    pub synced_keys: usize,
+}
+
+/// Runs its closure when dropped, unless disarmed.
+struct OnDrop<F: FnOnce()>(Option<F>);
+
+impl<F: FnOnce()> OnDrop<F> {
+    fn new(run: F) -> Self {
+        OnDrop(Some(run))
+    }
+
+    fn disarm(mut self) {
+        self.0 = None;
+    }
+}
+
+impl<F: FnOnce()> Drop for OnDrop<F> {
+    fn drop(&mut self) {
+        if let Some(run) = self.0.take() {
+            run();
+        }
+    }
 }
 
 /// Background work to await here, when there is no runtime to spawn it on.
@@ -165,6 +192,8 @@ impl<S: Store, C: Clock + Clone> FleetStore<S, C> {
             receipts_given_back: counters.receipts_given_back.load(Ordering::Relaxed),
             failed_pushes: counters.failed_pushes.load(Ordering::Relaxed),
             unsynced_units: self.inner.syncs.unsynced(),
+            leased_keys: self.inner.leases.len(),
+            synced_keys: self.inner.syncs.len(),
         }
     }
 
@@ -218,8 +247,7 @@ impl<S: Store, C: Clock + Clone> FleetStore<S, C> {
     /// Gives back every lease and pushes every unsynced unit now: call it before a gateway stops.
     pub async fn settle(&self) {
         self.background_done().await;
-        let far = self.inner.clock.now().saturating_add_micros(u64::MAX / 4);
-        let held = self.inner.leases.end_quiet(far);
+        let held = self.inner.leases.end_all();
         self.inner.give_back(held).await;
         self.inner.push(None).await;
     }
@@ -353,6 +381,18 @@ impl<S: Store, C: Clock + Clone> Inner<S, C> {
         settings: LeaseSettings,
         now: crate::Timestamp,
     ) -> Result<(ItemDecision, Undo), StoreError> {
+        if item.cost() > item.quota().limit() {
+            // Never fits: refused as such, without taking anything.
+            let quota = item.quota();
+            let never = Decision::refused(
+                crate::Refusal::CostExceedsLimit,
+                quota.limit(),
+                0,
+                std::time::Duration::ZERO,
+                std::time::Duration::ZERO,
+            );
+            return Ok((ItemDecision::uncharged(never), Undo::Nothing));
+        }
         let mut want = 0;
         for attempt in 0..2 {
             let (spend, top_up, ended) = self.leases.spend(item, settings, now);
@@ -384,8 +424,11 @@ impl<S: Store, C: Clock + Clone> Inner<S, C> {
         }
         let asked = item.with_cost(want).with_take(Take::UpTo);
         self.counters.store_calls.fetch_add(1, Ordering::Relaxed);
+        // The probe mark is cleared however this ends, a caller that stops waiting included.
+        let probe = OnDrop::new(|| self.leases.probed(item, false));
         let answer = self.shared.check_one(&asked).await;
         let granted = answer.as_ref().map_or(0, |answer| answer.granted(&asked));
+        probe.disarm();
         self.leases.probed(item, granted > 0);
         let answer = answer?;
         if answer.counted_in() == CountedIn::Nowhere || granted == 0 {
@@ -396,6 +439,22 @@ impl<S: Store, C: Clock + Clone> Inner<S, C> {
             return Ok((ItemDecision::uncharged(*answer.decision()), Undo::Nothing));
         }
         let view = *answer.decision();
+        if self
+            .leases
+            .held(item.rule(), item.key())
+            .saturating_add(granted)
+            < item.cost()
+        {
+            // Too little to cover this request: the units go straight back rather than sit
+            // here, so no gateway holds more than H.
+            if let Some(receipt) = answer.into_receipt(&asked) {
+                self.give_back(vec![receipt]).await;
+            }
+            return Ok((
+                ItemDecision::uncharged(self.leases.refusal(item, &view)),
+                Undo::Nothing,
+            ));
+        }
         self.leases.add(&asked, answer, now);
         let (spend, top_up, ended) = self.leases.spend(item, settings, now);
         self.in_background(item, top_up.map(|top_up| top_up.units), ended)
@@ -440,6 +499,8 @@ impl<S: Store, C: Clock + Clone> Inner<S, C> {
             let (rule, key, quota) = (item.rule().clone(), item.key().clone(), *item.quota());
             let policy = item.on_store_failure();
             inline.extend(self.start(async move {
+                // Marked answered however the job ends (a runtime shutting down drops it).
+                let _answered = OnDrop::new(|| inner.leases.topped_up(&rule, &key));
                 let asked = Item::new(&rule, quota, &key)
                     .with_cost(units)
                     .with_take(Take::UpTo)
@@ -450,7 +511,6 @@ impl<S: Store, C: Clock + Clone> Inner<S, C> {
                 {
                     inner.leases.add(&asked, answer, inner.clock.now());
                 }
-                inner.leases.topped_up(&rule, &key);
             }));
         }
         inline
@@ -464,6 +524,9 @@ impl<S: Store, C: Clock + Clone> Inner<S, C> {
         settings: LeaseSettings,
         now: crate::Timestamp,
     ) -> Option<ItemDecision> {
+        if item.cost() > item.quota().limit() {
+            return None;
+        }
         let (spend, top_up, ended) = self.leases.spend(item, settings, now);
         let inline = self.start_background(item, top_up.map(|top_up| top_up.units), ended);
         debug_assert!(inline.is_empty(), "check_now runs inside a runtime");
@@ -538,7 +601,7 @@ impl<S: Store, C: Clock + Clone> Inner<S, C> {
         settings: SyncSettings,
         now: crate::Timestamp,
     ) -> Result<(ItemDecision, Undo), StoreError> {
-        for _ in 0..3 {
+        for _ in 0..8 {
             let (local, due) = self.syncs.decide(item, settings, now);
             match local {
                 Local::Decided(answer, receipt) => {
@@ -552,10 +615,20 @@ impl<S: Store, C: Clock + Clone> Inner<S, C> {
                 }
                 Local::StoreDown => return Err(Syncs::<C>::down_error()),
                 Local::Unknown | Local::Full => self.push(Some((item.rule(), item.key()))).await,
+                Local::Crowded => self.push(None).await,
             }
         }
-        // Still unknown or full after pushing: the store did not take the pushes.
-        Err(Syncs::<C>::down_error())
+        // Still full after eight pushes: other checks keep spending this gateway's M units as
+        // fast as they are pushed. Refused for one interval (never an error: the store is up).
+        let quota = item.quota();
+        let busy = Decision::refused(
+            crate::Refusal::LimitReached,
+            quota.limit(),
+            0,
+            settings.interval(),
+            settings.interval(),
+        );
+        Ok((ItemDecision::uncharged(busy), Undo::Nothing))
     }
 
     /// Pushes every synced key with unsynced spend or a view an interval old (or only the one

@@ -12,6 +12,9 @@ use crate::{
     Receipt, RuleId, StoreError, SyncSettings, Take, Timestamp,
 };
 
+/// The most keys one gateway syncs at once: past it, keys with nothing unsynced are forgotten.
+const MAX_KEYS: usize = 1 << 16;
+
 /// Every synced key of this gateway, and the local copies decisions are made on.
 pub(crate) struct Syncs<C: Clock> {
     table: Mutex<ByKey<Synced>>,
@@ -50,6 +53,9 @@ pub(crate) enum Local {
     StoreDown,
     /// This gateway has spent its M unsynced units: push before deciding.
     Full,
+    /// The table is at its bound and every key in it has spend to push: push everything, then
+    /// decide.
+    Crowded,
 }
 
 /// One key's part of a push: its rule, key, quota and the units pushed.
@@ -77,6 +83,20 @@ impl<C: Clock + Clone> Syncs<C> {
         now: Timestamp,
     ) -> (Local, bool) {
         let mut table = self.table.lock();
+        if table.len() >= MAX_KEYS && !table.contains_key(&Lookup(item.rule(), item.key())) {
+            // A flood of keys: forget every key with nothing unsynced and no push on its way
+            // (it syncs again on its next use), so the table stays bounded.
+            table.retain(|(rule, key), synced| {
+                let keep = synced.unsynced > 0 || synced.pushing;
+                if !keep {
+                    self.local.reset_sync(rule, key);
+                }
+                keep
+            });
+            if table.len() >= MAX_KEYS {
+                return (Local::Crowded, true);
+            }
+        }
         let synced = entry(&mut table, item.rule(), item.key(), || Synced {
             quota: *item.quota(),
             settings,
@@ -94,11 +114,22 @@ impl<C: Clock + Clone> Syncs<C> {
         synced.settings = settings;
         synced.on_store_failure = item.on_store_failure();
         synced.last_use = now;
-        if !synced.known {
-            return (Local::Unknown, false);
-        }
         if synced.down && synced.on_store_failure == OnStoreFailure::Closed {
             return (Local::StoreDown, true);
+        }
+        if !synced.known && !synced.down {
+            return (Local::Unknown, false);
+        }
+        // A cost the quota can never allow is refused as such, whatever the store's state.
+        if item.cost() > item.quota().limit() {
+            let never = Decision::refused(
+                crate::Refusal::CostExceedsLimit,
+                item.quota().limit(),
+                0,
+                Duration::ZERO,
+                Duration::ZERO,
+            );
+            return (Local::Decided(ItemDecision::uncharged(never), None), false);
         }
         // Never more than M unsynced, so the shared count never lags by more than G·M.
         let cost = item.cost();
@@ -188,15 +219,30 @@ impl<C: Clock + Clone> Syncs<C> {
     /// each pushes as on its way, and forgets keys quiet for four intervals with nothing owed.
     pub(crate) fn start_push(&self, now: Timestamp, only: Option<(&RuleId, &Key)>) -> Vec<Push> {
         let mut table = self.table.lock();
+        if let Some((rule, key)) = only {
+            // One key (a first sync, or a gateway that spent its M): found directly.
+            return match table.get_mut(&Lookup(rule, key)) {
+                Some(synced) if !synced.pushing => {
+                    synced.pushing = true;
+                    vec![Push {
+                        rule: rule.clone(),
+                        key: key.clone(),
+                        quota: synced.quota,
+                        units: synced.unsynced,
+                    }]
+                }
+                _ => Vec::new(),
+            };
+        }
         let mut quiet = Vec::new();
         let mut pushes = Vec::new();
         for ((rule, key), synced) in table.iter_mut() {
-            if only.is_some_and(|(r, k)| r != rule || k != key) || synced.pushing {
+            if synced.pushing {
                 continue;
             }
             let interval = micros(synced.settings.interval());
             let stale = now.micros_since(synced.last_sync) >= interval || !synced.known;
-            let used_lately = now.micros_since(synced.last_use) < 4 * interval;
+            let used_lately = now.micros_since(synced.last_use) < interval.saturating_mul(4);
             if synced.unsynced == 0 && !used_lately && synced.known {
                 quiet.push((rule.clone(), key.clone()));
                 continue;
@@ -260,11 +306,14 @@ impl<C: Clock + Clone> Syncs<C> {
 
     /// Units spent here and not yet in the shared count, over every key.
     pub(crate) fn unsynced(&self) -> u64 {
-        self.table
-            .lock()
-            .values()
-            .map(|synced| synced.unsynced)
-            .sum()
+        self.table.lock().values().fold(0, |total: u64, synced| {
+            total.saturating_add(synced.unsynced)
+        })
+    }
+
+    /// Keys held.
+    pub(crate) fn len(&self) -> usize {
+        self.table.lock().len()
     }
 
     /// Forgets the key (an operator's reset).

@@ -101,7 +101,8 @@ macro_rules! conformance_suite {
             debt_stays_charged_when_the_batch_is_refused,
             a_debt_lapses_once_the_allowance_could_have_paid_it,
             reset_forgives_a_debt,
-            shadow_and_pacing_items_take_exactly
+            shadow_and_pacing_items_take_exactly,
+            a_huge_debt_is_capped_and_never_fails
         );
     };
     (@cases $block_on:path, $store:expr, $($case:ident),+) => {

@@ -131,34 +131,50 @@ local function check(it, cost, moment)
   return decision, charge
 end
 
+-- Debts as this script sees them, by key: {units, lapses_at, stored} (written at the end, with
+-- the states, so a script that stops on an unreadable value has written nothing).
+local debts = {}
+
 local function write_back()
   for _, s in pairs(working) do
     if s.dirty then save(s, s.window) end
   end
+  for key, debt in pairs(debts) do
+    if debt.units > 0 then
+      redis.call('SET', key, fmt(debt.units) .. ':' .. fmt(debt.lapses_at),
+        'PX', ttl_ms(debt.lapses_at - now))
+    elseif debt.stored then
+      redis.call('DEL', key)
+    end
+  end
+end
+
+local function debt_of(key)
+  local debt = debts[key]
+  if debt then return debt end
+  debt = {units = 0, lapses_at = 0, stored = false}
+  local value = redis.call('GET', key)
+  if value then
+    local units, lapses_at = string.match(value, '^(%d+):(%d+)$')
+    if not units then unreadable(key, '"owed:lapses_at"') end
+    debt.stored = true
+    -- The key's own expiry is the server's; the lapse is read on the script's clock.
+    if tonumber(lapses_at) > now then debt.units = tonumber(units) end
+  end
+  debts[key] = debt
+  return debt
 end
 
 -- An up-to or debt item: its caller's debt is read, settled and written back with it. What it
 -- paid and what it owes stay, whatever the rest of the batch does.
 local function check_taking(i, it)
-  local debt_key = KEYS[#items + i]
-  local before = 0
-  local value = redis.call('GET', debt_key)
-  if value then
-    local units, lapses_at = string.match(value, '^(%d+):(%d+)$')
-    if not units then unreadable(debt_key, '"owed:lapses_at"') end
-    -- The key's own expiry is the server's; the lapse is read on the script's clock.
-    if tonumber(lapses_at) > now then before = tonumber(units) end
-  end
+  local debt = debt_of(KEYS[#items + i])
   local s = state_of(it)
-  local decision, charge, after = take(s, it, it.a, before)
+  local decision, charge, after = take(s, it, it.a, debt.units)
   s.dirty = true
   s.window = it.q.interval
-  if after > 0 then
-    local lapses_at = debt_lapses_at(s, it, after)
-    redis.call('SET', debt_key, fmt(after) .. ':' .. fmt(lapses_at), 'PX', ttl_ms(lapses_at - now))
-  elseif value then
-    redis.call('DEL', debt_key)
-  end
+  debt.units = after
+  if after > 0 then debt.lapses_at = debt_lapses_at(s, it, after) end
   owed[i] = after
   return decision, charge
 end

@@ -29,7 +29,13 @@ local function debt_lapses_at(s, it, owed)
   else
     whole = math.max(whole, idle_at(s))
   end
-  return whole + ceil_div(owed, it.q.limit) * it.q.span
+  -- At most 2^52 µs (a debt is capped, and so is how long it can take to pay).
+  return whole + math.min(ceil_div(owed, it.q.limit) * it.q.span, 4503599627370496)
+end
+
+-- The most a caller can owe: 1,024 full allowances (below 2^53: limits are below 2^40).
+local function debt_cap(it)
+  return it.q.limit * 1024
 end
 
 -- An up-to or debt item of `cost` on `s`, whose caller owed `owed`: decision, charge (up-to
@@ -48,7 +54,7 @@ local function take(s, it, cost, owed)
     return d, c, 0
   end
   local d, _, got = up_to(s, it, cost)
-  owed = owed + cost - got
+  owed = math.min(owed + (cost - got), debt_cap(it))
   local remaining = d[3]
   if owed > 0 then remaining = 0 end
   return allowed(it.q.limit, remaining, d[4]), nil, owed

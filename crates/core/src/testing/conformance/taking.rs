@@ -265,3 +265,40 @@ pub async fn shadow_and_pacing_items_take_exactly<S: Store>(make: &impl Fn(Manua
     assert_eq!(booked.granted(&paced), 3);
     assert_eq!(booked.debt(), 0);
 }
+
+/// Spend far past any allowance is recorded as a debt of at most 1,024 limits, in every store,
+/// and never fails a batch (another caller's debt in the same batch is settled as usual).
+pub async fn a_huge_debt_is_capped_and_never_fails<S: Store>(make: &impl Fn(ManualClock) -> S) {
+    let clock = ManualClock::new(START);
+    let store = make(clock.clone());
+    let id = rule("synced");
+    let (a, b) = (Key::new("a"), Key::new("b"));
+    for quota in counted() {
+        store.reset(&id, &a).await.expect("store resets");
+        store.reset(&id, &b).await.expect("store resets");
+        let name = quota.algorithm();
+        let huge = Item::new(&id, quota, &b)
+            .with_cost(u64::MAX)
+            .with_take(Take::AsDebt);
+        assert_eq!(answer(&store, huge).await.debt(), 10 * 1_024, "{name:?}");
+        let owing = Item::new(&id, quota, &a)
+            .with_cost(15)
+            .with_take(Take::AsDebt);
+        assert_eq!(answer(&store, owing).await.debt(), 5, "{name:?}");
+        let batch = [
+            owing.with_cost(0),
+            Item::new(&id, quota, &b)
+                .with_cost(1_000_000_000_000_000)
+                .with_take(Take::AsDebt),
+        ];
+        let settled = store
+            .check(&batch)
+            .await
+            .expect("a huge debt never fails a batch");
+        assert_eq!(settled.items()[0].debt(), 5, "{name:?}");
+        assert_eq!(settled.items()[1].debt(), 10 * 1_024, "{name:?}");
+        let lease = Item::new(&id, quota, &b).with_cost(1).with_take(Take::UpTo);
+        let refused = answer(&store, lease).await;
+        assert!(!refused.decision().is_allowed(), "{name:?}");
+    }
+}

@@ -1,0 +1,188 @@
+//! The fleet store over the in-memory store: what it keeps stays bounded whatever keys arrive,
+//! and a lease's units go back when it ends.
+
+use tollgate_core::{
+    Counting, FleetStore, Item, Key, LeaseSettings, MemoryStore, Quota, Rate, RuleId, Store,
+    SyncSettings,
+};
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .expect("a runtime")
+}
+
+/// 100,000 distinct keys through leased and synced rules: the fleet store's tables stay at or
+/// below their bound, and every key's lease gave back what it did not spend.
+#[test]
+fn a_flood_of_keys_keeps_the_fleet_tables_bounded() {
+    runtime().block_on(async {
+        let shared = MemoryStore::new();
+        let fleet = FleetStore::new(shared.clone());
+        let (leased, synced) = (
+            RuleId::new("partner").expect("valid"),
+            RuleId::new("reads").expect("valid"),
+        );
+        let quota = Quota::token_bucket(10, Rate::per_hour(10)).expect("valid");
+        let lease = Counting::Lease(LeaseSettings::new().max_units(5));
+        let sync = Counting::Sync(SyncSettings::new());
+        for caller in 0..100_000u32 {
+            let key = Key::new(caller.to_be_bytes());
+            for item in [
+                Item::new(&leased, quota, &key).with_counting(lease),
+                Item::new(&synced, quota, &key).with_counting(sync),
+            ] {
+                assert!(fleet.check(&[item]).await.expect("answers").is_allowed());
+            }
+        }
+        fleet.background_done().await;
+        let stats = fleet.stats();
+        assert!(stats.leased_keys <= 1 << 16, "{stats:?}");
+        assert!(stats.synced_keys <= (1 << 16) + 1, "{stats:?}");
+        fleet.settle().await;
+        let first_key = Key::new(0u32.to_be_bytes());
+        let first = Item::new(&leased, quota, &first_key).with_cost(0);
+        assert_eq!(
+            shared.peek(&first).await.expect("peeks").remaining(),
+            9,
+            "the first caller's lease ended and gave back all but the unit spent"
+        );
+    });
+}
+
+fn partner() -> (RuleId, Key, Quota) {
+    (
+        RuleId::new("partner").expect("valid"),
+        Key::new("acme"),
+        Quota::token_bucket(100, Rate::per_hour(100)).expect("valid"),
+    )
+}
+
+/// A leased request that can never fit is refused as such, and takes nothing from the shared
+/// count (no gateway hoards the bucket).
+#[test]
+fn a_leased_cost_above_the_limit_is_refused_and_takes_nothing() {
+    runtime().block_on(async {
+        let shared = MemoryStore::new();
+        let (a, b) = (
+            FleetStore::new(shared.clone()),
+            FleetStore::new(shared.clone()),
+        );
+        let (rule, key, quota) = partner();
+        let lease = Counting::Lease(LeaseSettings::new().max_units(10));
+        let huge = Item::new(&rule, quota, &key)
+            .with_cost(u64::MAX)
+            .with_counting(lease);
+        let answer = a.check(&[huge]).await.expect("answers");
+        assert_eq!(
+            answer.items()[0].decision().refusal(),
+            Some(tollgate_core::Refusal::CostExceedsLimit)
+        );
+        assert_eq!(a.leased(&rule, &key), 0);
+        let one = Item::new(&rule, quota, &key).with_counting(lease);
+        assert!(b.check(&[one]).await.expect("answers").is_allowed());
+        b.background_done().await; // b's top-up holds its share now
+        // Partly drained: a request for more than is left gets nothing, and holds nothing.
+        let most = Item::new(&rule, quota, &key)
+            .with_cost(95)
+            .with_counting(lease);
+        let refused = a.check(&[most]).await.expect("answers");
+        assert!(!refused.is_allowed());
+        a.background_done().await;
+        assert_eq!(
+            a.leased(&rule, &key),
+            0,
+            "what was granted went straight back"
+        );
+    });
+}
+
+/// A request whose leased rule spent from the lease but whose exact rule refused puts the
+/// spend back, even when it emptied the lease.
+#[test]
+fn a_refused_mixed_request_puts_its_leased_spend_back() {
+    runtime().block_on(async {
+        let shared = MemoryStore::new();
+        let fleet = FleetStore::new(shared.clone());
+        let (rule, key, quota) = partner();
+        let lease = Counting::Lease(LeaseSettings::new().max_units(10));
+        let leased = Item::new(&rule, quota, &key).with_counting(lease);
+        for _ in 0..5 {
+            assert!(fleet.check(&[leased]).await.expect("answers").is_allowed());
+        }
+        fleet.background_done().await;
+        let held = fleet.leased(&rule, &key);
+        assert!(held > 0);
+        let strict = RuleId::new("strict").expect("valid");
+        let spent = Quota::fixed_window(1, std::time::Duration::from_secs(3_600)).expect("valid");
+        let exhausted = Item::new(&strict, spent, &key);
+        assert!(
+            fleet
+                .check(&[exhausted])
+                .await
+                .expect("answers")
+                .is_allowed()
+        );
+        let both = [leased.with_cost(held), exhausted];
+        assert!(!fleet.check(&both).await.expect("answers").is_allowed());
+        assert_eq!(fleet.leased(&rule, &key), held, "the spend went back");
+    });
+}
+
+/// Many threads on one synced key with a small M: every check is answered (allowed or
+/// refused), never an error, while the store is up.
+#[test]
+fn a_busy_synced_key_never_errors_while_the_store_is_up() {
+    let fleet = FleetStore::new(MemoryStore::new());
+    let sync = Counting::Sync(SyncSettings::new().max_unsynced(1));
+    let threads: Vec<_> = (0..8)
+        .map(|_| {
+            let fleet = fleet.clone();
+            std::thread::spawn(move || {
+                runtime().block_on(async {
+                    let (rule, key) = (RuleId::new("reads").expect("valid"), Key::new("acme"));
+                    let quota =
+                        Quota::token_bucket(1_000_000, Rate::per_second(1_000_000)).expect("valid");
+                    let item = Item::new(&rule, quota, &key).with_counting(sync);
+                    let mut errors = 0;
+                    for _ in 0..500 {
+                        errors += u32::from(fleet.check(&[item]).await.is_err());
+                    }
+                    errors
+                })
+            })
+        })
+        .collect();
+    let errors: u32 = threads
+        .into_iter()
+        .map(|thread| thread.join().expect("no thread panics"))
+        .sum();
+    assert_eq!(errors, 0);
+}
+
+/// Settings at their extremes tick without overflowing.
+#[test]
+fn extreme_settings_tick_without_overflow() {
+    runtime().block_on(async {
+        let fleet = FleetStore::new(MemoryStore::new());
+        let (rule, key, quota) = partner();
+        let forever = std::time::Duration::MAX;
+        for counting in [
+            Counting::Lease(
+                LeaseSettings::new()
+                    .top_up_every(forever)
+                    .lifetime(forever)
+                    .max_units(u64::MAX),
+            ),
+            Counting::Sync(SyncSettings::new().every(forever).max_unsynced(u64::MAX)),
+        ] {
+            let item = Item::new(&rule, quota, &key).with_counting(counting);
+            let answer = fleet.check(&[item]).await.expect("answers");
+            assert!(answer.is_allowed(), "{counting:?}: {answer:?}");
+            fleet.tick().await;
+            fleet.settle().await;
+            assert_eq!(fleet.stats().leased_keys, 0, "settling ended every lease");
+        }
+    });
+}
