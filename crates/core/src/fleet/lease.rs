@@ -89,28 +89,12 @@ impl Leases {
         let held = lease.held();
         if held < cost && lease.dry_until > now {
             let wait = Duration::from_micros(lease.dry_until.micros_since(now));
-            let quota = item.quota();
-            let dry = Decision::refused(
-                Refusal::LimitReached,
-                quota.limit(),
-                held,
-                lease.view.reset_after().max(wait),
-                wait,
-            );
-            return (Spend::Dry(dry), None, ended);
+            return (Spend::Dry(lease.refused_here(item, wait)), None, ended);
         }
         if held < cost && lease.dry_until > Timestamp::EPOCH {
             if lease.probing {
                 let wait = lease.view.retry_after();
-                let quota = item.quota();
-                let dry = Decision::refused(
-                    Refusal::LimitReached,
-                    quota.limit(),
-                    held,
-                    lease.view.reset_after().max(wait),
-                    wait,
-                );
-                return (Spend::Dry(dry), None, ended);
+                return (Spend::Dry(lease.refused_here(item, wait)), None, ended);
             }
             lease.probing = true;
         }
@@ -325,6 +309,17 @@ impl Lease {
         self.last_top_up = now;
         self.topping_up = true;
         Some(TopUp { units: self.size })
+    }
+
+    /// A refusal answered here for a dry key: nothing held, retry after `wait`.
+    fn refused_here(&self, item: &Item<'_>, wait: Duration) -> Decision {
+        Decision::refused(
+            Refusal::LimitReached,
+            item.quota().limit(),
+            self.held(),
+            self.view.reset_after().max(wait),
+            wait,
+        )
     }
 
     /// The decision a local spend reports: the store's last view and what this gateway holds.

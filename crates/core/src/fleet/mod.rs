@@ -121,6 +121,17 @@ pub struct FleetStats {
     pub synced_keys: usize,
 }
 
+/// The refusal of a cost `quota` can never allow.
+pub(crate) fn never_fits(quota: &crate::Quota) -> Decision {
+    Decision::refused(
+        crate::Refusal::CostExceedsLimit,
+        quota.limit(),
+        0,
+        std::time::Duration::ZERO,
+        std::time::Duration::ZERO,
+    )
+}
+
 /// Runs its closure when dropped, unless disarmed.
 struct OnDrop<F: FnOnce()>(Option<F>);
 
@@ -383,14 +394,7 @@ impl<S: Store, C: Clock + Clone> Inner<S, C> {
     ) -> Result<(ItemDecision, Undo), StoreError> {
         if item.cost() > item.quota().limit() {
             // Never fits: refused as such, without taking anything.
-            let quota = item.quota();
-            let never = Decision::refused(
-                crate::Refusal::CostExceedsLimit,
-                quota.limit(),
-                0,
-                std::time::Duration::ZERO,
-                std::time::Duration::ZERO,
-            );
+            let never = never_fits(item.quota());
             return Ok((ItemDecision::uncharged(never), Undo::Nothing));
         }
         let mut want = 0;

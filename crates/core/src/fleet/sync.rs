@@ -122,13 +122,7 @@ impl<C: Clock + Clone> Syncs<C> {
         }
         // A cost the quota can never allow is refused as such, whatever the store's state.
         if item.cost() > item.quota().limit() {
-            let never = Decision::refused(
-                crate::Refusal::CostExceedsLimit,
-                item.quota().limit(),
-                0,
-                Duration::ZERO,
-                Duration::ZERO,
-            );
+            let never = super::never_fits(item.quota());
             return (Local::Decided(ItemDecision::uncharged(never), None), false);
         }
         // Never more than M unsynced, so the shared count never lags by more than G·M.
