@@ -138,7 +138,7 @@ impl<'a> Item<'a> {
     /// How the item takes its cost, as the store applies it: [`Take::Exact`] for shadow and
     /// read-only items and pacing quotas, whatever was set.
     pub fn take(&self) -> Take {
-        if self.mode != Mode::Enforce || self.quota.algorithm() == Algorithm::LeakyBucket {
+        if self.always_exact() {
             return Take::Exact;
         }
         self.take
@@ -156,10 +156,15 @@ impl<'a> Item<'a> {
     /// it: [`Counting::Exact`] for shadow and read-only items and pacing quotas, whatever was
     /// set (they are never leased or synced).
     pub fn counting(&self) -> Counting {
-        if self.mode != Mode::Enforce || self.quota.algorithm() == Algorithm::LeakyBucket {
+        if self.always_exact() {
             return Counting::Exact;
         }
         self.counting
+    }
+
+    /// Shadow and read-only items and pacing quotas are always taken and counted exactly.
+    fn always_exact(&self) -> bool {
+        self.mode != Mode::Enforce || self.quota.algorithm() == Algorithm::LeakyBucket
     }
 
     /// The rule id.

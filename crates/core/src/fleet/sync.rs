@@ -177,7 +177,8 @@ impl<C: Clock + Clone> Syncs<C> {
             let until = now.saturating_add_micros(micros(decision.retry_after()));
             synced.refused_until = Some((until, item.cost(), decision));
         }
-        if allowed && answer_debt_paid(take, &decision) {
+        if allowed && take == Take::UpTo {
+            // An up-to check on the copy is allowed only once its debt is paid.
             synced.in_debt = false;
         }
         let open_anyway = synced.down && synced.on_store_failure == OnStoreFailure::Open;
@@ -327,10 +328,4 @@ impl<C: Clock + Clone> Syncs<C> {
 
 fn micros(duration: Duration) -> u64 {
     u64::try_from(duration.as_micros()).unwrap_or(u64::MAX)
-}
-
-/// Whether an allowed up-to decision on the local copy shows its debt paid (it could not have
-/// been allowed otherwise), so later decisions can take exactly again.
-fn answer_debt_paid(take: Take, decision: &Decision) -> bool {
-    take == Take::UpTo && decision.is_allowed()
 }
