@@ -407,10 +407,12 @@ fn while_redis_is_down_synced_spend_waits_and_each_rule_fails_as_planned() {
             .await
             .expect("peeks")
             .remaining();
-        assert_eq!(
-            shown,
-            CAPACITY - 6,
-            "the first check and the five made while down"
+        // A push that timed out may still have reached Redis (a paused server runs the
+        // commands that waited once it resumes), and its units are pushed again: the count can
+        // come out stricter by what went out during the outage, never looser.
+        assert!(
+            (CAPACITY - 6 - 5..=CAPACITY - 6).contains(&shown),
+            "the first check and the five made while down: {shown} remaining"
         );
         let newcomer_probe = Item::new(&open_rule, hourly, &newcomer_key).with_cost(0);
         let newcomer_shown = gateway
@@ -419,20 +421,15 @@ fn while_redis_is_down_synced_spend_waits_and_each_rule_fails_as_planned() {
             .await
             .expect("peeks")
             .remaining();
-        assert_eq!(
-            newcomer_shown,
-            CAPACITY - 1,
-            "the newcomer's check made while down"
+        assert!(
+            (CAPACITY - 2..=CAPACITY - 1).contains(&newcomer_shown),
+            "the newcomer's check made while down: {newcomer_shown} remaining"
         );
         let mut admitted = 0;
         for _ in 0..200 {
             admitted += u64::from(gateway.check(&[open]).await.expect("answers").is_allowed());
         }
-        assert_eq!(
-            admitted,
-            CAPACITY - 6,
-            "the rule limits again once Redis is back"
-        );
+        assert_eq!(admitted, shown, "the rule limits again once Redis is back");
         assert!(
             gateway
                 .check(&[closed])
