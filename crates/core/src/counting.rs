@@ -11,11 +11,14 @@ use std::time::Duration;
 /// | [`Exact`](Counting::Exact) | one per check | 0 | 0 |
 /// | [`Lease`](Counting::Lease) | about one per gateway per `top_up_every` | ≤ min(R·L, G·H) for buckets and logs; 0 for fixed and sliding windows | ≤ (G − 1)·H |
 /// | [`Sync`](Counting::Sync) | one batch per gateway per `every` (or sooner, at M units) | ≤ G·M | 0 once synced; a stale view may refuse for up to `every` |
+/// | [`Split`](Counting::Split) | none: no shared state | 0 (the N parts add up to the limit) | up to the other gateways' parts, when the load balancer does not spread a caller's requests evenly |
 ///
 /// G gateways; R the rule's rate (units a second); L the lease lifetime; H = 1.5 × the largest
 /// lease (a lease and the top-up asked for when half of it is spent); M the most a gateway
-/// spends before it syncs. Only a [`FleetStore`](crate::FleetStore) reads this: any other store
-/// counts every rule exactly.
+/// spends before it syncs; N the parts of a split. Only a [`FleetStore`](crate::FleetStore)
+/// reads lease and sync: any other store counts those rules exactly. A split divides the item's
+/// quota itself ([`Item::quota`](crate::Item::quota) is this gateway's part), so every store
+/// counts the part; a `FleetStore` counts it on the gateway, without the shared store.
 ///
 /// ```
 /// use std::time::Duration;
@@ -36,6 +39,8 @@ pub enum Counting {
     Lease(LeaseSettings),
     /// Each gateway decides on a local copy and pushes its spend in batches.
     Sync(SyncSettings),
+    /// Each of N gateways allows its own part of the limit, with no shared state.
+    Split(SplitSettings),
 }
 
 impl Counting {
@@ -45,6 +50,7 @@ impl Counting {
             Counting::Exact => "exact",
             Counting::Lease(_) => "lease",
             Counting::Sync(_) => "sync",
+            Counting::Split(_) => "split",
         }
     }
 }
@@ -202,5 +208,70 @@ impl SyncSettings {
             _ => 0,
         };
         quota.limit().saturating_add(refilled)
+    }
+}
+
+/// A split allowance (see [`Counting::Split`]): the limit shared out among N gateways, each
+/// allowing its part on its own, with no shared state — "each of 50 servers allows 4 a second".
+///
+/// Part `i` of a limit C is ⌊C/N⌋ or ⌈C/N⌉ (the first `C mod N` gateways get the extra unit) and
+/// a bucket refills at R/N, so the parts add up to the limit exactly when gateways are numbered
+/// `0..N` ([`gateway`](SplitSettings::gateway)). A gateway that does not know its number takes
+/// ⌊C/N⌋: the parts then add up to at most the limit. The total is the limit only when the load
+/// balancer spreads each caller's requests evenly; a caller whose requests all reach one
+/// gateway gets that gateway's part. Needs C ≥ N, and a quota that refuses (not pacing).
+///
+/// ```
+/// use tollgate_core::{Quota, Rate, SplitSettings};
+/// let quota = Quota::token_bucket(200, Rate::per_second(200))?;
+/// let split = SplitSettings::new(50);
+/// assert_eq!(split.share(&quota).unwrap().limit(), 4);
+/// let odd = Quota::token_bucket(10, Rate::per_second(10))?;
+/// let parts: Vec<u64> = (0..4)
+///     .map(|i| SplitSettings::new(4).gateway(i).share(&odd).unwrap().limit())
+///     .collect();
+/// assert_eq!(parts, [3, 3, 2, 2]);
+/// assert_eq!(SplitSettings::new(4).share(&odd).unwrap().limit(), 2);
+/// # Ok::<(), tollgate_core::QuotaError>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct SplitSettings {
+    parts: u32,
+    gateway: Option<u32>,
+}
+
+impl SplitSettings {
+    /// The limit shared out among `parts` gateways (at least 1).
+    pub const fn new(parts: u32) -> Self {
+        SplitSettings {
+            parts: if parts == 0 { 1 } else { parts },
+            gateway: None,
+        }
+    }
+
+    /// This gateway's number, `0..parts` (taken modulo `parts`), so the remainder is spread and
+    /// the parts add up to the limit.
+    #[must_use]
+    pub const fn gateway(mut self, index: u32) -> Self {
+        self.gateway = Some(index % self.parts);
+        self
+    }
+
+    /// N: how many gateways share the limit.
+    pub const fn parts(&self) -> u32 {
+        self.parts
+    }
+
+    /// This gateway's number, if it was given.
+    pub const fn gateway_index(&self) -> Option<u32> {
+        self.gateway
+    }
+
+    /// This gateway's part of `quota` (see [`Quota::part`](crate::Quota::part)); `None` when
+    /// the quota cannot be split that many ways.
+    pub fn share(&self, quota: &crate::Quota) -> Option<crate::Quota> {
+        let parts = u64::from(self.parts);
+        let index = self.gateway.map_or(parts - 1, u64::from);
+        quota.part(index, parts).ok()
     }
 }

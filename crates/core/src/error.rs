@@ -60,6 +60,12 @@ pub enum QuotaError {
         /// The largest accepted value.
         max: u64,
     },
+    /// A quota that cannot be shared out in parts (split allowances, sub-buckets).
+    #[error("the quota cannot be split: {reason}")]
+    Unsplittable {
+        /// Why not.
+        reason: &'static str,
+    },
 }
 
 impl QuotaError {

@@ -88,6 +88,11 @@ pub struct Item<'a> {
     on_store_failure: OnStoreFailure,
     take: Take,
     counting: Counting,
+    /// The quota as given, before a split took this gateway's part of it.
+    whole: Quota,
+    sub_buckets: u32,
+    cache_blocked: bool,
+    store: Option<&'a str>,
 }
 
 impl<'a> Item<'a> {
@@ -102,6 +107,10 @@ impl<'a> Item<'a> {
             on_store_failure: OnStoreFailure::Open,
             take: Take::Exact,
             counting: Counting::Exact,
+            whole: quota,
+            sub_buckets: 1,
+            cache_blocked: false,
+            store: None,
         }
     }
 
@@ -144,19 +153,30 @@ impl<'a> Item<'a> {
         self.take
     }
 
-    /// Sets how the rule is counted across a fleet ([`Counting`]); only a
-    /// [`FleetStore`](crate::FleetStore) reads it.
+    /// Sets how the rule is counted across a fleet ([`Counting`]); a
+    /// [`FleetStore`](crate::FleetStore) reads it. A [`Counting::Split`] also makes
+    /// [`quota`](Item::quota) this gateway's part of the quota given to [`new`](Item::new), so
+    /// any store counts the part; a quota that cannot be split that many ways (a limit below
+    /// the number of parts, or pacing) is counted whole and exactly.
     #[must_use]
     pub fn with_counting(mut self, counting: Counting) -> Self {
         self.counting = counting;
+        self.quota = self.whole;
+        if let Counting::Split(split) = counting {
+            match split.share(&self.whole) {
+                Some(part) => self.quota = part,
+                None => self.counting = Counting::Exact,
+            }
+        }
         self
     }
 
     /// How the rule is counted across a fleet, as a [`FleetStore`](crate::FleetStore) applies
-    /// it: [`Counting::Exact`] for shadow and read-only items and pacing quotas, whatever was
-    /// set (they are never leased or synced).
+    /// it: [`Counting::Exact`] for shadow and read-only items and pacing quotas when lease or
+    /// sync was set (they are never leased or synced); a split stays a split (its quota is
+    /// already this gateway's part).
     pub fn counting(&self) -> Counting {
-        if self.always_exact() {
+        if self.always_exact() && !matches!(self.counting, Counting::Split(_)) {
             return Counting::Exact;
         }
         self.counting
@@ -167,12 +187,66 @@ impl<'a> Item<'a> {
         self.mode != Mode::Enforce || self.quota.algorithm() == Algorithm::LeakyBucket
     }
 
+    /// Splits the key's count into `sub_buckets` sub-keys, each with its part of the quota, on
+    /// different Redis Cluster slots (see [`SubBuckets`](crate::SubBuckets)); 1 (the default)
+    /// keeps one key.
+    #[must_use]
+    pub fn with_sub_buckets(mut self, sub_buckets: u32) -> Self {
+        self.sub_buckets = sub_buckets.max(1);
+        self
+    }
+
+    /// How many sub-buckets a [`SubBuckets`](crate::SubBuckets) store spreads this item over:
+    /// 1 (one key, counted as usual) unless it is an enforcing item counted exactly whose quota
+    /// can be split that many ways (a limit of at least that many, not pacing).
+    pub fn sub_buckets(&self) -> u32 {
+        let splittable = self.mode == Mode::Enforce
+            && self.counting() == Counting::Exact
+            && self.quota.algorithm() != Algorithm::LeakyBucket
+            && self.quota.limit() >= u64::from(self.sub_buckets);
+        if splittable { self.sub_buckets } else { 1 }
+    }
+
+    /// Lets a [`BlockedCache`](crate::BlockedCache) refuse this rule's refused callers on this
+    /// gateway, without the store, until the store said they may try again.
+    #[must_use]
+    pub fn with_cache_blocked(mut self, cache_blocked: bool) -> Self {
+        self.cache_blocked = cache_blocked;
+        self
+    }
+
+    /// Whether a [`BlockedCache`](crate::BlockedCache) may answer this item: asked for, on an
+    /// enforcing item counted exactly (leases and syncs keep their own refusals).
+    pub fn caches_blocked(&self) -> bool {
+        self.cache_blocked && self.mode == Mode::Enforce && self.counting() == Counting::Exact
+    }
+
+    /// Names the store this item is counted in, among a [`Stores`](crate::Stores)' (a home
+    /// region's, say); without a name, the default store.
+    #[must_use]
+    pub fn with_store(mut self, name: &'a str) -> Self {
+        self.store = Some(name);
+        self
+    }
+
+    /// The store this item names, if any.
+    pub fn store_name(&self) -> Option<&'a str> {
+        self.store
+    }
+
+    /// The quota the rule was given, before a [`Counting::Split`] took this gateway's part
+    /// ([`quota`](Item::quota) is what is counted).
+    pub fn whole_quota(&self) -> &Quota {
+        &self.whole
+    }
+
     /// The rule id.
     pub fn rule(&self) -> &'a RuleId {
         self.rule
     }
 
-    /// The quota.
+    /// The quota counted: the one given, or this gateway's part of it under a
+    /// [`Counting::Split`].
     pub fn quota(&self) -> &Quota {
         &self.quota
     }

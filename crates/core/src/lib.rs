@@ -67,7 +67,7 @@ pub mod store_kit;
 pub mod testing;
 
 pub use clock::{Clock, SystemClock, Timestamp};
-pub use counting::{Counting, LeaseSettings, SyncSettings};
+pub use counting::{Counting, LeaseSettings, SplitSettings, SyncSettings};
 pub use decision::{Decision, Refusal, Verdict, whole_seconds_up};
 pub use error::{QuotaError, RuleIdError, StoreError, StoreErrorKind};
 pub use fallback::{

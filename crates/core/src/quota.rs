@@ -208,6 +208,62 @@ impl Quota {
         })
     }
 
+    /// Part `index` of `parts` equal shares of this quota, so the parts add up to it: the
+    /// limit (capacity, burst or window limit) C becomes ⌊C/N⌋ or ⌈C/N⌉ — the first
+    /// `C mod N` parts get the extra unit — and a bucket's rate becomes R/N (its emission
+    /// interval N times longer); a window keeps its length. Used by split allowances and
+    /// hot-key sub-buckets.
+    ///
+    /// An error when a part would be empty (C < N) or the quota paces requests (a leaky bucket
+    /// delays instead of refusing, so it cannot be shared out).
+    ///
+    /// ```
+    /// use tollgate_core::{Quota, Rate};
+    /// let partner = Quota::token_bucket(10, Rate::per_second(200))?;
+    /// let parts: Vec<u64> = (0..4).map(|i| partner.part(i, 4).unwrap().limit()).collect();
+    /// assert_eq!(parts, [3, 3, 2, 2]);
+    /// assert_eq!(partner.part(0, 4)?.interval_micros(), 4 * partner.interval_micros());
+    /// assert!(partner.part(0, 11).is_err());
+    /// # Ok::<(), tollgate_core::QuotaError>(())
+    /// ```
+    pub fn part(&self, index: u64, parts: u64) -> Result<Quota, QuotaError> {
+        if parts == 0 {
+            return Err(QuotaError::Zero { what: "parts" });
+        }
+        if self.algorithm == Algorithm::LeakyBucket {
+            return Err(QuotaError::Unsplittable {
+                reason: "a pacing rule delays instead of refusing, so it cannot be shared out",
+            });
+        }
+        if self.limit < parts {
+            return Err(QuotaError::Unsplittable {
+                reason: "the limit is smaller than the number of parts, so a part would be empty",
+            });
+        }
+        let limit = self.limit / parts + u64::from(index % parts < self.limit % parts);
+        if !self.is_scheduled() {
+            return Ok(Quota { limit, ..*self });
+        }
+        let interval = self
+            .interval_micros
+            .checked_mul(parts)
+            .filter(|interval| *interval <= MAX_SPAN_MICROS);
+        let span = interval
+            .and_then(|interval| interval.checked_mul(limit))
+            .filter(|span| *span <= MAX_SPAN_MICROS);
+        match (interval, span) {
+            (Some(interval_micros), Some(span_micros)) => Ok(Quota {
+                limit,
+                interval_micros,
+                span_micros,
+                ..*self
+            }),
+            _ => Err(QuotaError::Unsplittable {
+                reason: "each part's rate would be slower than tollgate can count",
+            }),
+        }
+    }
+
     fn is_scheduled(&self) -> bool {
         matches!(
             self.algorithm,
@@ -313,6 +369,28 @@ mod tests {
             zero_capacity.to_string(),
             "capacity must be at least 1, got 0"
         );
+    }
+
+    #[test]
+    fn parts_add_up_to_the_whole() {
+        let bucket = Quota::token_bucket(10, Rate::per_second(3)).unwrap();
+        let parts: Vec<Quota> = (0..3).map(|i| bucket.part(i, 3).unwrap()).collect();
+        assert_eq!(parts.iter().map(Quota::limit).sum::<u64>(), 10);
+        let rate: f64 = parts.iter().map(|p| 1e6 / p.interval_micros() as f64).sum();
+        assert!((rate - 3.0).abs() < 1e-6, "{rate}");
+        assert!(
+            parts
+                .iter()
+                .all(|p| p.span_micros() == p.limit() * p.interval_micros())
+        );
+        let window = Quota::fixed_window(7, Duration::from_secs(60)).unwrap();
+        let limits: Vec<u64> = (0..4).map(|i| window.part(i, 4).unwrap().limit()).collect();
+        assert_eq!(limits, [2, 2, 2, 1]);
+        assert_eq!(window.part(3, 4).unwrap().window(), window.window());
+        assert!(window.part(0, 8).is_err());
+        assert!(window.part(0, 0).is_err());
+        let pacing = Quota::leaky_bucket(Rate::per_second(10), Duration::from_secs(1)).unwrap();
+        assert!(pacing.part(0, 2).is_err());
     }
 
     #[test]

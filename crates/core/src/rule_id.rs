@@ -70,6 +70,23 @@ impl RuleId {
         RuleId::checked(&format!("{}{}", self.name, suffix.as_str()))
     }
 
+    /// The id of sub-bucket `index` of this rule's keys (see [`SubBuckets`](crate::SubBuckets)):
+    /// `<id>#<index>`. `#` is outside the characters [`new`](RuleId::new) accepts, so no rule
+    /// can name it, and a rule id is part of a Redis key's hash tag, so the sub-buckets of one
+    /// key land on different slots.
+    ///
+    /// ```
+    /// use tollgate_core::RuleId;
+    /// let partner = RuleId::new("partner")?;
+    /// assert_eq!(partner.sub_bucket(3).as_str(), "partner#3");
+    /// assert!(RuleId::new("partner#3").is_err());
+    /// # Ok::<(), tollgate_core::RuleIdError>(())
+    /// ```
+    pub fn sub_bucket(&self, index: u32) -> RuleId {
+        let id = format!("{}#{index}", self.name);
+        RuleId::interned(&id).unwrap_or_else(|_| self.clone())
+    }
+
     /// Checks length and characters, and interns.
     fn checked(id: &str) -> Result<RuleId, RuleIdError> {
         if id.is_empty() {
@@ -87,6 +104,11 @@ impl RuleId {
         {
             return Err(RuleIdError::InvalidCharacter { found });
         }
+        RuleId::interned(id)
+    }
+
+    /// Interns `id`, already checked.
+    fn interned(id: &str) -> Result<RuleId, RuleIdError> {
         let registry = REGISTRY.get_or_init(Default::default);
         let mut registry = registry
             .lock()

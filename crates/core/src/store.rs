@@ -161,6 +161,8 @@ pub struct ItemDecision {
     pub(crate) counted_in: CountedIn,
     /// Units of debt the caller owes after this check ([`Take`](crate::Take)).
     pub(crate) owed: u64,
+    /// The rule and quota the charge was made under, when not the item's own (a sub-bucket's).
+    pub(crate) counted_as: Option<Box<(RuleId, crate::Quota)>>,
 }
 
 /// Where an item's decision was counted: what a response may honestly tell the caller about it.
@@ -203,6 +205,7 @@ impl ItemDecision {
             charge: None,
             counted_in: CountedIn::Store,
             owed: 0,
+            counted_as: None,
         }
     }
 
@@ -214,6 +217,7 @@ impl ItemDecision {
             charge,
             counted_in: CountedIn::Store,
             owed: 0,
+            counted_as: None,
         }
     }
 
@@ -309,14 +313,21 @@ impl ItemDecision {
     /// A receipt for this charge, to refund later; `None` when nothing was charged. `item` must
     /// be the item this decision answers (same position in the batch).
     pub fn into_receipt(self, item: &Item<'_>) -> Option<Receipt> {
+        let counted_as = self.counted_as;
         self.charge.map(|charge| {
-            Receipt::new(
-                item.rule().clone(),
-                item.key().clone(),
-                *item.quota(),
-                charge,
-            )
+            let (rule, quota) = match counted_as {
+                Some(counted_as) => *counted_as,
+                None => (item.rule().clone(), *item.quota()),
+            };
+            Receipt::new(rule, item.key().clone(), quota, charge)
         })
+    }
+
+    /// This answer, charged under `rule` and `quota` rather than its item's own: its receipt
+    /// refunds there (a sub-bucket's charge).
+    pub(crate) fn counted_as(mut self, rule: RuleId, quota: crate::Quota) -> Self {
+        self.counted_as = Some(Box::new((rule, quota)));
+        self
     }
 }
 

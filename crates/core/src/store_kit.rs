@@ -24,6 +24,7 @@ pub fn charged(decision: Decision, charge: Charge) -> ItemDecision {
         charge: Some(charge),
         counted_in: crate::CountedIn::Store,
         owed: 0,
+        counted_as: None,
     }
 }
 

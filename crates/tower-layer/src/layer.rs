@@ -351,6 +351,28 @@ impl<St> RateLimitLayer<St> {
         self
     }
 
+    /// This gateway's number among the N gateways a [split](crate::Rule::split) rule shares its
+    /// limit with, `0..N`: gateway `i` allows part `i` of the limit (the first `C mod N` parts
+    /// get one more unit), so the parts add up to the limit. Without it, each gateway allows
+    /// ⌊C/N⌋ and the parts add up to at most the limit.
+    ///
+    /// ```
+    /// use tollgate_core::MemoryStore;
+    /// use tollgate_tower::RateLimitLayer;
+    /// // Gateway 3 of the fleet, say from its pod ordinal.
+    /// let layer = RateLimitLayer::new(MemoryStore::new()).gateway(3);
+    /// assert_eq!(layer.gateway_index(), Some(3));
+    /// ```
+    pub fn gateway(mut self, index: u32) -> Self {
+        Arc::make_mut(&mut self.settings).gateway = Some(index);
+        self
+    }
+
+    /// This gateway's number, if set.
+    pub fn gateway_index(&self) -> Option<u32> {
+        self.settings.gateway
+    }
+
     /// The store.
     pub fn store(&self) -> &St {
         &self.core.store

@@ -3,7 +3,7 @@
 use http::StatusCode;
 use http::request::Parts;
 use smallvec::SmallVec;
-use tollgate_core::{Item, Key, Mode, Quota};
+use tollgate_core::{Counting, Item, Key, Mode, Quota};
 
 use crate::escalation::Escalated;
 use crate::route::{RuleRef, RuleSet};
@@ -80,16 +80,34 @@ impl Plan {
     /// escalating rule reading its caller's block, so the block is read in the same store call
     /// (see [`gated_rule`](Plan::gated_rule)). Rules that flag instead of refusing go as shadow
     /// items: they must never stop the request, and are charged only when it goes ahead.
-    pub(crate) fn items<'a>(&'a self, rules: &'a RuleSet) -> SmallVec<[Item<'a>; 4]> {
+    pub(crate) fn items<'a>(
+        &'a self,
+        rules: &'a RuleSet,
+        gateway: Option<u32>,
+    ) -> SmallVec<[Item<'a>; 4]> {
         let own = self.rules(rules).map(|(planned, rule)| {
-            Item::new(&rule.id, planned.quota, &planned.key)
+            let counting = match (rule.counting, gateway) {
+                (Counting::Split(split), Some(index)) => Counting::Split(split.gateway(index)),
+                (counting, _) => counting,
+            };
+            let item = Item::new(&rule.id, planned.quota, &planned.key)
                 .with_cost(planned.cost)
                 .with_mode(store_mode(rule))
                 .with_store_failure(rule.on_store_failure)
-                .with_counting(rule.counting)
+                .with_counting(counting)
+                .with_sub_buckets(rule.sub_buckets)
+                .with_cache_blocked(rule.cache_blocked);
+            match &rule.store {
+                Some(name) => item.with_store(name),
+                None => item,
+            }
         });
         let blocks = self.escalating(rules).map(|(_, planned, rule, escalated)| {
-            escalated.block_gate(&planned.key, rule.on_store_failure)
+            let gate = escalated.block_gate(&planned.key, rule.on_store_failure);
+            match &rule.store {
+                Some(name) => gate.with_store(name),
+                None => gate,
+            }
         });
         own.chain(blocks).collect()
     }

@@ -48,6 +48,9 @@ pub struct Rule {
     pub(crate) on_missing_key: MissingKey,
     pub(crate) on_store_failure: OnStoreFailure,
     pub(crate) counting: Counting,
+    pub(crate) sub_buckets: u32,
+    pub(crate) cache_blocked: bool,
+    pub(crate) store: Option<Arc<str>>,
     pub(crate) disclose: Option<bool>,
     pub(crate) count_when: Option<CountWhen>,
     pub(crate) escalation: Option<Escalated>,
@@ -85,6 +88,9 @@ impl Rule {
             on_missing_key: MissingKey::Skip,
             on_store_failure: OnStoreFailure::Open,
             counting: Counting::Exact,
+            sub_buckets: 1,
+            cache_blocked: false,
+            store: None,
             disclose: None,
             count_when: None,
             escalation: None,
@@ -224,6 +230,64 @@ impl Rule {
     /// How the rule is counted across a fleet.
     pub fn counted(&self) -> Counting {
         self.counting
+    }
+
+    /// Shares the limit out among `gateways` gateways, each allowing its part with no shared
+    /// state ([`Counting::Split`]): ⌊C/N⌋ or ⌈C/N⌉ of the limit and R/N of the rate, adding up
+    /// to the limit when each gateway's layer knows its number
+    /// ([`RateLimitLayer::gateway`](crate::RateLimitLayer::gateway)). Exact only when the load
+    /// balancer spreads each caller's requests evenly. Needs a limit of at least `gateways`
+    /// (else the rule is counted whole).
+    ///
+    /// ```
+    /// use tollgate_core::{Quota, Rate};
+    /// use tollgate_tower::{Rule, key::Global};
+    ///
+    /// // "Each of 50 servers allows 4 a second locally, with no shared state."
+    /// let search = Rule::new("search", Quota::token_bucket(200, Rate::per_second(200))?, Global)?
+    ///     .split(50);
+    /// assert_eq!(search.counted().name(), "split");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[must_use]
+    pub fn split(self, gateways: u32) -> Self {
+        self.counting(Counting::Split(tollgate_core::SplitSettings::new(gateways)))
+    }
+
+    /// Spreads each key's count over `sub_buckets` sub-keys on different Redis Cluster slots,
+    /// each with its part of the quota, for a key too hot for one shard (see
+    /// [`SubBuckets`](tollgate_core::SubBuckets), which a [`FleetStore`](tollgate_core::FleetStore)
+    /// applies). A refusal may come while up to (S − 2)·⌈C/S⌉ + 2(c − 1) units are unused
+    /// elsewhere. 1 (the default) keeps one key; a rule counted otherwise than exactly, or with
+    /// a limit below `sub_buckets`, keeps one key.
+    #[must_use]
+    pub fn sub_buckets(mut self, sub_buckets: u32) -> Self {
+        self.sub_buckets = sub_buckets.max(1);
+        self
+    }
+
+    /// Refuses this rule's refused callers on this gateway, without asking the store, until the
+    /// store said they may try again (see [`BlockedCache`](tollgate_core::BlockedCache), which a
+    /// [`FleetStore`](tollgate_core::FleetStore) applies). Same status, headers and
+    /// `Retry-After`; counted as `refused_locally`.
+    #[must_use]
+    pub fn cache_blocked(mut self, cache_blocked: bool) -> Self {
+        self.cache_blocked = cache_blocked;
+        self
+    }
+
+    /// Counts this rule in the store named `name` of the layer's
+    /// [`Stores`](tollgate_core::Stores) (a home region's Redis for security rules, say)
+    /// instead of the default one.
+    #[must_use]
+    pub fn store(mut self, name: &str) -> Self {
+        self.store = Some(Arc::from(name));
+        self
+    }
+
+    /// The store this rule names, if any.
+    pub fn store_name(&self) -> Option<&str> {
+        self.store.as_deref()
     }
 
     /// Whether the policy appears in `RateLimit` / `RateLimit-Policy` headers. By default

@@ -118,7 +118,7 @@ where
         if plan.entries.is_empty() {
             return call_inner(&mut self.inner, parts, body, Disclosure::nothing(), None);
         }
-        let items = plan.items(&rules);
+        let items = plan.items(&rules, self.settings.gateway);
         let Some(answer) = self.core.store.check_now(&items) else {
             drop(items);
             let (core, settings) = (Arc::clone(&self.core), Arc::clone(&self.settings));
@@ -260,7 +260,7 @@ where
 {
     ResponseFuture::boxed(Box::pin(async move {
         let conclusion = {
-            let items = plan.items(&rules);
+            let items = plan.items(&rules, settings.gateway);
             let answer = core.store.check(&items).await;
             conclude(&settings, &rules, &plan, &items, answer, &mut parts)
         };

@@ -73,6 +73,8 @@ pub(crate) struct Settings {
     pub(crate) registry: Option<QuotaRegistry>,
     /// The top refused callers' counter, when tracked.
     pub(crate) top_refused: Option<Arc<crate::top_refused::TopRefused>>,
+    /// This gateway's number, for split rules' parts.
+    pub(crate) gateway: Option<u32>,
 }
 
 impl Default for Settings {
@@ -85,6 +87,7 @@ impl Default for Settings {
             exemptions: Exemptions::default(),
             registry: None,
             top_refused: None,
+            gateway: None,
         }
     }
 }

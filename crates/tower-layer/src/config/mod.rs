@@ -39,6 +39,7 @@ mod counting;
 mod edit;
 mod error;
 mod fields;
+mod fleet_modes;
 mod key;
 mod limit;
 mod live;

@@ -22,6 +22,10 @@ const RULE_FIELDS: &[&str] = &[
     "mode",
     "on_store_failure",
     "counting",
+    "split",
+    "sub_buckets",
+    "cache_blocked",
+    "store",
     "on_missing_key",
     "disclose",
     "escalate",
@@ -112,6 +116,7 @@ pub(crate) fn rule(
             .zip(counting)
             .map(|(rule, counting)| rule.counting(counting));
     }
+    built = super::fleet_modes::fleet_modes(&fields, built, report);
     if let Some(value) = fields.get("on_missing_key") {
         let missing = on_missing_key(value, report);
         built = built

@@ -1,0 +1,132 @@
+//! A rule's fleet modes beside `counting`: `split = 4` (each of 4 gateways allows its part),
+//! `sub_buckets = 8` (a hot key spread over 8 sub-keys), `cache_blocked = true` (refused
+//! callers refused here until their `Retry-After`) and `store = "home"` (counted in a named
+//! store of the layer's `Stores`).
+
+use tollgate_core::{Counting, SplitSettings};
+use toml_span::Value;
+
+use super::error::Report;
+use super::fields::{Fields, boolean, positive, string};
+use crate::Rule;
+
+/// The most sub-buckets one key may be spread over: far more shards than any cluster has.
+const MAX_SUB_BUCKETS: u64 = 1_024;
+
+/// The longest store name, in bytes.
+const MAX_STORE_NAME: usize = 64;
+
+/// `rule` with the fleet modes its table sets; `None` when one is a mistake (recorded).
+pub(crate) fn fleet_modes(
+    fields: &Fields<'_, '_>,
+    mut rule: Option<Rule>,
+    report: &mut Report<'_>,
+) -> Option<Rule> {
+    let counted = rule.as_ref().map(Rule::counted);
+    let counted_otherwise =
+        fields.get("counting").is_some() && !matches!(counted, Some(Counting::Exact) | None);
+    if let Some(value) = fields.get("split") {
+        if fields.get("counting").is_some() {
+            report.at(
+                value.span.start,
+                "`split` and `counting` both say how the rule is counted across a fleet: keep one",
+            );
+            rule = None;
+        }
+        let parts = positive(value, "`split`", report).and_then(|parts| {
+            let parts = u32::try_from(parts).ok();
+            if parts.is_none() {
+                report.at(value.span.start, "`split` is too large");
+            }
+            parts
+        });
+        rule = match (rule, parts) {
+            (Some(rule), Some(parts)) => splittable(rule, parts, value, report),
+            _ => None,
+        };
+    }
+    if let Some(value) = fields.get("sub_buckets") {
+        let sub_buckets = positive(value, "`sub_buckets`", report).filter(|&sub_buckets| {
+            let fits = sub_buckets <= MAX_SUB_BUCKETS;
+            if !fits {
+                report.at(
+                    value.span.start,
+                    format!("`sub_buckets` {sub_buckets} is above the most, {MAX_SUB_BUCKETS}"),
+                );
+            }
+            fits
+        });
+        if counted_otherwise || fields.get("split").is_some() {
+            report.at(
+                value.span.start,
+                "`sub_buckets` is for rules counted exactly in the shared store, not with \
+                 `counting` or `split`",
+            );
+            rule = None;
+        }
+        rule = match (rule, sub_buckets) {
+            (Some(rule), Some(sub_buckets)) => {
+                let sub_buckets = u32::try_from(sub_buckets).unwrap_or(u32::MAX);
+                match rule.quota().part(0, u64::from(sub_buckets)) {
+                    Ok(_) => Some(rule.sub_buckets(sub_buckets)),
+                    Err(error) => {
+                        report.at(value.span.start, format!("`sub_buckets`: {error}"));
+                        None
+                    }
+                }
+            }
+            _ => None,
+        };
+    }
+    if let Some(value) = fields.get("cache_blocked") {
+        let cache = boolean(value, "`cache_blocked`", report);
+        if cache == Some(true) && (counted_otherwise || fields.get("split").is_some()) {
+            report.at(
+                value.span.start,
+                "`cache_blocked` is for rules counted exactly in the shared store: leased and \
+                 synced rules remember their refusals already, and split ones ask no store",
+            );
+            rule = None;
+        }
+        rule = rule
+            .zip(cache)
+            .map(|(rule, cache)| rule.cache_blocked(cache));
+    }
+    if let Some(value) = fields.get("store") {
+        let name = string(value, "`store`", report).filter(|name| {
+            let valid = is_store_name(name);
+            if !valid {
+                report.at(
+                    value.span.start,
+                    format!(
+                        "`store` {name:?} is not a store name: 1 to {MAX_STORE_NAME} bytes of \
+                         A-Z a-z 0-9 _ - ."
+                    ),
+                );
+            }
+            valid
+        });
+        rule = rule.zip(name).map(|(rule, name)| rule.store(name));
+    }
+    rule
+}
+
+/// `rule` split `parts` ways, when its quota can be.
+fn splittable(rule: Rule, parts: u32, value: &Value<'_>, report: &mut Report<'_>) -> Option<Rule> {
+    match rule.quota().part(0, u64::from(parts)) {
+        Ok(_) => Some(rule.counting(Counting::Split(SplitSettings::new(parts)))),
+        Err(error) => {
+            report.at(value.span.start, format!("`split`: {error}"));
+            None
+        }
+    }
+}
+
+/// Whether `name` can name a store: the characters of a rule id.
+fn is_store_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= MAX_STORE_NAME
+        && name
+            .bytes()
+            .all(|byte| byte.is_ascii_alphanumeric() || matches!(byte, b'_' | b'-' | b'.'))
+}
