@@ -63,6 +63,7 @@ mod rule_id;
 mod store;
 #[cfg(feature = "store-kit")]
 pub mod store_kit;
+mod sub_buckets;
 #[cfg(feature = "testing")]
 pub mod testing;
 
@@ -85,3 +86,4 @@ pub use rate::Rate;
 pub use receipt::{Charge, Receipt, RefundError, RefundNow};
 pub use rule_id::{DerivedSuffix, RuleId};
 pub use store::{BatchDecision, CountedIn, ItemDecision, Store};
+pub use sub_buckets::SubBuckets;

@@ -15,7 +15,8 @@ use self::lease::{Leases, Spend};
 use self::sync::{Local, Push, Syncs};
 use crate::{
     BatchDecision, Clock, CountedIn, Counting, Decision, Item, ItemDecision, Key, LeaseSettings,
-    Receipt, RefundError, RefundNow, RuleId, Store, StoreError, SyncSettings, SystemClock, Take,
+    MemoryStore, Receipt, RefundError, RefundNow, RuleId, Store, StoreError, SubBuckets,
+    SyncSettings, SystemClock, Take,
 };
 
 /// Wraps a shared store (Redis, Redis Cluster, a [`FallbackStore`](crate::FallbackStore) around
@@ -76,8 +77,11 @@ impl<S, C: Clock> Clone for FleetStore<S, C> {
 }
 
 struct Inner<S, C: Clock> {
-    shared: S,
+    /// The shared store, with hot keys spread over sub-buckets.
+    shared: SubBuckets<S>,
     clock: C,
+    /// Split rules' parts, counted on this gateway alone.
+    split: MemoryStore<C>,
     leases: Leases,
     syncs: Syncs<C>,
     /// One push at a time: a check that must push first waits for the push on its way.
@@ -161,6 +165,7 @@ enum Undo {
     Nothing,
     Lease,
     Sync(Option<Receipt>),
+    Split(Option<Receipt>),
 }
 
 impl<S: Store> FleetStore<S, SystemClock> {
@@ -176,7 +181,8 @@ impl<S: Store, C: Clock + Clone> FleetStore<S, C> {
     pub fn with_clock(shared: S, clock: C) -> Self {
         FleetStore {
             inner: Arc::new(Inner {
-                shared,
+                shared: SubBuckets::new(shared),
+                split: MemoryStore::builder().clock(clock.clone()).build(),
                 syncs: Syncs::new(clock.clone()),
                 clock,
                 leases: Leases::default(),
@@ -191,7 +197,7 @@ impl<S: Store, C: Clock + Clone> FleetStore<S, C> {
 
     /// The shared store.
     pub fn shared(&self) -> &S {
-        &self.inner.shared
+        self.inner.shared.inner()
     }
 
     /// What this store has done.
@@ -326,6 +332,7 @@ impl<S: Store, C: Clock + Clone> Inner<S, C> {
             let decided = match item.counting() {
                 Counting::Lease(settings) => self.lease(item, settings, now).await,
                 Counting::Sync(settings) => self.sync(item, settings, now).await,
+                Counting::Split(_) => Ok(self.split(item)),
                 _ => continue,
             };
             let (answer, how) = match decided {
@@ -381,8 +388,32 @@ impl<S: Store, C: Clock + Clone> Inner<S, C> {
                 Undo::Nothing => {}
                 Undo::Lease => self.leases.unspend(item),
                 Undo::Sync(receipt) => self.syncs.undo(item, receipt),
+                Undo::Split(receipt) => {
+                    if let Some(receipt) = receipt {
+                        self.split.refund_sync(&receipt);
+                    }
+                }
             }
         }
+    }
+
+    /// A split item: its part of the quota, counted here alone (no store call).
+    fn split(&self, item: &Item<'_>) -> (ItemDecision, Undo) {
+        self.counters
+            .decided_locally
+            .fetch_add(1, Ordering::Relaxed);
+        let answer = self.split.check_sync(std::slice::from_ref(item));
+        let Some(answer) = answer.into_items().next() else {
+            return (
+                ItemDecision::uncharged(never_fits(item.quota())),
+                Undo::Nothing,
+            );
+        };
+        let decision = *answer.decision();
+        (
+            ItemDecision::uncharged(decision),
+            Undo::Split(answer.into_receipt(item)),
+        )
     }
 
     /// A leased item: spent from this gateway's lease, or from a lease taken now.
@@ -686,6 +717,7 @@ impl<S: Store, C: Clock + Clone> Store for FleetStore<S, C> {
             let (answer, _) = match item.counting() {
                 Counting::Lease(settings) => self.inner.lease(item, settings, now).await?,
                 Counting::Sync(settings) => self.inner.sync(item, settings, now).await?,
+                Counting::Split(_) => self.inner.split(item),
                 _ => return self.inner.shared.check(items).await,
             };
             let allowed = answer.decision().is_allowed();
@@ -704,6 +736,11 @@ impl<S: Store, C: Clock + Clone> Store for FleetStore<S, C> {
         let [item] = items else {
             return None;
         };
+        if let Counting::Split(_) = item.counting() {
+            let (answer, _) = self.inner.split(item);
+            let allowed = answer.decision().is_allowed();
+            return Some(Ok(BatchDecision::new(allowed, [answer])));
+        }
         tokio::runtime::Handle::try_current().ok()?;
         let now = self.inner.clock.now();
         let answer = match item.counting() {
@@ -730,6 +767,7 @@ impl<S: Store, C: Clock + Clone> Store for FleetStore<S, C> {
     async fn reset(&self, rule: &RuleId, key: &Key) -> Result<(), StoreError> {
         self.inner.leases.forget(rule, key);
         self.inner.syncs.forget(rule, key);
+        self.inner.split.reset_sync(rule, key);
         self.inner.shared.reset(rule, key).await
     }
 }

@@ -1,0 +1,325 @@
+//! Hot-key sub-buckets: one logical (rule, key) counted as S sub-keys on different Redis
+//! Cluster slots, so one caller's traffic spreads over the cluster's masters.
+
+use std::collections::HashMap;
+use std::future::Future;
+
+use parking_lot::RwLock;
+use smallvec::SmallVec;
+
+use crate::{
+    BatchDecision, Decision, Item, ItemDecision, Key, Quota, Receipt, RefundError, RefundNow,
+    Refusal, RuleId, Store, StoreError,
+};
+
+/// Wraps a store and counts each item that asks for sub-buckets ([`Item::with_sub_buckets`])
+/// as one of S sub-keys instead of one key.
+///
+/// Sub-bucket `i` of a rule's key is counted under the rule id `<id>#<i>`
+/// ([`RuleId::sub_bucket`]): the Redis store puts the rule id inside a key's hash tag, so the
+/// sub-buckets of one key land on different slots, and on a cluster on different masters. Each
+/// holds its part of the quota ([`Quota::part`]): ⌊C/S⌋ or ⌈C/S⌉ of the limit and R/S of a
+/// bucket's rate, adding up to the quota (so it needs C ≥ S).
+///
+/// A request picks a sub-bucket at random; when that one refuses, it tries one other before it
+/// is refused (two store calls, all-or-nothing each, so nothing is charged twice). The cost of
+/// that spread, stated: a refusal can come while at most (S − 2)·⌈C/S⌉ + 2(c − 1) units are
+/// unused elsewhere (c the request's cost: the two buckets tried held fewer than c each, the
+/// others at most their part). Never more than C is admitted. A request may cost at most
+/// ⌈C/S⌉ (it must fit in one sub-bucket); a larger one is refused as never fitting.
+///
+/// What a caller is told is the sub-bucket's answer: its remaining units and its wait (the
+/// sooner of the two tried, when both refused). [`peek`](Store::peek) adds up every
+/// sub-bucket; [`reset`](Store::reset) clears every sub-bucket of a rule this store has seen
+/// with sub-buckets (and the whole key). Receipts refund the sub-bucket that was charged.
+///
+/// A [`FleetStore`](crate::FleetStore) applies this to its shared store; items without
+/// sub-buckets pass straight through.
+///
+/// ```
+/// use tollgate_core::{Item, Key, MemoryStore, Quota, Rate, RuleId, Store, SubBuckets};
+///
+/// # futures_executor::block_on(async {
+/// let store = SubBuckets::new(MemoryStore::new());
+/// let (rule, key) = (RuleId::new("trending")?, Key::global());
+/// let quota = Quota::token_bucket(100, Rate::per_second(100))?;
+/// let item = Item::new(&rule, quota, &key).with_sub_buckets(4);
+/// let mut admitted = 0;
+/// for _ in 0..200 {
+///     admitted += u32::from(store.check(&[item]).await?.is_allowed());
+/// }
+/// // Never above the limit; a few refusals may come while another sub-bucket has units.
+/// assert!(admitted <= 100 && admitted >= 100 - 2 * 25, "{admitted}");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// # })?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct SubBuckets<S> {
+    inner: S,
+    /// How many sub-buckets each rule was last seen with, so a reset clears them all.
+    seen: RwLock<HashMap<RuleId, u32>>,
+}
+
+impl<S: std::fmt::Debug> std::fmt::Debug for SubBuckets<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SubBuckets")
+            .field("inner", &self.inner)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Which sub-bucket each item of one attempt goes to (`None`: the item's own key).
+type Picks = SmallVec<[Option<u32>; 4]>;
+
+impl<S: Store> SubBuckets<S> {
+    /// Wraps `inner`.
+    pub fn new(inner: S) -> Self {
+        SubBuckets {
+            inner,
+            seen: RwLock::new(HashMap::new()),
+        }
+    }
+
+    /// The wrapped store.
+    pub fn inner(&self) -> &S {
+        &self.inner
+    }
+
+    /// Notes the sub-bucket counts of `items`' rules, for [`reset`](Store::reset).
+    fn remember(&self, items: &[Item<'_>]) {
+        for item in items.iter().filter(|item| item.sub_buckets() > 1) {
+            let known = self.seen.read().get(item.rule()).copied();
+            if known.is_none_or(|known| known < item.sub_buckets()) {
+                self.seen
+                    .write()
+                    .insert(item.rule().clone(), item.sub_buckets());
+            }
+        }
+    }
+
+    /// Checks `items` with each spread item in the sub-bucket `picks` names.
+    async fn attempt(
+        &self,
+        items: &[Item<'_>],
+        picks: &Picks,
+    ) -> Result<BatchDecision, StoreError> {
+        let parts: SmallVec<[Option<(RuleId, Quota)>; 4]> = items
+            .iter()
+            .zip(picks)
+            .map(|(item, pick)| pick.and_then(|index| part(item, index)))
+            .collect();
+        let sent: SmallVec<[Item<'_>; 4]> = items
+            .iter()
+            .zip(&parts)
+            .map(|(item, part)| match part {
+                Some((rule, quota)) => in_part(item, rule, *quota),
+                None => *item,
+            })
+            .collect();
+        let answer = self.inner.check(&sent).await?;
+        drop(sent);
+        let allowed = answer.is_allowed();
+        let answers = answer
+            .into_items()
+            .zip(parts)
+            .map(|(answer, part)| match part {
+                Some((rule, quota)) => answer.counted_as(rule, quota),
+                None => answer,
+            })
+            .collect();
+        Ok(BatchDecision::from_decisions(allowed, answers))
+    }
+}
+
+/// Sub-bucket `index` of `item`: its rule id and quota.
+fn part(item: &Item<'_>, index: u32) -> Option<(RuleId, Quota)> {
+    let quota = item
+        .quota()
+        .part(u64::from(index), u64::from(item.sub_buckets()))
+        .ok()?;
+    Some((item.rule().sub_bucket(index), quota))
+}
+
+/// `item`, counted under a sub-bucket's rule id and quota.
+fn in_part<'a>(item: &Item<'a>, rule: &'a RuleId, quota: Quota) -> Item<'a> {
+    let sent = Item::new(rule, quota, item.key())
+        .with_cost(item.cost())
+        .with_mode(item.mode())
+        .with_store_failure(item.on_store_failure())
+        .with_take(item.take());
+    match item.store_name() {
+        Some(name) => sent.with_store(name),
+        None => sent,
+    }
+}
+
+/// How many of `item`'s sub-buckets its cost fits in: the first ones, which hold ⌈C/S⌉ when
+/// S does not divide C (0: none).
+fn fitting(item: &Item<'_>) -> u32 {
+    let (limit, spread) = (item.quota().limit(), u64::from(item.sub_buckets()));
+    let (floor, larger) = (limit / spread, limit % spread);
+    if item.cost() <= floor {
+        item.sub_buckets()
+    } else if item.cost() <= floor + 1 {
+        u32::try_from(larger).unwrap_or(u32::MAX)
+    } else {
+        0
+    }
+}
+
+/// A random sub-bucket among the first `fitting`, other than `not` when there is another.
+fn pick(fitting: u32, not: Option<u32>) -> Option<u32> {
+    match not {
+        None => Some(fastrand::u32(0..fitting)),
+        Some(_) if fitting < 2 => None,
+        Some(tried) => Some((tried + 1 + fastrand::u32(0..fitting - 1)) % fitting),
+    }
+}
+
+/// The refusal of an item whose cost fits in no sub-bucket.
+fn never_fits(item: &Item<'_>) -> ItemDecision {
+    ItemDecision::uncharged(Decision::refused(
+        Refusal::CostExceedsLimit,
+        item.quota().limit(),
+        0,
+        std::time::Duration::ZERO,
+        std::time::Duration::ZERO,
+    ))
+}
+
+/// `second`'s answer, with each item refused in both attempts told the sooner of its two waits.
+fn sooner(first: BatchDecision, second: BatchDecision) -> BatchDecision {
+    let allowed = second.is_allowed();
+    let answers = first
+        .into_items()
+        .zip(second.into_items())
+        .map(|(first, second)| {
+            let both_refused = !first.decision.is_allowed() && !second.decision.is_allowed();
+            if both_refused && first.decision.retry_after() < second.decision.retry_after() {
+                first
+            } else {
+                second
+            }
+        })
+        .collect();
+    BatchDecision::from_decisions(allowed, answers)
+}
+
+impl<S: Store> Store for SubBuckets<S> {
+    async fn check(&self, items: &[Item<'_>]) -> Result<BatchDecision, StoreError> {
+        if items.iter().all(|item| item.sub_buckets() < 2) {
+            return self.inner.check(items).await;
+        }
+        self.remember(items);
+        let fits: SmallVec<[u32; 4]> = items.iter().map(fitting).collect();
+        if let Some(position) = items
+            .iter()
+            .zip(&fits)
+            .position(|(item, fits)| item.sub_buckets() > 1 && *fits == 0)
+        {
+            // A cost larger than any sub-bucket: refused without a store call.
+            let answers = items.iter().enumerate().map(|(at, item)| {
+                if at == position {
+                    never_fits(item)
+                } else {
+                    ItemDecision::uncharged(Decision::allowed(
+                        item.quota().limit(),
+                        0,
+                        Default::default(),
+                    ))
+                }
+            });
+            return Ok(BatchDecision::new(false, answers));
+        }
+        let first: Picks = items
+            .iter()
+            .zip(&fits)
+            .map(|(item, fits)| {
+                (item.sub_buckets() > 1)
+                    .then(|| pick(*fits, None))
+                    .flatten()
+            })
+            .collect();
+        let answer = self.attempt(items, &first).await?;
+        if answer.is_allowed() {
+            return Ok(answer);
+        }
+        let mut again = first.clone();
+        let mut retried = false;
+        for ((pick_now, fits), item) in again.iter_mut().zip(&fits).zip(answer.items()) {
+            if let Some(tried) = *pick_now
+                && !item.decision.is_allowed()
+                && let Some(other) = pick(*fits, Some(tried))
+            {
+                *pick_now = Some(other);
+                retried = true;
+            }
+        }
+        if !retried {
+            return Ok(answer);
+        }
+        match self.attempt(items, &again).await {
+            Ok(second) if second.is_allowed() => Ok(second),
+            Ok(second) => Ok(sooner(answer, second)),
+            // The first answer stands: the store refused, and nothing is charged.
+            Err(_) => Ok(answer),
+        }
+    }
+
+    fn check_now(&self, items: &[Item<'_>]) -> Option<Result<BatchDecision, StoreError>> {
+        if items.iter().all(|item| item.sub_buckets() < 2) {
+            return self.inner.check_now(items);
+        }
+        None
+    }
+
+    /// Every sub-bucket added up: the units left in all of them, allowed when any has room for
+    /// the item's cost (then waiting for the soonest).
+    async fn peek(&self, item: &Item<'_>) -> Result<Decision, StoreError> {
+        let spread = item.sub_buckets();
+        if spread < 2 {
+            return self.inner.peek(item).await;
+        }
+        let (mut remaining, mut allowed, mut reset_after) =
+            (0_u64, false, std::time::Duration::ZERO);
+        let mut retry_after = std::time::Duration::MAX;
+        for index in 0..spread {
+            let Some((rule, quota)) = part(item, index) else {
+                continue;
+            };
+            let decision = self.inner.peek(&in_part(item, &rule, quota)).await?;
+            remaining = remaining.saturating_add(decision.remaining());
+            allowed |= decision.is_allowed();
+            reset_after = reset_after.max(decision.reset_after());
+            retry_after = retry_after.min(decision.retry_after());
+        }
+        let limit = item.quota().limit();
+        Ok(if allowed {
+            Decision::allowed(limit, remaining, reset_after)
+        } else {
+            Decision::refused(
+                Refusal::LimitReached,
+                limit,
+                remaining,
+                retry_after,
+                reset_after,
+            )
+        })
+    }
+
+    fn refund(&self, receipt: Receipt) -> impl Future<Output = Result<(), RefundError>> + Send {
+        self.inner.refund(receipt)
+    }
+
+    fn refund_now(&self, receipt: Receipt) -> RefundNow {
+        self.inner.refund_now(receipt)
+    }
+
+    async fn reset(&self, rule: &RuleId, key: &Key) -> Result<(), StoreError> {
+        let spread = self.seen.read().get(rule).copied().unwrap_or(1);
+        for index in (0..spread).filter(|_| spread > 1) {
+            self.inner.reset(&rule.sub_bucket(index), key).await?;
+        }
+        self.inner.reset(rule, key).await
+    }
+}
