@@ -70,20 +70,21 @@ impl RuleId {
         RuleId::checked(&format!("{}{}", self.name, suffix.as_str()))
     }
 
-    /// The id of sub-bucket `index` of this rule's keys (see [`SubBuckets`](crate::SubBuckets)):
-    /// `<id>#<index>`. `#` is outside the characters [`new`](RuleId::new) accepts, so no rule
-    /// can name it, and a rule id is part of a Redis key's hash tag, so the sub-buckets of one
-    /// key land on different slots.
+    /// The id of sub-bucket `index` of `of` of this rule's keys (see
+    /// [`SubBuckets`](crate::SubBuckets)): `<id>#<index>.<of>`. `#` is outside the characters
+    /// [`new`](RuleId::new) accepts, so no rule can name it. The Redis store puts a rule id
+    /// inside each key's hash tag and spreads a sub-bucket's slot into part `index` of `of`
+    /// equal parts of the slot space, so the sub-buckets of one key land on different masters.
     ///
     /// ```
     /// use tollgate_core::RuleId;
     /// let partner = RuleId::new("partner")?;
-    /// assert_eq!(partner.sub_bucket(3).as_str(), "partner#3");
-    /// assert!(RuleId::new("partner#3").is_err());
+    /// assert_eq!(partner.sub_bucket(3, 8).as_str(), "partner#3.8");
+    /// assert!(RuleId::new("partner#3.8").is_err());
     /// # Ok::<(), tollgate_core::RuleIdError>(())
     /// ```
-    pub fn sub_bucket(&self, index: u32) -> RuleId {
-        let id = format!("{}#{index}", self.name);
+    pub fn sub_bucket(&self, index: u32, of: u32) -> RuleId {
+        let id = format!("{}#{index}.{of}", self.name);
         RuleId::interned(&id).unwrap_or_else(|_| self.clone())
     }
 

@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 use std::future::Future;
+use std::sync::Arc;
 
 use parking_lot::RwLock;
 use smallvec::SmallVec;
@@ -15,9 +16,11 @@ use crate::{
 /// Wraps a store and counts each item that asks for sub-buckets ([`Item::with_sub_buckets`])
 /// as one of S sub-keys instead of one key.
 ///
-/// Sub-bucket `i` of a rule's key is counted under the rule id `<id>#<i>`
-/// ([`RuleId::sub_bucket`]): the Redis store puts the rule id inside a key's hash tag, so the
-/// sub-buckets of one key land on different slots, and on a cluster on different masters. Each
+/// Sub-bucket `i` of S of a rule's key is counted under the rule id `<id>#<i>.<S>`
+/// ([`RuleId::sub_bucket`]). The Redis store puts the rule id inside a key's hash tag and
+/// places sub-bucket `i` in part `i` of S equal parts of the 16,384 cluster slots, so on a
+/// cluster whose masters hold equal ranges of slots (as `redis-cli --cluster create` makes
+/// them) S ≥ masters sub-buckets reach every master. Each
 /// holds its part of the quota ([`Quota::part`]): ⌊C/S⌋ or ⌈C/S⌉ of the limit and R/S of a
 /// bucket's rate, adding up to the quota (so it needs C ≥ S).
 ///
@@ -56,8 +59,9 @@ use crate::{
 /// ```
 pub struct SubBuckets<S> {
     inner: S,
-    /// How many sub-buckets each rule was last seen with, so a reset clears them all.
-    seen: RwLock<HashMap<RuleId, u32>>,
+    /// Each rule's sub-bucket ids, as last seen (made once: an id is interned under a lock);
+    /// a reset clears them all.
+    ids: RwLock<HashMap<RuleId, Arc<[RuleId]>>>,
 }
 
 impl<S: std::fmt::Debug> std::fmt::Debug for SubBuckets<S> {
@@ -72,11 +76,20 @@ impl<S: std::fmt::Debug> std::fmt::Debug for SubBuckets<S> {
 type Picks = SmallVec<[Option<u32>; 4]>;
 
 impl<S: Store> SubBuckets<S> {
+    /// Sub-bucket `index` of `item`: its rule id and quota.
+    fn part(&self, item: &Item<'_>, index: u32) -> Option<(RuleId, Quota)> {
+        let quota = item
+            .quota()
+            .part(u64::from(index), u64::from(item.sub_buckets()))
+            .ok()?;
+        Some((self.ids(item).get(index as usize)?.clone(), quota))
+    }
+
     /// Wraps `inner`.
     pub fn new(inner: S) -> Self {
         SubBuckets {
             inner,
-            seen: RwLock::new(HashMap::new()),
+            ids: RwLock::new(HashMap::new()),
         }
     }
 
@@ -85,16 +98,21 @@ impl<S: Store> SubBuckets<S> {
         &self.inner
     }
 
-    /// Notes the sub-bucket counts of `items`' rules, for [`reset`](Store::reset).
-    fn remember(&self, items: &[Item<'_>]) {
-        for item in items.iter().filter(|item| item.sub_buckets() > 1) {
-            let known = self.seen.read().get(item.rule()).copied();
-            if known.is_none_or(|known| known < item.sub_buckets()) {
-                self.seen
-                    .write()
-                    .insert(item.rule().clone(), item.sub_buckets());
-            }
+    /// The sub-bucket ids of `item`'s rule, made on first use (and again when the rule's
+    /// number of sub-buckets changes).
+    fn ids(&self, item: &Item<'_>) -> Arc<[RuleId]> {
+        let spread = item.sub_buckets();
+        let known = self.ids.read().get(item.rule()).cloned();
+        if let Some(ids) = known.filter(|ids| ids.len() == spread as usize) {
+            return ids;
         }
+        let ids: Arc<[RuleId]> = (0..spread)
+            .map(|index| item.rule().sub_bucket(index, spread))
+            .collect();
+        self.ids
+            .write()
+            .insert(item.rule().clone(), Arc::clone(&ids));
+        ids
     }
 
     /// Checks `items` with each spread item in the sub-bucket `picks` names.
@@ -106,7 +124,7 @@ impl<S: Store> SubBuckets<S> {
         let parts: SmallVec<[Option<(RuleId, Quota)>; 4]> = items
             .iter()
             .zip(picks)
-            .map(|(item, pick)| pick.and_then(|index| part(item, index)))
+            .map(|(item, pick)| pick.and_then(|index| self.part(item, index)))
             .collect();
         let sent: SmallVec<[Item<'_>; 4]> = items
             .iter()
@@ -129,15 +147,6 @@ impl<S: Store> SubBuckets<S> {
             .collect();
         Ok(BatchDecision::from_decisions(allowed, answers))
     }
-}
-
-/// Sub-bucket `index` of `item`: its rule id and quota.
-fn part(item: &Item<'_>, index: u32) -> Option<(RuleId, Quota)> {
-    let quota = item
-        .quota()
-        .part(u64::from(index), u64::from(item.sub_buckets()))
-        .ok()?;
-    Some((item.rule().sub_bucket(index), quota))
 }
 
 /// `item`, counted under a sub-bucket's rule id and quota.
@@ -210,7 +219,6 @@ impl<S: Store> Store for SubBuckets<S> {
         if items.iter().all(|item| item.sub_buckets() < 2) {
             return self.inner.check(items).await;
         }
-        self.remember(items);
         let fits: SmallVec<[u32; 4]> = items.iter().map(fitting).collect();
         if let Some(position) = items
             .iter()
@@ -284,7 +292,7 @@ impl<S: Store> Store for SubBuckets<S> {
             (0_u64, false, std::time::Duration::ZERO);
         let mut retry_after = std::time::Duration::MAX;
         for index in 0..spread {
-            let Some((rule, quota)) = part(item, index) else {
+            let Some((rule, quota)) = self.part(item, index) else {
                 continue;
             };
             let decision = self.inner.peek(&in_part(item, &rule, quota)).await?;
@@ -316,9 +324,9 @@ impl<S: Store> Store for SubBuckets<S> {
     }
 
     async fn reset(&self, rule: &RuleId, key: &Key) -> Result<(), StoreError> {
-        let spread = self.seen.read().get(rule).copied().unwrap_or(1);
-        for index in (0..spread).filter(|_| spread > 1) {
-            self.inner.reset(&rule.sub_bucket(index), key).await?;
+        let ids = self.ids.read().get(rule).cloned();
+        for id in ids.iter().flat_map(|ids| ids.iter()) {
+            self.inner.reset(id, key).await?;
         }
         self.inner.reset(rule, key).await
     }

@@ -18,7 +18,7 @@ async fn unused(store: &MemoryStore<ManualClock>, item: &Item<'_>) -> u64 {
     let spread = item.sub_buckets();
     let mut total = 0;
     for index in 0..spread {
-        let rule = item.rule().sub_bucket(index);
+        let rule = item.rule().sub_bucket(index, spread);
         let part = item
             .quota()
             .part(u64::from(index), u64::from(spread))

@@ -165,7 +165,50 @@ fn hash_tag(rule: &RuleId, key: &Key) -> String {
             let _ = write!(tag, "{byte:02x}");
         }
     }
+    if let Some((index, of)) = sub_bucket_of(rule) {
+        spread_over_slots(&mut tag, index, of);
+    }
     tag
+}
+
+/// A sub-bucket's rule id (`<id>#<index>.<of>`, see `RuleId::sub_bucket`): its index and count.
+fn sub_bucket_of(rule: &RuleId) -> Option<(u32, u32)> {
+    let (_, spread) = rule.as_str().rsplit_once('#')?;
+    let (index, of) = spread.split_once('.')?;
+    Some((index.parse().ok()?, of.parse().ok()?))
+}
+
+/// The most salts tried for one sub-bucket's tag: enough for any part of 1,024 (about 1,024
+/// tries are expected there); past it the tag stays unsalted (placed by chance).
+const MAX_SALTS: u32 = 16_384;
+
+/// Salts sub-bucket `index` of `of`'s hash tag with the first `#<n>` (none, then 1, 2, ...)
+/// that puts it in part `index` of `of` equal parts of the 16,384 slots, so the sub-buckets of
+/// one key reach every master of a cluster with evenly shared slots. `#` never appears in an
+/// escaped key but as a long key's digest mark (`:#<32 hex>`), so a salted tag is unambiguous;
+/// every gateway finds the same salt.
+fn spread_over_slots(tag: &mut String, index: u32, of: u32) {
+    let of = of.clamp(1, 16_384);
+    let low = u64::from(index.min(of - 1)) * 16_384 / u64::from(of);
+    let high = (u64::from(index.min(of - 1)) + 1) * 16_384 / u64::from(of);
+    let in_part = |tag: &str| (low..high).contains(&u64::from(crc16_slot(tag)));
+    if in_part(tag) {
+        return;
+    }
+    let unsalted = tag.len();
+    for salt in 1..=MAX_SALTS {
+        tag.truncate(unsalted);
+        let _ = write!(tag, "#{salt}");
+        if in_part(tag) {
+            return;
+        }
+    }
+    tag.truncate(unsalted);
+}
+
+/// The slot of a hash tag's content.
+fn crc16_slot(tag: &str) -> u16 {
+    crc16::State::<crc16::XMODEM>::calculate(tag.as_bytes()) % 16_384
 }
 
 fn is_kept(byte: u8) -> bool {
@@ -182,7 +225,7 @@ pub(crate) fn slot_of(name: &str) -> u16 {
         .map(|(tag, _)| tag)
         .filter(|tag| !tag.is_empty())
         .unwrap_or(name);
-    crc16::State::<crc16::XMODEM>::calculate(tag.as_bytes()) % 16_384
+    crc16_slot(tag)
 }
 
 #[cfg(test)]
@@ -233,6 +276,36 @@ mod tests {
         let state = layout().key(StateFormat::Log, &rule, &key);
         assert_eq!(slot_of(&marker), slot_of(&state));
         assert_ne!(marker, layout().marker(&rule, &key, 0xc0ffef));
+    }
+
+    #[test]
+    fn sub_buckets_of_one_key_land_in_their_own_part_of_the_slots() {
+        let rule = rule("trending");
+        for key in [
+            Key::new("hot-topic"),
+            Key::new("x".repeat(500)),
+            Key::global(),
+        ] {
+            for of in [2_u32, 3, 6, 16] {
+                let slots: Vec<u16> = (0..of)
+                    .map(|index| {
+                        let stored =
+                            layout().key(StateFormat::Timestamp, &rule.sub_bucket(index, of), &key);
+                        assert_eq!(stored.matches('{').count(), 1, "{stored}");
+                        slot_of(&stored)
+                    })
+                    .collect();
+                for (index, slot) in slots.iter().enumerate() {
+                    let part = u64::from(*slot) * u64::from(of) / 16_384;
+                    assert_eq!(part, index as u64, "{of} parts: {slots:?}");
+                }
+            }
+        }
+        let whole = layout().key(StateFormat::Timestamp, &rule, &Key::new("hot-topic"));
+        assert_eq!(
+            whole, "tg:t2:{trending:%09hot-topic}",
+            "a rule's own keys are never salted"
+        );
     }
 
     #[test]
