@@ -1,0 +1,163 @@
+//! A rule file's fleet modes through the layer: `split` gives each gateway its part of the
+//! limit (over real HTTP, one server per gateway), `sub_buckets` spreads a key's count, and
+//! every mode's mistakes are reported at their line.
+
+#![cfg(feature = "config")]
+
+mod common;
+mod config_common;
+
+use axum::Router;
+use axum::routing::get;
+use http::StatusCode;
+use tollgate_core::{FleetStore, MemoryStore};
+use tollgate_tower::RateLimitLayer;
+use tollgate_tower::config::{Extractors, RuleFile};
+
+use common::server::TestServer;
+
+const SPLIT_RULES: &str = r#"
+[[rule]]
+id = "search"
+algorithm = "fixed_window"
+limit = 10
+window = "1m"
+key = "global"
+split = 4
+"#;
+
+fn rules(text: &str) -> RuleFile {
+    RuleFile::parse("rules.toml", text, &Extractors::new())
+        .unwrap_or_else(|errors| panic!("a valid file:\n{errors}"))
+}
+
+/// How many of `attempts` requests to `server` were let through, and the last
+/// `RateLimit-Policy` header seen on a success.
+async fn admitted(server: &TestServer, attempts: u32) -> (u32, String) {
+    let (mut admitted, mut header) = (0, String::new());
+    for _ in 0..attempts {
+        let response = server
+            .client
+            .get(server.url("/search"))
+            .send()
+            .await
+            .expect("the server answers");
+        if response.status() == StatusCode::OK {
+            admitted += 1;
+            if let Some(value) = response.headers().get("ratelimit-policy") {
+                header = value.to_str().unwrap_or_default().to_owned();
+            }
+        } else {
+            assert_eq!(response.status(), StatusCode::TOO_MANY_REQUESTS);
+        }
+    }
+    (admitted, header)
+}
+
+/// Four gateways, each its own server and its own in-memory store (no shared state), reading
+/// one rule file with `split = 4` on a limit of 10: gateway i lets through part i (3, 3, 2,
+/// 2), which add up to the limit; a gateway that is not told its number takes ⌊10/4⌋ = 2.
+#[tokio::test]
+async fn a_split_rule_gives_each_gateway_its_part_of_the_limit() {
+    let file = rules(SPLIT_RULES);
+    let mut parts = Vec::new();
+    for index in 0..4 {
+        let layer = RateLimitLayer::new(MemoryStore::new()).gateway(index);
+        layer.replace_rules(file.rules().clone());
+        let server = TestServer::start(
+            Router::new()
+                .route("/search", get(|| async { "ok" }))
+                .layer(layer),
+        )
+        .await;
+        let (got, header) = admitted(&server, 10).await;
+        let part = [3, 3, 2, 2][index as usize];
+        assert_eq!(
+            header,
+            format!("\"search\";q={part};w=60"),
+            "the policy is this gateway's part"
+        );
+        parts.push(got);
+    }
+    assert_eq!(parts, [3, 3, 2, 2]);
+    assert_eq!(
+        parts.iter().sum::<u32>(),
+        10,
+        "the parts add up to the limit"
+    );
+    let unnumbered = RateLimitLayer::new(FleetStore::new(MemoryStore::new()));
+    unnumbered.replace_rules(file.rules().clone());
+    let server = TestServer::start(
+        Router::new()
+            .route("/search", get(|| async { "ok" }))
+            .layer(unnumbered),
+    )
+    .await;
+    assert_eq!(admitted(&server, 10).await.0, 2);
+}
+
+/// `sub_buckets = 4` spreads one key's count over sub-keys of the store under a fleet store:
+/// the shared store holds several keys for one caller, and the limit still holds.
+#[tokio::test]
+async fn sub_buckets_spread_a_key_over_several_stored_keys() {
+    let file = rules(
+        r#"
+[[rule]]
+id = "search"
+algorithm = "fixed_window"
+limit = 40
+window = "1m"
+key = "global"
+sub_buckets = 4
+"#,
+    );
+    let shared = MemoryStore::new();
+    let layer = RateLimitLayer::new(FleetStore::new(shared.clone()));
+    layer.replace_rules(file.rules().clone());
+    let server = TestServer::start(
+        Router::new()
+            .route("/search", get(|| async { "ok" }))
+            .layer(layer),
+    )
+    .await;
+    let (got, _) = admitted(&server, 60).await;
+    assert!(got <= 40 && got >= 40 - 2 * 10, "admitted {got}");
+    assert_eq!(shared.stats().keys, 4, "one stored key per sub-bucket");
+}
+
+#[test]
+fn fleet_mode_mistakes_are_reported_at_their_line() {
+    let rule = |extra: &str| {
+        format!(
+            "[[rule]]\nid = \"r\"\nalgorithm = \"token_bucket\"\ncapacity = 8\nrefill = {{ amount = 8, per = \"1s\" }}\nkey = \"global\"\n{extra}\n"
+        )
+    };
+    // Each mistake is reported at the line of the field that makes it (the last one given).
+    let expect = |extra: &str, says: &str| {
+        let errors = config_common::config_errors(&rule(extra), &Extractors::new());
+        let line = format!("{}:", 6 + extra.lines().count());
+        assert!(
+            errors
+                .iter()
+                .any(|error| error.starts_with(&line) && error.contains(says)),
+            "{extra}: {errors:?}"
+        );
+    };
+    expect("split = 16", "a part would be empty");
+    expect("split = 0", "`split` must be at least 1");
+    expect("counting = \"lease\"\nsplit = 2", "keep one");
+    expect("sub_buckets = 9", "a part would be empty");
+    expect("sub_buckets = 5000", "above the most");
+    expect("counting = \"sync\"\nsub_buckets = 2", "counted exactly");
+    expect("split = 2\ncache_blocked = true", "counted exactly");
+    expect("cache_blocked = \"yes\"", "true or false");
+    expect("store = \"home region\"", "is not a store name");
+    let pacing = "[[rule]]\nid = \"p\"\nalgorithm = \"leaky_bucket\"\nrate = { amount = 8, per = \"1s\" }\nmax_delay = \"1s\"\nkey = \"global\"\nsplit = 2\n";
+    let errors = config_common::config_errors(pacing, &Extractors::new());
+    assert!(
+        errors.iter().any(|error| error.contains("pacing")),
+        "{errors:?}"
+    );
+    let fine = rule("sub_buckets = 4\ncache_blocked = true\nstore = \"home\"");
+    assert!(config_common::config_errors(&fine, &Extractors::new()).is_empty());
+}
