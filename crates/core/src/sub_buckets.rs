@@ -185,11 +185,12 @@ fn pick(fitting: u32, not: Option<u32>) -> Option<u32> {
     }
 }
 
-/// The refusal of an item whose cost fits in no sub-bucket.
+/// The refusal of an item whose cost fits in no sub-bucket: its limit is the largest
+/// sub-bucket's, ⌈C/S⌉, which the cost exceeds.
 fn never_fits(item: &Item<'_>) -> ItemDecision {
     ItemDecision::uncharged(Decision::refused(
         Refusal::CostExceedsLimit,
-        item.quota().limit(),
+        item.quota().limit().div_ceil(u64::from(item.sub_buckets())),
         0,
         std::time::Duration::ZERO,
         std::time::Duration::ZERO,
