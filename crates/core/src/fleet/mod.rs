@@ -1,6 +1,7 @@
 //! Fleet modes: a store combinator that counts some rules on this gateway and settles with the
-//! shared store in batches ([`Counting::Lease`], [`Counting::Sync`]), and every other rule in the
-//! shared store on each check.
+//! shared store in batches ([`Counting::Lease`], [`Counting::Sync`]), counts split rules on this
+//! gateway alone ([`Counting::Split`]), and every other rule in the shared store on each check
+//! (spread over sub-buckets when the rule asks).
 
 mod lease;
 mod sync;
@@ -29,6 +30,11 @@ use crate::{
 /// * [`Counting::Sync`]: decided on a local copy of the key's state; what was spent here is
 ///   pushed to the shared count as debt ([`Take::AsDebt`]) in one batch for every key, every
 ///   interval or at M units, and the shared count comes back on the same call.
+/// * [`Counting::Split`]: this gateway's part of the quota, counted here alone (a private
+///   in-memory store on the same clock); the shared store never sees it.
+///
+/// Exact items asking for sub-buckets ([`Item::with_sub_buckets`]) are spread over them in the
+/// shared store ([`SubBuckets`]).
 ///
 /// The bounds each mode keeps, against the exact limiter, are in [`Counting`]'s table. A
 /// request whose rules are counted differently stays all-or-nothing: a local spend is put back
@@ -39,8 +45,9 @@ use crate::{
 /// own as tasks of the Tokio runtime the check runs in (inline without one). Call
 /// [`settle`](Self::settle) before a gateway stops, so it strands nothing.
 ///
-/// What the modes give up: a leased or synced check has no receipt (a spend made here cannot be
-/// refunded one request at a time), and [`peek`](Store::peek) reads the shared count only.
+/// What the modes give up: a leased, synced or split check has no receipt (a spend made here
+/// cannot be refunded one request at a time), and [`peek`](Store::peek) reads the shared count
+/// only.
 ///
 /// ```
 /// use tollgate_core::{
