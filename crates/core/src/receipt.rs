@@ -96,6 +96,9 @@ pub struct Receipt {
     /// stand for retries (`testing::replay`), so a retry that reaches such a store again is a
     /// no-op.
     spent: Arc<AtomicBool>,
+    /// The store the charged item named ([`Item::with_store`](crate::Item::with_store)), so a
+    /// [`Stores`](crate::Stores) refunds it where it was charged.
+    store: Option<Arc<str>>,
 }
 
 impl Receipt {
@@ -107,7 +110,31 @@ impl Receipt {
             charge,
             id: fresh_id(),
             spent: Arc::new(AtomicBool::new(false)),
+            store: None,
         }
+    }
+
+    /// The same receipt, naming the store its item named.
+    pub(crate) fn in_store(mut self, store: Option<&str>) -> Self {
+        self.store = store.map(Arc::from);
+        self
+    }
+
+    /// The store the charged item named ([`Item::store_name`](crate::Item::store_name)), if
+    /// any: where a [`Stores`](crate::Stores) sends the refund (its default store when `None`).
+    ///
+    /// ```
+    /// use futures_executor::block_on;
+    /// use tollgate_core::{Item, Key, MemoryStore, Quota, Rate, RuleId, Store};
+    /// let (store, rule, key) = (MemoryStore::new(), RuleId::new("login")?, Key::new("u"));
+    /// let item = Item::new(&rule, Quota::token_bucket(5, Rate::per_minute(5))?, &key)
+    ///     .with_store("home");
+    /// let receipt = block_on(store.check_one(&item))?.into_receipt(&item);
+    /// assert_eq!(receipt.as_ref().and_then(|r| r.store_name()), Some("home"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn store_name(&self) -> Option<&str> {
+        self.store.as_deref()
     }
 
     /// The rule charged.
@@ -172,6 +199,7 @@ impl Receipt {
             charge: self.charge,
             id: self.id,
             spent: Arc::clone(&self.spent),
+            store: self.store.clone(),
         }
     }
 }

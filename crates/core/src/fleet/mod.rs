@@ -675,6 +675,9 @@ impl<S: Store, C: Clock + Clone> Inner<S, C> {
 }
 
 impl<S: Store, C: Clock + Clone> Store for FleetStore<S, C> {
+    fn knows_store(&self, name: &str) -> bool {
+        self.inner.shared.knows_store(name)
+    }
     async fn check(&self, items: &[Item<'_>]) -> Result<BatchDecision, StoreError> {
         if items.iter().all(is_exact) {
             return self.inner.shared.check(items).await;
