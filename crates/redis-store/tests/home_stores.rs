@@ -10,9 +10,7 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use common::block_on;
-use tollgate_core::{
-    FallbackStore, Item, Key, OnStoreFailure, Quota, Rate, RuleId, Store, Stores,
-};
+use tollgate_core::{FallbackStore, Item, Key, OnStoreFailure, Quota, Rate, RuleId, Store, Stores};
 use tollgate_redis::{RedisConnection, RedisStore};
 use tollgate_redis_harness::RedisServer;
 
@@ -91,12 +89,33 @@ fn each_rule_is_counted_on_its_own_server() {
     block_on(async {
         let (stores, prefix) = two_regions(local, home).await;
         let rules = Rules::new();
-        assert!(stores.check(&[rules.login(), rules.reads()]).await.expect("check").is_allowed());
-        assert_eq!(remaining(stores.named("home").expect("home"), &rules.login()).await, 0);
+        assert!(
+            stores
+                .check(&[rules.login(), rules.reads()])
+                .await
+                .expect("check")
+                .is_allowed()
+        );
+        assert_eq!(
+            remaining(stores.named("home").expect("home"), &rules.login()).await,
+            0
+        );
         assert_eq!(remaining(stores.default_store(), &rules.reads()).await, 8);
-        assert_eq!(remaining(stores.default_store(), &rules.login()).await, 1, "none local");
-        assert_eq!(keys(home, &prefix), 1, "the login's window, on the home server");
-        assert_eq!(keys(local, &prefix), 1, "the reads' bucket, on the local server");
+        assert_eq!(
+            remaining(stores.default_store(), &rules.login()).await,
+            1,
+            "none local"
+        );
+        assert_eq!(
+            keys(home, &prefix),
+            1,
+            "the login's window, on the home server"
+        );
+        assert_eq!(
+            keys(local, &prefix),
+            1,
+            "the reads' bucket, on the local server"
+        );
         // Peek routes by the item's store.
         assert_eq!(remaining(&stores, &rules.login()).await, 0);
         assert_eq!(remaining(&stores, &rules.reads()).await, 8);
@@ -110,12 +129,25 @@ fn a_home_refusal_refunds_the_local_charge() {
         let (stores, _prefix) = two_regions(local, home).await;
         let rules = Rules::new();
         for _ in 0..2 {
-            assert!(stores.check(&[rules.login()]).await.expect("check").is_allowed());
+            assert!(
+                stores
+                    .check(&[rules.login()])
+                    .await
+                    .expect("check")
+                    .is_allowed()
+            );
         }
-        let answer = stores.check(&[rules.reads(), rules.login()]).await.expect("check");
+        let answer = stores
+            .check(&[rules.reads(), rules.login()])
+            .await
+            .expect("check");
         assert!(!answer.is_allowed());
         assert!(answer.items()[0].charge().is_none());
-        assert_eq!(remaining(stores.default_store(), &rules.reads()).await, 9, "refunded");
+        assert_eq!(
+            remaining(stores.default_store(), &rules.reads()).await,
+            9,
+            "refunded"
+        );
     });
 }
 
@@ -126,14 +158,29 @@ fn a_local_refusal_refunds_the_home_charge() {
         let (stores, _prefix) = two_regions(local, home).await;
         let rules = Rules::new();
         let all_reads = rules.reads().with_cost(10);
-        assert!(stores.check(&[all_reads]).await.expect("check").is_allowed());
-        let answer = stores.check(&[rules.login(), rules.reads()]).await.expect("check");
+        assert!(
+            stores
+                .check(&[all_reads])
+                .await
+                .expect("check")
+                .is_allowed()
+        );
+        let answer = stores
+            .check(&[rules.login(), rules.reads()])
+            .await
+            .expect("check");
         assert!(!answer.is_allowed());
         let home_store = stores.named("home").expect("home");
         assert_eq!(remaining(home_store, &rules.login()).await, 1, "refunded");
         // Both logins are still there to use.
         for _ in 0..2 {
-            assert!(stores.check(&[rules.login()]).await.expect("check").is_allowed());
+            assert!(
+                stores
+                    .check(&[rules.login()])
+                    .await
+                    .expect("check")
+                    .is_allowed()
+            );
         }
     });
 }
@@ -145,20 +192,36 @@ fn refunds_and_resets_reach_the_right_server() {
         let (stores, _prefix) = two_regions(local, home).await;
         let rules = Rules::new();
         let items = [rules.login(), rules.reads()];
-        let receipts = stores.check(&items).await.expect("check").into_receipts(&items);
+        let receipts = stores
+            .check(&items)
+            .await
+            .expect("check")
+            .into_receipts(&items);
         for receipt in receipts {
             stores.refund(receipt).await.expect("refund");
         }
-        assert_eq!(remaining(stores.named("home").expect("home"), &rules.login()).await, 1);
+        assert_eq!(
+            remaining(stores.named("home").expect("home"), &rules.login()).await,
+            1
+        );
         assert_eq!(remaining(stores.default_store(), &rules.reads()).await, 9);
 
         for _ in 0..2 {
             assert!(stores.check(&items).await.expect("check").is_allowed());
         }
         assert!(!stores.check(&items).await.expect("check").is_allowed());
-        stores.reset(&rules.login, &rules.user).await.expect("reset");
-        stores.reset(&rules.reads, &rules.user).await.expect("reset");
-        assert_eq!(remaining(stores.named("home").expect("home"), &rules.login()).await, 1);
+        stores
+            .reset(&rules.login, &rules.user)
+            .await
+            .expect("reset");
+        stores
+            .reset(&rules.reads, &rules.user)
+            .await
+            .expect("reset");
+        assert_eq!(
+            remaining(stores.named("home").expect("home"), &rules.login()).await,
+            1
+        );
         assert_eq!(remaining(stores.default_store(), &rules.reads()).await, 9);
     });
 }
@@ -173,7 +236,10 @@ fn an_unknown_store_name_is_counted_on_the_local_server() {
         for _ in 0..2 {
             assert!(stores.check(&[lost]).await.expect("check").is_allowed());
         }
-        assert!(!stores.check(&[lost]).await.expect("check").is_allowed(), "still limited");
+        assert!(
+            !stores.check(&[lost]).await.expect("check").is_allowed(),
+            "still limited"
+        );
         assert_eq!((keys(local, &prefix), keys(home, &prefix)), (1, 0));
     });
 }
@@ -196,7 +262,13 @@ fn a_hung_home_region_fails_its_closed_rules_and_lets_its_open_ones_go_on() {
         let rules = Rules::new();
         let closed = rules.login().with_store_failure(OnStoreFailure::Closed);
         let open = rules.login().with_store_failure(OnStoreFailure::Open);
-        assert!(stores.check(&[closed, rules.reads()]).await.expect("check").is_allowed());
+        assert!(
+            stores
+                .check(&[closed, rules.reads()])
+                .await
+                .expect("check")
+                .is_allowed()
+        );
 
         home.pause().expect("pause the home server");
         let error = stores
@@ -209,7 +281,10 @@ fn a_hung_home_region_fails_its_closed_rules_and_lets_its_open_ones_go_on() {
             8,
             "the local charge of the failed request was refunded"
         );
-        let answer = stores.check(&[rules.reads(), open]).await.expect("open goes on");
+        let answer = stores
+            .check(&[rules.reads(), open])
+            .await
+            .expect("open goes on");
         assert!(answer.is_allowed());
         assert_eq!(remaining(stores.default_store(), &rules.reads()).await, 7);
         home.resume().expect("resume the home server");
