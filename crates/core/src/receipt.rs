@@ -95,10 +95,16 @@ pub struct Receipt {
     /// Set by the first refund that reaches an in-process store; shared with the copies that
     /// stand for retries (`testing::replay`), so a retry that reaches such a store again is a
     /// no-op.
-    spent: Arc<AtomicBool>,
-    /// The store the charged item named ([`Item::with_store`](crate::Item::with_store)), so a
-    /// [`Stores`](crate::Stores) refunds it where it was charged.
-    store: Option<Arc<str>>,
+    spent: Arc<Shared>,
+}
+
+/// What a receipt shares with its retry copies: whether it was used, and the store the charged
+/// item named ([`Item::with_store`](crate::Item::with_store)), so a [`Stores`](crate::Stores)
+/// refunds it where it was charged (behind the one pointer, so a receipt grows no larger).
+#[derive(Debug, Default)]
+struct Shared {
+    spent: AtomicBool,
+    store: Option<Box<str>>,
 }
 
 impl Receipt {
@@ -109,14 +115,19 @@ impl Receipt {
             quota,
             charge,
             id: fresh_id(),
-            spent: Arc::new(AtomicBool::new(false)),
-            store: None,
+            spent: Arc::new(Shared::default()),
         }
     }
 
     /// The same receipt, naming the store its item named.
     pub(crate) fn in_store(mut self, store: Option<&str>) -> Self {
-        self.store = store.map(Arc::from);
+        if let Some(name) = store {
+            // A fresh receipt: no retry copy shares its mark yet.
+            self.spent = Arc::new(Shared {
+                spent: AtomicBool::new(self.spent.spent.load(Ordering::Acquire)),
+                store: Some(Box::from(name)),
+            });
+        }
         self
     }
 
@@ -134,7 +145,7 @@ impl Receipt {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn store_name(&self) -> Option<&str> {
-        self.store.as_deref()
+        self.spent.store.as_deref()
     }
 
     /// The rule charged.
@@ -165,7 +176,7 @@ impl Receipt {
 
     /// Marks the receipt used; whether it already was (in-process stores refund only when not).
     pub(crate) fn take_spent(&self) -> bool {
-        self.spent.swap(true, Ordering::AcqRel)
+        self.spent.spent.swap(true, Ordering::AcqRel)
     }
 
     /// The same receipt for only `units` of its charge, the last ones charged (a lease giving
@@ -199,7 +210,6 @@ impl Receipt {
             charge: self.charge,
             id: self.id,
             spent: Arc::clone(&self.spent),
-            store: self.store.clone(),
         }
     }
 }
