@@ -11,6 +11,8 @@
 //! * **the answer** — a [`Decision`]: data, never an error, with sub-second precision;
 //! * **where counts live** — the [`Store`] contract (batches, all-or-nothing, receipts and
 //!   refunds, peek and reset) and the bounded, sharded [`MemoryStore`];
+//! * **which store** — [`Stores`]: a default store and named ones (a home region's), each
+//!   rule counted in the one it names, one request all-or-nothing across them;
 //! * **when the store is gone** — [`FallbackStore`]: any primary store behind a timeout and a
 //!   circuit breaker, each rule answering by its [`OnStoreFailure`] (open, open within a local
 //!   limit, local, closed) when the primary cannot;
@@ -63,6 +65,7 @@ mod rule_id;
 mod store;
 #[cfg(feature = "store-kit")]
 pub mod store_kit;
+mod stores;
 mod sub_buckets;
 #[cfg(feature = "testing")]
 pub mod testing;
@@ -86,4 +89,5 @@ pub use rate::Rate;
 pub use receipt::{Charge, Receipt, RefundError, RefundNow};
 pub use rule_id::{DerivedSuffix, RuleId};
 pub use store::{BatchDecision, CountedIn, ItemDecision, Store};
+pub use stores::{MAX_STORE_NAME_LEN, StoreNameError, Stores};
 pub use sub_buckets::SubBuckets;

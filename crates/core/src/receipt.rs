@@ -95,7 +95,16 @@ pub struct Receipt {
     /// Set by the first refund that reaches an in-process store; shared with the copies that
     /// stand for retries (`testing::replay`), so a retry that reaches such a store again is a
     /// no-op.
-    spent: Arc<AtomicBool>,
+    spent: Arc<Shared>,
+}
+
+/// What a receipt shares with its retry copies: whether it was used, and the store the charged
+/// item named ([`Item::with_store`](crate::Item::with_store)), so a [`Stores`](crate::Stores)
+/// refunds it where it was charged (behind the one pointer, so a receipt grows no larger).
+#[derive(Debug, Default)]
+struct Shared {
+    spent: AtomicBool,
+    store: Option<Box<str>>,
 }
 
 impl Receipt {
@@ -106,8 +115,37 @@ impl Receipt {
             quota,
             charge,
             id: fresh_id(),
-            spent: Arc::new(AtomicBool::new(false)),
+            spent: Arc::new(Shared::default()),
         }
+    }
+
+    /// The same receipt, naming the store its item named.
+    pub(crate) fn in_store(mut self, store: Option<&str>) -> Self {
+        if let Some(name) = store {
+            // A fresh receipt: no retry copy shares its mark yet.
+            self.spent = Arc::new(Shared {
+                spent: AtomicBool::new(self.spent.spent.load(Ordering::Acquire)),
+                store: Some(Box::from(name)),
+            });
+        }
+        self
+    }
+
+    /// The store the charged item named ([`Item::store_name`](crate::Item::store_name)), if
+    /// any: where a [`Stores`](crate::Stores) sends the refund (its default store when `None`).
+    ///
+    /// ```
+    /// use futures_executor::block_on;
+    /// use tollgate_core::{Item, Key, MemoryStore, Quota, Rate, RuleId, Store};
+    /// let (store, rule, key) = (MemoryStore::new(), RuleId::new("login")?, Key::new("u"));
+    /// let item = Item::new(&rule, Quota::token_bucket(5, Rate::per_minute(5))?, &key)
+    ///     .with_store("home");
+    /// let receipt = block_on(store.check_one(&item))?.into_receipt(&item);
+    /// assert_eq!(receipt.as_ref().and_then(|r| r.store_name()), Some("home"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn store_name(&self) -> Option<&str> {
+        self.spent.store.as_deref()
     }
 
     /// The rule charged.
@@ -138,7 +176,7 @@ impl Receipt {
 
     /// Marks the receipt used; whether it already was (in-process stores refund only when not).
     pub(crate) fn take_spent(&self) -> bool {
-        self.spent.swap(true, Ordering::AcqRel)
+        self.spent.spent.swap(true, Ordering::AcqRel)
     }
 
     /// The same receipt for only `units` of its charge, the last ones charged (a lease giving

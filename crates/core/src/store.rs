@@ -109,6 +109,24 @@ pub trait Store: Send + Sync + 'static {
         rule: &RuleId,
         key: &Key,
     ) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// Whether an item naming the store `name` ([`Item::with_store`]) is counted where it
+    /// asks: true for the names a [`Stores`](crate::Stores) holds; false for every other store
+    /// (the default), which counts every item itself whatever it names. Wrappers forward it.
+    /// Rule loaders call it to refuse a rule naming a store the layer does not have.
+    ///
+    /// ```
+    /// use tollgate_core::{MemoryStore, Store, Stores};
+    /// assert!(!MemoryStore::new().knows_store("home"));
+    /// let stores = Stores::new(MemoryStore::new()).with("home", MemoryStore::new())?;
+    /// assert!(stores.knows_store("home"));
+    /// assert!(!stores.knows_store("elsewhere"));
+    /// # Ok::<(), tollgate_core::StoreNameError>(())
+    /// ```
+    fn knows_store(&self, name: &str) -> bool {
+        let _ = name;
+        false
+    }
 }
 
 impl<S: Store> Store for Arc<S> {
@@ -148,6 +166,10 @@ impl<S: Store> Store for Arc<S> {
         key: &Key,
     ) -> impl Future<Output = Result<(), StoreError>> + Send {
         (**self).reset(rule, key)
+    }
+
+    fn knows_store(&self, name: &str) -> bool {
+        (**self).knows_store(name)
     }
 }
 
@@ -319,7 +341,7 @@ impl ItemDecision {
                 Some(counted_as) => *counted_as,
                 None => (item.rule().clone(), *item.quota()),
             };
-            Receipt::new(rule, item.key().clone(), quota, charge)
+            Receipt::new(rule, item.key().clone(), quota, charge).in_store(item.store_name())
         })
     }
 

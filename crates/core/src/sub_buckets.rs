@@ -324,6 +324,10 @@ impl<S: Store> Store for SubBuckets<S> {
         self.inner.refund_now(receipt)
     }
 
+    fn knows_store(&self, name: &str) -> bool {
+        self.inner.knows_store(name)
+    }
+
     async fn reset(&self, rule: &RuleId, key: &Key) -> Result<(), StoreError> {
         let ids = self.ids.read().get(rule).cloned();
         for id in ids.iter().flat_map(|ids| ids.iter()) {

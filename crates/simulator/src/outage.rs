@@ -141,6 +141,10 @@ impl<S: Store> Store for OutageStore<S> {
     ) -> impl Future<Output = Result<(), StoreError>> + Send {
         self.inner.reset(rule, key)
     }
+
+    fn knows_store(&self, name: &str) -> bool {
+        self.inner.knows_store(name)
+    }
 }
 
 #[cfg(test)]

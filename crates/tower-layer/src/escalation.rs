@@ -117,8 +117,13 @@ pub(crate) fn record_refusal<St: Store>(
         return;
     };
     let (core, key, policy) = (Arc::clone(core), key.clone(), rule.on_store_failure);
+    let home = rule.store.clone();
     let mut recording = Box::pin(async move {
-        if let Err(error) = strike(&core.store, &escalated, &key, policy, logging).await {
+        let counted = Counted {
+            policy,
+            store: home.as_deref(),
+        };
+        if let Err(error) = strike(&core.store, &escalated, &key, counted, logging).await {
             log_failure(&escalated, &error);
         }
     });
@@ -136,19 +141,42 @@ pub(crate) fn record_refusal<St: Store>(
     }
 }
 
+/// Where and how an escalating rule's strikes and block are counted: under the rule's own
+/// failure plan, in the store the rule names.
+#[derive(Clone, Copy)]
+struct Counted<'a> {
+    policy: OnStoreFailure,
+    store: Option<&'a str>,
+}
+
+impl Counted<'_> {
+    fn apply<'i>(&self, item: Item<'i>) -> Item<'i>
+    where
+        Self: 'i,
+    {
+        let item = item.with_store_failure(self.policy);
+        match self.store {
+            Some(name) => item.with_store(name),
+            None => item,
+        }
+    }
+}
+
 /// Charges a strike and, once the strikes run out, the block; both under the rule's own failure
-/// plan, so a gateway counting locally through an outage blocks locally too.
+/// plan (so a gateway counting locally through an outage blocks locally too) and in the rule's
+/// own store (a home region's strikes and block live beside its count, where the request's
+/// read of the block looks).
 async fn strike<St: Store>(
     store: &St,
     escalated: &Escalated,
     key: &Key,
-    policy: OnStoreFailure,
+    counted: Counted<'_>,
     logging: KeyLogging,
 ) -> Result<(), StoreError> {
-    let strike = escalated.strike(key).with_store_failure(policy);
+    let strike = counted.apply(escalated.strike(key));
     let strike = store.check_one(&strike).await?;
     if !strike.decision().is_allowed() {
-        let block = escalated.block(key).with_store_failure(policy);
+        let block = counted.apply(escalated.block(key));
         store.check_one(&block).await?;
         tracing::warn!(
             target: "tollgate::refusal",

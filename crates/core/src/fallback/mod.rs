@@ -239,6 +239,10 @@ impl<P: Store, C: Clock> FallbackStore<P, C> {
 }
 
 impl<P: Store, C: Clock> Store for FallbackStore<P, C> {
+    fn knows_store(&self, name: &str) -> bool {
+        self.primary.knows_store(name)
+    }
+
     async fn check(&self, items: &[Item<'_>]) -> Result<BatchDecision, StoreError> {
         match self
             .call_primary("check", || self.primary.check(items))

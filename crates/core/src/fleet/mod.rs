@@ -299,9 +299,16 @@ impl<S: Store, C: Clock + Clone> FleetStore<S, C> {
     }
 }
 
-/// Whether a FleetStore passes `item` to the shared store as it is.
+/// Whether a FleetStore passes `item` to the shared store as it is: counted exactly, costing
+/// nothing, or naming a store of a [`Stores`](crate::Stores) it wraps (leases and pushes are
+/// made for the default store; put a `FleetStore` inside each store of a `Stores` to lease or
+/// sync there).
 fn is_exact(item: &Item<'_>) -> bool {
-    item.counting() == Counting::Exact || item.cost() == 0
+    match item.counting() {
+        Counting::Exact => true,
+        Counting::Lease(_) | Counting::Sync(_) => item.cost() == 0 || item.store_name().is_some(),
+        _ => item.cost() == 0,
+    }
 }
 
 impl<S: Store, C: Clock + Clone> Inner<S, C> {
@@ -713,6 +720,9 @@ impl<S: Store, C: Clock + Clone> Inner<S, C> {
 }
 
 impl<S: Store, C: Clock + Clone> Store for FleetStore<S, C> {
+    fn knows_store(&self, name: &str) -> bool {
+        self.inner.shared.knows_store(name)
+    }
     async fn check(&self, items: &[Item<'_>]) -> Result<BatchDecision, StoreError> {
         if items.iter().all(is_exact) {
             return self.inner.shared.check(items).await;

@@ -15,6 +15,8 @@ pub(super) struct Live {
     apply: Box<dyn Fn(RuleSet) + Send + Sync>,
     /// The layer's registry, where `[[limit]]` quotas go.
     registry: Option<QuotaRegistry>,
+    /// Whether the layer's store has a store of a name (`Store::knows_store`).
+    knows_store: Box<dyn Fn(&str) -> bool + Send + Sync>,
     /// Whether the layer records metrics now (it may be turned on after the watcher starts).
     #[cfg(feature = "metrics")]
     metered: Box<dyn Fn() -> bool + Send + Sync>,
@@ -39,6 +41,7 @@ impl Live {
         extractors: Extractors,
         apply: Box<dyn Fn(RuleSet) + Send + Sync>,
         registry: Option<QuotaRegistry>,
+        knows_store: Box<dyn Fn(&str) -> bool + Send + Sync>,
         metered: Box<dyn Fn() -> bool + Send + Sync>,
     ) -> Live {
         #[cfg(not(feature = "metrics"))]
@@ -47,6 +50,7 @@ impl Live {
             extractors,
             apply,
             registry,
+            knows_store,
             #[cfg(feature = "metrics")]
             metered,
             #[cfg(feature = "metrics")]
@@ -72,11 +76,15 @@ impl Live {
         let _ = success;
     }
 
-    /// A file's mistakes that only this layer can see: `[[limit]]`s without a registry.
+    /// A file's mistakes that only this layer can see: `[[limit]]`s without a registry, and
+    /// rules naming a store the layer's store does not have.
     pub(super) fn fits(&self, file: &RuleFile) -> Result<(), ConfigErrors> {
-        match (&self.registry, file.limits_need_registry()) {
-            (None, Some(errors)) => Err(errors),
-            _ => Ok(()),
+        if let (None, Some(errors)) = (&self.registry, file.limits_need_registry()) {
+            return Err(errors);
+        }
+        match file.unknown_stores(&*self.knows_store) {
+            Some(errors) => Err(errors),
+            None => Ok(()),
         }
     }
 

@@ -114,6 +114,8 @@ struct LimitEntry {
 struct Entry {
     rule: crate::Rule,
     applies: Applies,
+    /// Where its `store = "..."` is written, when it names a store.
+    store_at: Option<error::Position>,
 }
 
 impl RuleFile {
@@ -316,6 +318,27 @@ impl RuleFile {
         (!mistakes.is_empty()).then_some(ConfigErrors(mistakes))
     }
 
+    /// Its rules that name a store `knows` does not know (see
+    /// [`Store::knows_store`](tollgate_core::Store::knows_store)), each at its `store` field: a
+    /// rule counted in a store the layer does not have would be counted in the default store
+    /// instead.
+    pub(crate) fn unknown_stores(&self, knows: &dyn Fn(&str) -> bool) -> Option<ConfigErrors> {
+        let mistakes: Vec<ConfigError> = self
+            .contents
+            .entries
+            .iter()
+            .filter_map(|entry| {
+                let name = entry.rule.store_name().filter(|name| !knows(name))?;
+                let at = entry.store_at.as_ref()?;
+                Some(at.error(format!(
+                    "rule {:?} is counted in the store {name:?}, but the layer's store has no store of that name; give the layer a `tollgate_core::Stores` with `.with({name:?}, ..)`, or remove `store`",
+                    entry.rule.id().as_str()
+                )))
+            })
+            .collect();
+        (!mistakes.is_empty()).then_some(ConfigErrors(mistakes))
+    }
+
     /// The ids of the rules and `[[limit]]`s both files define (what `overrides` replaces).
     pub(crate) fn shared_ids(&self, overrides: &RuleFile) -> Vec<String> {
         let theirs: Vec<&str> = overrides
@@ -402,7 +425,15 @@ fn entries(
             continue;
         }
         if let Some(set) = set.as_mut() {
-            set.push(Entry { rule, applies });
+            let store_at = rule.store_name().map(|_| {
+                let written = value.as_table().and_then(|table| table.get("store"));
+                report.position(written.map_or(value.span.start, |store| store.span.start))
+            });
+            set.push(Entry {
+                rule,
+                applies,
+                store_at,
+            });
         }
     }
     let limits = match top.get("limit") {

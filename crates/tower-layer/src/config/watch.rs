@@ -13,6 +13,8 @@ use tokio::task::JoinHandle;
 
 use super::live::{Live, RuleOverlay};
 use super::{ConfigErrors, Extractors, RuleFile};
+use tollgate_core::Store;
+
 use crate::RateLimitLayer;
 
 /// How long a burst of file events must be quiet before the file is read: editors and
@@ -109,9 +111,10 @@ struct Shared {
 }
 
 impl RuleWatcher {
-    /// Loads `path` into `layer` (an error if it cannot be read or has mistakes) and watches it.
+    /// Loads `path` into `layer` (an error if it cannot be read or has mistakes, a rule naming a
+    /// store the layer's store does not have among them: see `Store::knows_store`) and watches it.
     /// Needs a tokio runtime.
-    pub fn start<St: Send + Sync + 'static>(
+    pub fn start<St: Store>(
         path: impl AsRef<Path>,
         extractors: Extractors,
         layer: &RateLimitLayer<St>,
@@ -124,6 +127,10 @@ impl RuleWatcher {
                 extractors,
                 Box::new(move |rules| target.replace_rules(rules)),
                 layer.current_registry().cloned(),
+                {
+                    let store = layer.shared_store();
+                    Box::new(move |name: &str| store.knows_store(name))
+                },
                 {
                     let metered = layer.clone();
                     Box::new(move || metered.metrics_enabled())
