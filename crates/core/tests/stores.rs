@@ -262,3 +262,53 @@ fn names_are_checked() {
         .and_then(|stores| stores.with("home", MemoryStore::new()));
     assert!(twice.unwrap_err().is_duplicate());
 }
+
+/// A leased rule naming the home store, checked through a `FleetStore` wrapped around the
+/// `Stores`, is counted exactly in the home store (a lease would be taken from the default
+/// one); inside each store, the same rule is leased there.
+#[test]
+fn fleet_modes_go_to_the_store_a_rule_names() {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .expect("a runtime")
+        .block_on(async {
+            use tollgate_core::{Counting, FleetStore, LeaseSettings};
+            let (rule, key) = (RuleId::new("login").expect("valid"), Key::new("u1"));
+            let quota = Quota::token_bucket(50, Rate::per_hour(50)).expect("valid");
+            let leased = Item::new(&rule, quota, &key)
+                .with_store("home")
+                .with_counting(Counting::Lease(LeaseSettings::new().max_units(10)));
+            let (local, home) = (MemoryStore::new(), MemoryStore::new());
+            let outside = FleetStore::new(
+                Stores::new(local.clone())
+                    .with("home", home.clone())
+                    .expect("a valid name"),
+            );
+            for _ in 0..3 {
+                assert!(
+                    outside
+                        .check(&[leased])
+                        .await
+                        .expect("answers")
+                        .is_allowed()
+                );
+            }
+            let probe = leased.with_cost(0);
+            assert_eq!(
+                home.peek(&probe).await.expect("peeks").remaining(),
+                47,
+                "exact, at home"
+            );
+            assert_eq!(local.peek(&probe).await.expect("peeks").remaining(), 50);
+            let (local, home) = (MemoryStore::new(), MemoryStore::new());
+            let inside = Stores::new(FleetStore::new(local.clone()))
+                .with("home", FleetStore::new(home.clone()))
+                .expect("a valid name");
+            assert!(inside.check(&[leased]).await.expect("answers").is_allowed());
+            inside.named("home").expect("home").background_done().await;
+            let left = home.peek(&probe).await.expect("peeks").remaining();
+            assert!(left < 49, "a lease was taken at home: {left} left");
+            assert_eq!(local.peek(&probe).await.expect("peeks").remaining(), 50);
+        });
+}

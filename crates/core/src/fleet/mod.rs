@@ -299,19 +299,24 @@ impl<S: Store, C: Clock + Clone> FleetStore<S, C> {
     }
 }
 
-/// Whether a FleetStore passes `item` to the shared store as it is: counted exactly, costing
-/// nothing, or naming a store of a [`Stores`](crate::Stores) it wraps (leases and pushes are
-/// made for the default store; put a `FleetStore` inside each store of a `Stores` to lease or
-/// sync there).
-fn is_exact(item: &Item<'_>) -> bool {
-    match item.counting() {
-        Counting::Exact => true,
-        Counting::Lease(_) | Counting::Sync(_) => item.cost() == 0 || item.store_name().is_some(),
-        _ => item.cost() == 0,
-    }
-}
-
 impl<S: Store, C: Clock + Clone> Inner<S, C> {
+    /// Whether `item` goes to the shared store as it is: counted exactly, costing nothing, or
+    /// naming a store of a [`Stores`](crate::Stores) this wraps (leases and pushes would be
+    /// made for its default store; a `FleetStore` inside each store of a `Stores` leases and
+    /// syncs there).
+    fn is_exact(&self, item: &Item<'_>) -> bool {
+        match item.counting() {
+            Counting::Exact => true,
+            Counting::Lease(_) | Counting::Sync(_) => {
+                item.cost() == 0
+                    || item
+                        .store_name()
+                        .is_some_and(|name| self.shared.knows_store(name))
+            }
+            _ => item.cost() == 0,
+        }
+    }
+
     /// Spawns `job` on the current Tokio runtime; without one, answers it (boxed) for the caller
     /// to await. Counted while it runs, for [`FleetStore::background_done`].
     fn start(self: &Arc<Self>, job: impl Future<Output = ()> + Send + 'static) -> Option<Job> {
@@ -342,7 +347,11 @@ impl<S: Store, C: Clock + Clone> Inner<S, C> {
         let mut answers: Vec<Option<ItemDecision>> = items.iter().map(|_| None).collect();
         let mut undo = Vec::new();
         let mut refused = false;
-        for (position, item) in items.iter().enumerate().filter(|(_, item)| !is_exact(item)) {
+        for (position, item) in items
+            .iter()
+            .enumerate()
+            .filter(|(_, item)| !self.is_exact(item))
+        {
             let decided = match item.counting() {
                 Counting::Lease(settings) => self.lease(item, settings, now).await,
                 Counting::Sync(settings) => self.sync(item, settings, now).await,
@@ -363,10 +372,18 @@ impl<S: Store, C: Clock + Clone> Inner<S, C> {
             }
             answers[position] = Some(answer);
         }
-        let exact: Vec<Item<'_>> = items.iter().copied().filter(is_exact).collect();
+        let exact: Vec<Item<'_>> = items
+            .iter()
+            .copied()
+            .filter(|item| self.is_exact(item))
+            .collect();
         if refused {
             self.undo(items, undo);
-            for (position, item) in items.iter().enumerate().filter(|(_, item)| is_exact(item)) {
+            for (position, item) in items
+                .iter()
+                .enumerate()
+                .filter(|(_, item)| self.is_exact(item))
+            {
                 let decision = self.shared.peek(item).await?;
                 answers[position] = Some(ItemDecision::uncharged(decision));
             }
@@ -383,7 +400,11 @@ impl<S: Store, C: Clock + Clone> Inner<S, C> {
             };
             allowed = shared.is_allowed();
             let mut shared = shared.into_items();
-            for (position, _) in items.iter().enumerate().filter(|(_, item)| is_exact(item)) {
+            for (position, _) in items
+                .iter()
+                .enumerate()
+                .filter(|(_, item)| self.is_exact(item))
+            {
                 answers[position] = shared.next();
             }
             if !allowed {
@@ -724,7 +745,7 @@ impl<S: Store, C: Clock + Clone> Store for FleetStore<S, C> {
         self.inner.shared.knows_store(name)
     }
     async fn check(&self, items: &[Item<'_>]) -> Result<BatchDecision, StoreError> {
-        if items.iter().all(is_exact) {
+        if items.iter().all(|item| self.inner.is_exact(item)) {
             return self.inner.shared.check(items).await;
         }
         if let [item] = items {
@@ -747,7 +768,7 @@ impl<S: Store, C: Clock + Clone> Store for FleetStore<S, C> {
     /// decided from the lease or the local copy (inside a Tokio runtime, which runs what it
     /// starts in the background); `None` when the store must be asked.
     fn check_now(&self, items: &[Item<'_>]) -> Option<Result<BatchDecision, StoreError>> {
-        if items.iter().all(is_exact) {
+        if items.iter().all(|item| self.inner.is_exact(item)) {
             return self.inner.shared.check_now(items);
         }
         let [item] = items else {
