@@ -270,6 +270,7 @@ impl SplitSettings {
     /// This gateway's part of `quota` (see [`Quota::part`](crate::Quota::part)); `None` when
     /// the quota cannot be split that many ways.
     pub fn share(&self, quota: &crate::Quota) -> Option<crate::Quota> {
+        // Quota::part answers every part of one split or none, so gateways agree.
         let parts = u64::from(self.parts);
         let index = self.gateway.map_or(parts - 1, u64::from);
         quota.part(index, parts).ok()

@@ -2,6 +2,10 @@
 
 use crate::{Algorithm, Counting, Key, Mode, OnStoreFailure, Quota, RuleId};
 
+/// The most sub-buckets one key may be spread over ([`Item::with_sub_buckets`] clamps to it):
+/// far more than any cluster has masters, and few enough that the ids they need stay few.
+pub const MAX_SUB_BUCKETS: u32 = 1_024;
+
 /// How an item takes its cost: all of it or nothing (the usual case), as much of it as there
 /// is, or all of it even past the limit.
 ///
@@ -192,19 +196,29 @@ impl<'a> Item<'a> {
     /// keeps one key.
     #[must_use]
     pub fn with_sub_buckets(mut self, sub_buckets: u32) -> Self {
-        self.sub_buckets = sub_buckets.max(1);
+        self.sub_buckets = sub_buckets.clamp(1, MAX_SUB_BUCKETS);
         self
     }
 
     /// How many sub-buckets a [`SubBuckets`](crate::SubBuckets) store spreads this item over:
-    /// 1 (one key, counted as usual) unless it is an enforcing item counted exactly whose quota
-    /// can be split that many ways (a limit of at least that many, not pacing).
+    /// 1 (one key, counted as usual) unless it is an enforcing item, counted and taken exactly,
+    /// whose quota can be split that many ways ([`Quota::part`]: a limit of at least that
+    /// many, not pacing) — and so can its local quota, when it fails open within one. Up-to and
+    /// debt items are never spread: a rule's leases and pushes count on its whole key.
     pub fn sub_buckets(&self) -> u32 {
-        let splittable = self.mode == Mode::Enforce
-            && self.counting() == Counting::Exact
-            && self.quota.algorithm() != Algorithm::LeakyBucket
-            && self.quota.limit() >= u64::from(self.sub_buckets);
-        if splittable { self.sub_buckets } else { 1 }
+        let spread = u64::from(self.sub_buckets);
+        if spread < 2
+            || self.mode != Mode::Enforce
+            || self.counting() != Counting::Exact
+            || self.take() != Take::Exact
+            || self.quota.part(0, spread).is_err()
+        {
+            return 1;
+        }
+        match self.on_store_failure {
+            OnStoreFailure::OpenWithin(local) if local.part(0, spread).is_err() => 1,
+            _ => self.sub_buckets,
+        }
     }
 
     /// Lets a [`BlockedCache`](crate::BlockedCache) refuse this rule's refused callers on this

@@ -80,7 +80,7 @@ pub use fallback::{
 };
 pub use fingerprint::{FingerprintSecret, FingerprintSecretError};
 pub use fleet::{FleetStats, FleetStore};
-pub use item::{Item, Take};
+pub use item::{Item, MAX_SUB_BUCKETS, Take};
 pub use key::{Key, KeyBuilder};
 pub use memory::{DEFAULT_MAX_KEYS, MemoryStats, MemoryStore, MemoryStoreBuilder};
 pub use policy::{Mode, OnStoreFailure};

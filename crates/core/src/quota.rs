@@ -248,9 +248,13 @@ impl Quota {
             .interval_micros
             .checked_mul(parts)
             .filter(|interval| *interval <= MAX_SPAN_MICROS);
+        // Checked for the largest part, so every part of one split is possible or none is.
+        let largest = self.limit.div_ceil(parts);
         let span = interval
-            .and_then(|interval| interval.checked_mul(limit))
-            .filter(|span| *span <= MAX_SPAN_MICROS);
+            .and_then(|interval| interval.checked_mul(largest))
+            .filter(|span| *span <= MAX_SPAN_MICROS)
+            .and(interval)
+            .map(|interval| interval * limit);
         match (interval, span) {
             (Some(interval_micros), Some(span_micros)) => Ok(Quota {
                 limit,
@@ -377,7 +381,9 @@ mod tests {
         let parts: Vec<Quota> = (0..3).map(|i| bucket.part(i, 3).unwrap()).collect();
         assert_eq!(parts.iter().map(Quota::limit).sum::<u64>(), 10);
         let rate: f64 = parts.iter().map(|p| 1e6 / p.interval_micros() as f64).sum();
-        assert!((rate - 3.0).abs() < 1e-6, "{rate}");
+        // The whole quota's interval is already 333,334 µs (rounded up to whole µs).
+        let whole = 1e6 / bucket.interval_micros() as f64;
+        assert!((rate - whole).abs() < 1e-9, "{rate} against {whole}");
         assert!(
             parts
                 .iter()

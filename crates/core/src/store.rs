@@ -308,7 +308,8 @@ impl ItemDecision {
         match (item.take(), &self.charge) {
             (crate::Take::AsDebt, _) => item.cost(),
             (crate::Take::UpTo, Some(Charge::Scheduled { micros, .. })) => {
-                micros / item.quota().interval_micros().max(1)
+                let quota = self.counted_as.as_ref().map_or(*item.quota(), |as_| as_.1);
+                micros / quota.interval_micros().max(1)
             }
             (
                 crate::Take::UpTo,

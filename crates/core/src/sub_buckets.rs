@@ -33,8 +33,18 @@ use crate::{
 ///
 /// What a caller is told is the sub-bucket's answer: its remaining units and its wait (the
 /// sooner of the two tried, when both refused). [`peek`](Store::peek) adds up every
-/// sub-bucket; [`reset`](Store::reset) clears every sub-bucket of a rule this store has seen
-/// with sub-buckets (and the whole key). Receipts refund the sub-bucket that was charged.
+/// sub-bucket; [`reset`](Store::reset) clears the whole key and every sub-bucket of the rule
+/// this store has counted in (`RateLimitLayer::reset` names each sub-bucket the rule's
+/// configuration has, so an operator's reset reaches them from any gateway). Receipts refund
+/// the sub-bucket that was charged. A local quota the item fails open within
+/// ([`OnStoreFailure::OpenWithin`](crate::OnStoreFailure::OpenWithin)) is shared out the same
+/// way, so an outage admits it once, not once per sub-bucket.
+///
+/// Only items taken exactly are spread ([`Item::sub_buckets`]); up-to and debt items count on
+/// the rule's whole key. **A change of S is a new layout**, as a new rule id is: the
+/// sub-buckets of the new S start empty (a change back finds the old ones as they were), so
+/// each change can let a key's callers have the limit once more. Change S when the key is
+/// quiet, or accept that.
 ///
 /// A [`FleetStore`](crate::FleetStore) applies this to its shared store; items without
 /// sub-buckets pass straight through.
@@ -121,16 +131,20 @@ impl<S: Store> SubBuckets<S> {
         items: &[Item<'_>],
         picks: &Picks,
     ) -> Result<BatchDecision, StoreError> {
-        let parts: SmallVec<[Option<(RuleId, Quota)>; 4]> = items
+        let parts: SmallVec<[Option<(u32, RuleId, Quota)>; 4]> = items
             .iter()
             .zip(picks)
-            .map(|(item, pick)| pick.and_then(|index| self.part(item, index)))
+            .map(|(item, pick)| {
+                let index = (*pick)?;
+                let (rule, quota) = self.part(item, index)?;
+                Some((index, rule, quota))
+            })
             .collect();
         let sent: SmallVec<[Item<'_>; 4]> = items
             .iter()
             .zip(&parts)
             .map(|(item, part)| match part {
-                Some((rule, quota)) => in_part(item, rule, *quota),
+                Some((index, rule, quota)) => in_part(item, *index, rule, *quota),
                 None => *item,
             })
             .collect();
@@ -141,7 +155,7 @@ impl<S: Store> SubBuckets<S> {
             .into_items()
             .zip(parts)
             .map(|(answer, part)| match part {
-                Some((rule, quota)) => answer.counted_as(rule, quota),
+                Some((_, rule, quota)) => answer.counted_as(rule, quota),
                 None => answer,
             })
             .collect();
@@ -149,13 +163,22 @@ impl<S: Store> SubBuckets<S> {
     }
 }
 
-/// `item`, counted under a sub-bucket's rule id and quota.
-fn in_part<'a>(item: &Item<'a>, rule: &'a RuleId, quota: Quota) -> Item<'a> {
+/// `item`, counted under sub-bucket `index`'s rule id and quota; a local quota it fails open
+/// within is shared out the same way, so an outage admits the local quota once, not per
+/// sub-bucket.
+fn in_part<'a>(item: &Item<'a>, index: u32, rule: &'a RuleId, quota: Quota) -> Item<'a> {
+    let policy = match item.on_store_failure() {
+        crate::OnStoreFailure::OpenWithin(local) => crate::OnStoreFailure::OpenWithin(
+            local
+                .part(u64::from(index), u64::from(item.sub_buckets()))
+                .unwrap_or(local),
+        ),
+        policy => policy,
+    };
     let sent = Item::new(rule, quota, item.key())
         .with_cost(item.cost())
         .with_mode(item.mode())
-        .with_store_failure(item.on_store_failure())
-        .with_take(item.take());
+        .with_store_failure(policy);
     match item.store_name() {
         Some(name) => sent.with_store(name),
         None => sent,
@@ -289,6 +312,9 @@ impl<S: Store> Store for SubBuckets<S> {
         if spread < 2 {
             return self.inner.peek(item).await;
         }
+        if fitting(item) == 0 {
+            return Ok(*never_fits(item).decision());
+        }
         let (mut remaining, mut allowed, mut reset_after) =
             (0_u64, false, std::time::Duration::ZERO);
         let mut retry_after = std::time::Duration::MAX;
@@ -296,7 +322,7 @@ impl<S: Store> Store for SubBuckets<S> {
             let Some((rule, quota)) = self.part(item, index) else {
                 continue;
             };
-            let decision = self.inner.peek(&in_part(item, &rule, quota)).await?;
+            let decision = self.inner.peek(&in_part(item, index, &rule, quota)).await?;
             remaining = remaining.saturating_add(decision.remaining());
             allowed |= decision.is_allowed();
             reset_after = reset_after.max(decision.reset_after());

@@ -178,9 +178,11 @@ fn sub_bucket_of(rule: &RuleId) -> Option<(u32, u32)> {
     Some((index.parse().ok()?, of.parse().ok()?))
 }
 
-/// The most salts tried for one sub-bucket's tag: enough for any part of 1,024 (about 1,024
-/// tries are expected there); past it the tag stays unsalted (placed by chance).
-const MAX_SALTS: u32 = 16_384;
+/// The most salts tried for one sub-bucket's tag, each a CRC16 of the tag on every check: about
+/// S tries are expected for a part of S, so spreads of up to 256 are placed exactly (a few µs
+/// at most); past it a tag stays unsalted, placed by chance — which, with that many
+/// sub-buckets, reaches every master anyway.
+const MAX_SALTS: u32 = 256;
 
 /// Salts sub-bucket `index` of `of`'s hash tag with the first `#<n>` (none, then 1, 2, ...)
 /// that puts it in part `index` of `of` equal parts of the 16,384 slots, so the sub-buckets of

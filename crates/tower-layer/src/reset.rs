@@ -47,7 +47,8 @@ impl<St: Store> RateLimitLayer<St> {
     /// rule's key, normalised by the rule's own key extractor exactly as a request would be
     /// (an IPv6 address becomes its /64 when the rule groups so; a header value is trimmed;
     /// see [`KeyExtractor::key_from_values`](crate::key::KeyExtractor::key_from_values)). An
-    /// escalating rule's strikes and block go too, so a blocked caller gets through at once.
+    /// escalating rule's strikes and block go too, so a blocked caller gets through at once, and
+    /// so do the sub-buckets of a rule spread over them.
     ///
     /// ```
     /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
@@ -78,6 +79,12 @@ impl<St: Store> RateLimitLayer<St> {
             error,
         })?;
         let mut cleared = vec![found.id().clone()];
+        // Every sub-bucket the rule's configuration names, whether or not this gateway has
+        // counted in it since it started.
+        let spread = found.sub_buckets.min(tollgate_core::MAX_SUB_BUCKETS);
+        if spread > 1 {
+            cleared.extend((0..spread).map(|index| found.id().sub_bucket(index, spread)));
+        }
         if let Some(escalated) = &found.escalation {
             cleared.extend(escalated.rule_ids().into_iter().cloned());
         }

@@ -237,7 +237,10 @@ impl Rule {
     /// to the limit when each gateway's layer knows its number
     /// ([`RateLimitLayer::gateway`](crate::RateLimitLayer::gateway)). Exact only when the load
     /// balancer spreads each caller's requests evenly. Needs a limit of at least `gateways`
-    /// (else the rule is counted whole).
+    /// (else the rule is counted whole). Give the layer a store of this gateway's own — a
+    /// [`FleetStore`](tollgate_core::FleetStore) (split rules never reach its shared store) or
+    /// a `MemoryStore`: over a store the gateways share, without a `FleetStore`, every gateway's
+    /// part is counted in the one shared key, and the fleet admits one part in all.
     ///
     /// ```
     /// use tollgate_core::{Quota, Rate};
@@ -259,10 +262,12 @@ impl Rule {
     /// [`SubBuckets`](tollgate_core::SubBuckets), which a [`FleetStore`](tollgate_core::FleetStore)
     /// applies). A refusal may come while up to (S − 2)·⌈C/S⌉ + 2(c − 1) units are unused
     /// elsewhere. 1 (the default) keeps one key; a rule counted otherwise than exactly, or with
-    /// a limit below `sub_buckets`, keeps one key.
+    /// a limit below `sub_buckets`, keeps one key; at most
+    /// [`MAX_SUB_BUCKETS`](tollgate_core::MAX_SUB_BUCKETS). Changing it starts the rule's keys
+    /// in new sub-buckets (like a new rule id).
     #[must_use]
     pub fn sub_buckets(mut self, sub_buckets: u32) -> Self {
-        self.sub_buckets = sub_buckets.max(1);
+        self.sub_buckets = sub_buckets.clamp(1, tollgate_core::MAX_SUB_BUCKETS);
         self
     }
 

@@ -365,7 +365,8 @@ impl<S: Store, C: Clock + Clone> Inner<S, C> {
                     return Err(error);
                 }
             };
-            if answer.decision().is_allowed() {
+            if answer.decision().is_allowed() || !item.is_enforcing() {
+                // A shadow split rule's would-be refusal never refuses the request.
                 undo.push((position, how));
             } else {
                 refused = true;
@@ -758,7 +759,7 @@ impl<S: Store, C: Clock + Clone> Store for FleetStore<S, C> {
                 Counting::Split(_) => self.inner.split(item),
                 _ => return self.inner.shared.check(items).await,
             };
-            let allowed = answer.decision().is_allowed();
+            let allowed = answer.decision().is_allowed() || !item.is_enforcing();
             return Ok(BatchDecision::new(allowed, [answer]));
         }
         self.inner.check_mixed(items).await
@@ -776,7 +777,7 @@ impl<S: Store, C: Clock + Clone> Store for FleetStore<S, C> {
         };
         if let Counting::Split(_) = item.counting() {
             let (answer, _) = self.inner.split(item);
-            let allowed = answer.decision().is_allowed();
+            let allowed = answer.decision().is_allowed() || !item.is_enforcing();
             return Some(Ok(BatchDecision::new(allowed, [answer])));
         }
         tokio::runtime::Handle::try_current().ok()?;
@@ -786,12 +787,16 @@ impl<S: Store, C: Clock + Clone> Store for FleetStore<S, C> {
             Counting::Sync(settings) => self.inner.sync_now(item, settings, now)?,
             _ => return None,
         };
-        let allowed = answer.decision().is_allowed();
+        let allowed = answer.decision().is_allowed() || !item.is_enforcing();
         Some(Ok(BatchDecision::new(allowed, [answer])))
     }
 
-    fn peek(&self, item: &Item<'_>) -> impl Future<Output = Result<Decision, StoreError>> + Send {
-        self.inner.shared.peek(item)
+    /// A split item's part, read here; every other item in the shared store.
+    async fn peek(&self, item: &Item<'_>) -> Result<Decision, StoreError> {
+        if let Counting::Split(_) = item.counting() {
+            return Ok(self.inner.split.peek_sync(item));
+        }
+        self.inner.shared.peek(item).await
     }
 
     fn refund(&self, receipt: Receipt) -> impl Future<Output = Result<(), RefundError>> + Send {

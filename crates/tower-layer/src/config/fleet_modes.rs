@@ -10,8 +10,8 @@ use super::error::Report;
 use super::fields::{Fields, boolean, positive, string};
 use crate::Rule;
 
-/// The most sub-buckets one key may be spread over: far more shards than any cluster has.
-const MAX_SUB_BUCKETS: u64 = 1_024;
+/// The most sub-buckets one key may be spread over.
+const MAX_SUB_BUCKETS: u64 = tollgate_core::MAX_SUB_BUCKETS as u64;
 
 /// The longest store name, in bytes.
 const MAX_STORE_NAME: usize = 64;
@@ -23,12 +23,15 @@ pub(crate) fn fleet_modes(
     report: &mut Report<'_>,
 ) -> Option<Rule> {
     let counted = rule.as_ref().map(Rule::counted);
-    let counted_otherwise =
-        fields.get("counting").is_some() && !matches!(counted, Some(Counting::Exact) | None);
+    let counting = fields
+        .get("counting")
+        .filter(|_| !matches!(counted, Some(Counting::Exact) | None));
+    // What a rule counted otherwise than exactly says so with: its counting, or its split.
+    let counted_otherwise = counting.or(fields.get("split"));
     if let Some(value) = fields.get("split") {
-        if fields.get("counting").is_some() {
+        if let Some(other) = fields.get("counting") {
             report.at(
-                value.span.start,
+                later(value, other),
                 "`split` and `counting` both say how the rule is counted across a fleet: keep one",
             );
             rule = None;
@@ -56,9 +59,9 @@ pub(crate) fn fleet_modes(
             }
             fits
         });
-        if counted_otherwise || fields.get("split").is_some() {
+        if let Some(other) = counted_otherwise {
             report.at(
-                value.span.start,
+                later(value, other),
                 "`sub_buckets` is for rules counted exactly in the shared store, not with \
                  `counting` or `split`",
             );
@@ -80,9 +83,9 @@ pub(crate) fn fleet_modes(
     }
     if let Some(value) = fields.get("cache_blocked") {
         let cache = boolean(value, "`cache_blocked`", report);
-        if cache == Some(true) && (counted_otherwise || fields.get("split").is_some()) {
+        if let Some(other) = counted_otherwise.filter(|_| cache == Some(true)) {
             report.at(
-                value.span.start,
+                later(value, other),
                 "`cache_blocked` is for rules counted exactly in the shared store: leased and \
                  synced rules remember their refusals already, and split ones ask no store",
             );
@@ -109,6 +112,11 @@ pub(crate) fn fleet_modes(
         rule = rule.zip(name).map(|(rule, name)| rule.store(name));
     }
     rule
+}
+
+/// Where to report two fields that cannot go together: at the one written later.
+fn later(one: &Value<'_>, other: &Value<'_>) -> usize {
+    one.span.start.max(other.span.start)
 }
 
 /// `rule` split `parts` ways, when its quota can be.
