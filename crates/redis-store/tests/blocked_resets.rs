@@ -7,7 +7,7 @@ mod common;
 use std::time::Duration;
 
 use tollgate_core::testing::ManualClock;
-use tollgate_core::{BlockedCache, Item, Key, Quota, Rate, RuleId, Store, Timestamp};
+use tollgate_core::{BlockedCache, Item, Key, Quota, RuleId, Store, Timestamp};
 use tollgate_redis::{RedisConnection, RedisStore, ResetFollower};
 
 use common::{block_on, server, unique_prefix};

@@ -326,10 +326,10 @@ impl<S: Store, C: Clock> Store for BlockedCache<S, C> {
         let shared = &self.shared;
         let now = shared.clock.now();
         let items = std::slice::from_ref(item);
-        if let Some(refused) = shared.refused_here(items, now) {
-            if let Some(answer) = refused.into_items().next() {
-                return Ok(answer);
-            }
+        if let Some(refused) = shared.refused_here(items, now)
+            && let Some(answer) = refused.into_items().next()
+        {
+            return Ok(answer);
         }
         let answer = shared.store.check_one(item).await?;
         shared.store_checks.fetch_add(1, Ordering::Relaxed);
