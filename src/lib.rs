@@ -33,10 +33,10 @@
 
 pub use tollgate_core as core;
 pub use tollgate_core::{
-    Algorithm, BatchDecision, Clock, Counting, Decision, FallbackStore, FleetStats, FleetStore,
-    Item, ItemDecision, Key, LeaseSettings, MemoryStore, Mode, OnStoreFailure, Quota, QuotaError,
-    Rate, Receipt, RefundError, RefundNow, Refusal, RuleId, Store, StoreError, SyncSettings,
-    SystemClock, Take, Timestamp,
+    Algorithm, BatchDecision, BlockedCache, BlockedStats, Clock, Counting, Decision, FallbackStore,
+    FleetStats, FleetStore, Item, ItemDecision, Key, LeaseSettings, MemoryStore, Mode,
+    OnStoreFailure, Quota, QuotaError, Rate, Receipt, RefundError, RefundNow, Refusal, RuleId,
+    Store, StoreError, SyncSettings, SystemClock, Take, Timestamp,
 };
 
 /// The tower middleware (feature `tower`).
