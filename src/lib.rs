@@ -33,10 +33,11 @@
 
 pub use tollgate_core as core;
 pub use tollgate_core::{
-    Algorithm, BatchDecision, Clock, Counting, Decision, FallbackStore, FleetStats, FleetStore,
-    Item, ItemDecision, Key, LeaseSettings, MemoryStore, Mode, OnStoreFailure, Quota, QuotaError,
-    Rate, Receipt, RefundError, RefundNow, Refusal, RuleId, SplitSettings, Store, StoreError,
-    SubBuckets, SyncSettings, SystemClock, Take, Timestamp,
+    Algorithm, BatchDecision, BlockedCache, BlockedStats, Clock, Counting, Decision, FallbackStore,
+    FleetStats, FleetStore, Item, ItemDecision, Key, LeaseSettings, MemoryStore, Mode,
+    OnStoreFailure, Quota, QuotaError, Rate, Receipt, RefundError, RefundNow, Refusal, RuleId,
+    SplitSettings, Store, StoreError, Stores, SubBuckets, SyncSettings, SystemClock, Take,
+    Timestamp,
 };
 
 /// The tower middleware (feature `tower`).

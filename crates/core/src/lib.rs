@@ -16,6 +16,8 @@
 //! * **when the store is gone** — [`FallbackStore`]: any primary store behind a timeout and a
 //!   circuit breaker, each rule answering by its [`OnStoreFailure`] (open, open within a local
 //!   limit, local, closed) when the primary cannot;
+//! * **callers already refused** — [`BlockedCache`]: refuses, on this gateway and without a
+//!   store call, a caller the store has refused until a time not yet reached;
 //! * **when** — a [`Clock`]: only the store's clock decides.
 //!
 //! ```
@@ -45,6 +47,7 @@
 //!   backend: the only way outside this crate to report a charge. Applications never need it.
 
 pub mod algorithm;
+mod blocked;
 mod clock;
 mod counting;
 mod decision;
@@ -70,6 +73,7 @@ mod sub_buckets;
 #[cfg(feature = "testing")]
 pub mod testing;
 
+pub use blocked::{BlockedCache, BlockedStats, DEFAULT_MAX_BLOCKED};
 pub use clock::{Clock, SystemClock, Timestamp};
 pub use counting::{Counting, LeaseSettings, SplitSettings, SyncSettings};
 pub use decision::{Decision, Refusal, Verdict, whole_seconds_up};

@@ -13,7 +13,7 @@
 //!
 //! | name | kind | labels | what |
 //! |---|---|---|---|
-//! | `tollgate_checks_total` | counter | `rule`, `outcome` | each rule's own decision per request the store answered: `allowed`, `refused`, `shadow_refused` (a shadow or flag rule's would-be refusal), `refused_locally` (reserved for a local cache of blocked callers); typed limits count under their ids (handles made on a limit's first use) |
+//! | `tollgate_checks_total` | counter | `rule`, `outcome` | each rule's own decision per request the store answered: `allowed`, `refused`, `shadow_refused` (a shadow or flag rule's would-be refusal), `refused_locally` (refused by a [`BlockedCache`](crate::BlockedCache) on this gateway, without a store call, until the time the store gave); typed limits count under their ids (handles made on a limit's first use) |
 //! | `tollgate_near_limit_total` | counter | `rule` | allowed checks that left less than 20 % of the limit |
 //! | `tollgate_store_errors_total` | counter | `store`, `kind` | failed calls to the primary store: `timeout`, `unavailable`, `protocol`, `capacity` |
 //! | `tollgate_store_seconds` | histogram | `store` | how long the primary store took to answer (or to time out) |
@@ -23,6 +23,8 @@
 //! | `tollgate_config_loads_total` | counter | `result` | rule files and fleet documents loaded (`success`) or refused (`error`) |
 //! | `tollgate_memory_keys` | gauge | | keys held by the in-memory store ([`MemoryStore::publish_metrics`](crate::MemoryStore::publish_metrics)) |
 //! | `tollgate_memory_lossy_evictions_total` | counter | | live states evicted because the in-memory store was full |
+//! | `tollgate_blocked_keys` | gauge | | callers a [`BlockedCache`](crate::BlockedCache) remembers as blocked ([`BlockedCache::publish_metrics`](crate::BlockedCache::publish_metrics)) |
+//! | `tollgate_blocked_refused_locally_total` | counter | | requests it refused without a store call (per rule: `tollgate_checks_total{outcome="refused_locally"}`) |
 //! | `tollgate_fleet_decided_locally_total` | counter | | leased or synced checks a [`FleetStore`](crate::FleetStore) decided without a store call ([`FleetStore::publish_metrics`](crate::FleetStore::publish_metrics), and every tick of its ticker) |
 //! | `tollgate_fleet_store_calls_total` | counter | | its calls to the shared store for leased or synced rules: leases, top-ups, give-backs, pushes |
 //! | `tollgate_fleet_leases_returned_total` | counter | | leases whose unspent units went back to the shared store |
@@ -55,6 +57,11 @@ pub const CONFIG_LOADS: &str = "tollgate_config_loads_total";
 pub const MEMORY_KEYS: &str = "tollgate_memory_keys";
 /// Live states evicted because the in-memory store was full.
 pub const MEMORY_LOSSY_EVICTIONS: &str = "tollgate_memory_lossy_evictions_total";
+
+/// Callers a blocked-caller cache remembers.
+pub const BLOCKED_KEYS: &str = "tollgate_blocked_keys";
+/// Requests a blocked-caller cache refused without a store call.
+pub const BLOCKED_REFUSED_LOCALLY: &str = "tollgate_blocked_refused_locally_total";
 
 /// Leased or synced checks decided without a store call.
 pub const FLEET_DECIDED_LOCALLY: &str = "tollgate_fleet_decided_locally_total";

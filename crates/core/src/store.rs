@@ -185,6 +185,8 @@ pub struct ItemDecision {
     pub(crate) owed: u64,
     /// The rule and quota the charge was made under, when not the item's own (a sub-bucket's).
     pub(crate) counted_as: Option<Box<(RuleId, crate::Quota)>>,
+    /// Refused by a [`BlockedCache`](crate::BlockedCache) without asking the store.
+    pub(crate) refused_locally: bool,
 }
 
 /// Where an item's decision was counted: what a response may honestly tell the caller about it.
@@ -228,6 +230,7 @@ impl ItemDecision {
             counted_in: CountedIn::Store,
             owed: 0,
             counted_as: None,
+            refused_locally: false,
         }
     }
 
@@ -240,6 +243,7 @@ impl ItemDecision {
             counted_in: CountedIn::Store,
             owed: 0,
             counted_as: None,
+            refused_locally: false,
         }
     }
 
@@ -247,6 +251,28 @@ impl ItemDecision {
     pub(crate) fn counted_in_place(mut self, counted_in: CountedIn) -> Self {
         self.counted_in = counted_in;
         self
+    }
+
+    /// Whether a [`BlockedCache`](crate::BlockedCache) refused this item on this gateway,
+    /// without asking the store, because the store had refused its caller until a time not yet
+    /// reached. The decision reads as the store's refusal would (same limit, `retry_after`
+    /// counted down to the same instant); the layer counts it as `refused_locally`.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use tollgate_core::{Decision, ItemDecision};
+    /// let answer = ItemDecision::uncharged(Decision::allowed(10, 10, Duration::ZERO));
+    /// assert!(!answer.refused_locally());
+    /// ```
+    pub fn refused_locally(&self) -> bool {
+        self.refused_locally
+    }
+
+    /// A refusal made on this gateway by a [`BlockedCache`](crate::BlockedCache).
+    pub(crate) fn refused_here(decision: Decision) -> Self {
+        let mut answer = ItemDecision::uncharged(decision);
+        answer.refused_locally = true;
+        answer
     }
 
     /// Where the decision was counted (by the store asked, in a fallback's local memory, or

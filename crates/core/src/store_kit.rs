@@ -25,6 +25,7 @@ pub fn charged(decision: Decision, charge: Charge) -> ItemDecision {
         counted_in: crate::CountedIn::Store,
         owed: 0,
         counted_as: None,
+        refused_locally: false,
     }
 }
 

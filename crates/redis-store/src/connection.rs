@@ -217,7 +217,6 @@ impl RedisConnection {
     }
 
     /// The URLs it was made from: the server's, or the cluster's seed nodes.
-    #[cfg_attr(not(feature = "fleet"), allow(dead_code))]
     pub(crate) fn urls(&self) -> &[String] {
         &self.urls
     }

@@ -114,6 +114,12 @@ impl KeyLayout {
         self.name(DEBT_TAG, rule, key, 0)
     }
 
+    /// The channel resets are announced on: `<prefix>:resets` (see
+    /// [`ResetFollower`](crate::ResetFollower)).
+    pub(crate) fn resets_channel(&self) -> String {
+        format!("{}:resets", self.prefix)
+    }
+
     /// The refund marker of receipt `id` for `rule`'s state for `key`: the state's hash tag,
     /// so it lives in the state's slot.
     pub(crate) fn marker(&self, rule: &RuleId, key: &Key, id: u64) -> String {

@@ -99,6 +99,17 @@
 //! then applies. It is never read as "no state", which would hand the caller a fresh quota.
 //! Deleting the key resets that caller.
 //!
+//! ## Resets reach every gateway
+//!
+//! [`Store::reset`](tollgate_core::Store::reset) deletes the caller's state and then announces the
+//! rule and key on the channel `<prefix>:resets` (`PUBLISH`; the message is the rule id, `:`, and
+//! the key's encoding). A [`ResetFollower`] on each gateway hears it and forgets the caller in that
+//! gateway's [`BlockedCache`](tollgate_core::BlockedCache), so an admin reset on one gateway
+//! unblocks the caller on all of them. An announcement is a hint, never trusted for more: it only
+//! makes a gateway ask the store again. One that is missed (a subscription dropped at that moment)
+//! costs at most until the entry's own time; a follower that subscribes again clears its cache, so
+//! a gap costs one store call per blocked caller instead.
+//!
 //! ## When Redis fails
 //!
 //! Errors are [`StoreError`](tollgate_core::StoreError)s, never refusals. Give each rule its
@@ -119,13 +130,16 @@ mod error;
 #[cfg(feature = "fleet")]
 pub mod fleet;
 mod layout;
+mod resets;
 mod script;
 mod split;
 mod store;
+mod subscribe;
 
 pub use builder::{DEFAULT_PREFIX, RedisStoreBuilder};
 pub use connection::{ConnectionSettings, RedisConnection};
 pub use error::ConnectError;
+pub use resets::ResetFollower;
 pub use store::RedisStore;
 /// The core crate whose `Store` contract this crate implements.
 pub use tollgate_core as core;

@@ -393,6 +393,10 @@ impl Store for RedisStore {
         }
     }
 
+    /// Deletes the caller's state, then announces the reset on `<prefix>:resets` for every
+    /// gateway's [`ResetFollower`](crate::ResetFollower). The reset stands even if the
+    /// announcement fails (logged at `warn`: other gateways' caches then hold the caller until
+    /// their entries end).
     async fn reset(&self, rule: &RuleId, key: &Key) -> Result<(), StoreError> {
         let mut command = redis::cmd("DEL");
         for format in StateFormat::ALL {
@@ -403,8 +407,20 @@ impl Store for RedisStore {
             .connection
             .query::<i64>(&command)
             .await
-            .map(drop)
-            .map_err(|error| store_error(&error))
+            .map_err(|error| store_error(&error))?;
+        let mut announce = redis::cmd("PUBLISH");
+        announce
+            .arg(self.inner.layout.resets_channel())
+            .arg(crate::resets::message(rule, key));
+        if let Err(error) = self.inner.connection.query::<i64>(&announce).await {
+            tracing::warn!(
+                target: "tollgate::store",
+                rule = rule.as_str(),
+                %error,
+                "a reset was not announced; other gateways' caches of blocked callers keep the caller until their entries end"
+            );
+        }
+        Ok(())
     }
 }
 

@@ -8,7 +8,9 @@ use bytes::Bytes;
 use http::Response;
 use http::request::Parts;
 use smallvec::SmallVec;
-use tollgate_core::{BatchDecision, Decision, Item, OnStoreFailure, Receipt, Refusal, StoreError};
+use tollgate_core::{
+    BatchDecision, Decision, Item, ItemDecision, OnStoreFailure, Receipt, Refusal, StoreError,
+};
 
 use crate::disclosure::Disclosure;
 use crate::events;
@@ -59,12 +61,17 @@ pub(crate) fn conclude(
     };
     let gate = closed_gate(rules, plan, &batch);
     // Each rule's own decision, counted whatever the request gets (a blocked caller's blocking
-    // rule is counted as refused by `blocked`).
+    // rule is counted as refused by `blocked`). A request refused by a cache of blocked callers
+    // counts only its refusing rule: the others were not asked.
+    let refused_locally = batch.items().iter().any(ItemDecision::refused_locally);
     for (at, ((planned, rule), answer)) in plan.rules(rules).zip(batch.items()).enumerate() {
         if gate.is_some_and(|(blocking, _)| blocking == at) {
             continue;
         }
-        count(rules, planned.rule, answer.decision(), is_enforcing(rule));
+        if refused_locally && !answer.refused_locally() {
+            continue;
+        }
+        count(rules, planned.rule, answer, is_enforcing(rule));
     }
     if let Some((position, block)) = gate {
         return blocked(settings, rules, plan, position, block);
@@ -126,11 +133,18 @@ pub(crate) fn conclude(
     }
 }
 
-/// Counts a rule's own decision in its metrics and admin counters, when the set has them.
-fn count(rules: &RuleSet, at: RuleRef, decision: &Decision, enforcing: bool) {
+/// Counts a rule's own decision in its metrics and admin counters, when the set has them (a
+/// refusal made without the store as `refused_locally` in the metrics, as refused in the
+/// counters).
+fn count(rules: &RuleSet, at: RuleRef, answer: &ItemDecision, enforcing: bool) {
+    let decision = answer.decision();
     #[cfg(feature = "metrics")]
     if let Some(metrics) = rules.metrics_for(at) {
-        metrics.record(decision, enforcing);
+        if answer.refused_locally() {
+            metrics.record_refused_locally();
+        } else {
+            metrics.record(decision, enforcing);
+        }
     }
     if let Some(stats) = rules.stats_for(at) {
         stats.record(decision, enforcing);
@@ -169,7 +183,12 @@ fn blocked(
     let limit = planned.quota.limit();
     let decision = Decision::refused(Refusal::LimitReached, limit, 0, until, until);
     events::refusal(settings, rule, &planned.key, &decision, true);
-    count(rules, planned.rule, &decision, true);
+    count(
+        rules,
+        planned.rule,
+        &ItemDecision::uncharged(decision),
+        true,
+    );
     let shown = rule
         .is_disclosed()
         .then_some((&rule.id, planned.quota, &decision));

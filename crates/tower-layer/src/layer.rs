@@ -156,7 +156,9 @@ impl<St> RateLimitLayer<St> {
     }
 
     /// Records each rule's decisions through the `metrics` facade (feature `metrics`):
-    /// `tollgate_checks_total{rule, outcome}` (`allowed`, `refused`, `shadow_refused`) and
+    /// `tollgate_checks_total{rule, outcome}` (`allowed`, `refused`, `shadow_refused`, and
+    /// `refused_locally` for a refusal a [`BlockedCache`](tollgate_core::BlockedCache) made
+    /// without the store) and
     /// `tollgate_near_limit_total{rule}` (allowed with less than 20 % of the limit left); typed
     /// limits made with `Tollgate::from_layer` and a `RuleWatcher` on this layer
     /// (`tollgate_config_loads_total{result}`) record too. Handles are made now and whenever

@@ -23,6 +23,7 @@ pub struct RuleMetrics {
     allowed: metrics::Counter,
     refused: metrics::Counter,
     shadow_refused: metrics::Counter,
+    refused_locally: metrics::Counter,
     near_limit: metrics::Counter,
 }
 
@@ -34,6 +35,7 @@ impl RuleMetrics {
             allowed: checks("allowed"),
             refused: checks("refused"),
             shadow_refused: checks("shadow_refused"),
+            refused_locally: checks("refused_locally"),
             near_limit: metrics::counter!(NEAR_LIMIT, "rule" => rule.as_str().to_owned()),
         }
     }
@@ -51,5 +53,19 @@ impl RuleMetrics {
         } else {
             self.shadow_refused.increment(1);
         }
+    }
+
+    /// Records a refusal made on this gateway without asking the store (a
+    /// [`BlockedCache`](tollgate_core::BlockedCache)'s: the caller was refused by the store
+    /// until a time not yet reached), as outcome `refused_locally`.
+    ///
+    /// ```
+    /// use tollgate_core::RuleId;
+    /// use tollgate_tower::RuleMetrics;
+    /// RuleMetrics::new(&RuleId::new("login")?).record_refused_locally();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn record_refused_locally(&self) {
+        self.refused_locally.increment(1);
     }
 }

@@ -15,9 +15,9 @@ use std::time::Duration;
 use self::lease::{Leases, Spend};
 use self::sync::{Local, Push, Syncs};
 use crate::{
-    BatchDecision, Clock, CountedIn, Counting, Decision, Item, ItemDecision, Key, LeaseSettings,
-    MemoryStore, Receipt, RefundError, RefundNow, RuleId, Store, StoreError, SubBuckets,
-    SyncSettings, SystemClock, Take,
+    BatchDecision, BlockedCache, Clock, CountedIn, Counting, Decision, Item, ItemDecision, Key,
+    LeaseSettings, MemoryStore, Receipt, RefundError, RefundNow, RuleId, Store, StoreError,
+    SubBuckets, SyncSettings, SystemClock, Take,
 };
 
 /// Wraps a shared store (Redis, Redis Cluster, a [`FallbackStore`](crate::FallbackStore) around
@@ -34,7 +34,9 @@ use crate::{
 ///   in-memory store on the same clock); the shared store never sees it.
 ///
 /// Exact items asking for sub-buckets ([`Item::with_sub_buckets`]) are spread over them in the
-/// shared store ([`SubBuckets`]).
+/// shared store ([`SubBuckets`]), and callers the shared store refused on a rule that caches
+/// them ([`Item::with_cache_blocked`]) are refused here until their time ([`BlockedCache`],
+/// reached through [`blocked`](Self::blocked)).
 ///
 /// The bounds each mode keeps, against the exact limiter, are in [`Counting`]'s table. A
 /// request whose rules are counted differently stays all-or-nothing: a local spend is put back
@@ -84,8 +86,8 @@ impl<S, C: Clock> Clone for FleetStore<S, C> {
 }
 
 struct Inner<S, C: Clock> {
-    /// The shared store, with hot keys spread over sub-buckets.
-    shared: SubBuckets<S>,
+    /// The shared store, with hot keys spread over sub-buckets and refused callers remembered.
+    shared: BlockedCache<SubBuckets<S>, C>,
     clock: C,
     /// Split rules' parts, counted on this gateway alone.
     split: MemoryStore<C>,
@@ -188,7 +190,7 @@ impl<S: Store, C: Clock + Clone> FleetStore<S, C> {
     pub fn with_clock(shared: S, clock: C) -> Self {
         FleetStore {
             inner: Arc::new(Inner {
-                shared: SubBuckets::new(shared),
+                shared: BlockedCache::with_clock(SubBuckets::new(shared), clock.clone()),
                 split: MemoryStore::builder().clock(clock.clone()).build(),
                 syncs: Syncs::new(clock.clone()),
                 clock,
@@ -204,7 +206,15 @@ impl<S: Store, C: Clock + Clone> FleetStore<S, C> {
 
     /// The shared store.
     pub fn shared(&self) -> &S {
-        self.inner.shared.inner()
+        self.inner.shared.inner().inner()
+    }
+
+    /// The cache of blocked callers in front of the shared store (rules with
+    /// [`Item::with_cache_blocked`]): for its [`stats`](BlockedCache::stats), and to follow
+    /// fleet-wide resets (`tollgate_redis::ResetFollower::start(store.shared(),
+    /// store.blocked())`).
+    pub fn blocked(&self) -> &BlockedCache<SubBuckets<S>, C> {
+        &self.inner.shared
     }
 
     /// What this store has done.
@@ -293,7 +303,10 @@ impl<S: Store, C: Clock + Clone> FleetStore<S, C> {
                 let store = FleetStore { inner };
                 store.tick().await;
                 #[cfg(feature = "metrics")]
-                store.publish_metrics();
+                {
+                    store.publish_metrics();
+                    store.blocked().publish_metrics();
+                }
             }
         })
     }

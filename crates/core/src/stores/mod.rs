@@ -43,14 +43,15 @@ const REMEMBERED_UNKNOWN: usize = 256;
 /// let (login, reads, user) = (RuleId::new("login")?, RuleId::new("reads")?, Key::new("u1"));
 /// let logins = Item::new(&login, Quota::token_bucket(1, Rate::per_hour(10))?, &user)
 ///     .with_store("home");
-/// let read = Item::new(&reads, Quota::token_bucket(100, Rate::per_second(10))?, &user);
+/// let read = Item::new(&reads, Quota::token_bucket(100, Rate::per_hour(100))?, &user);
 ///
 /// assert!(block_on(stores.check(&[logins, read]))?.is_allowed());
 /// // The login is spent in the home store: the second request is refused, and its read is
 /// // not charged in the local store either.
 /// assert!(!block_on(stores.check(&[logins, read]))?.is_allowed());
-/// assert_eq!(block_on(stores.named("home").unwrap().peek(&logins))?.remaining(), 0);
-/// assert_eq!(block_on(stores.default_store().peek(&read))?.remaining(), 99);
+/// // (a peek at cost 0 reads what is left without asking for more)
+/// assert_eq!(block_on(stores.named("home").unwrap().peek(&logins.with_cost(0)))?.remaining(), 0);
+/// assert_eq!(block_on(stores.default_store().peek(&read.with_cost(0)))?.remaining(), 99);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 ///

@@ -9,6 +9,7 @@ use futures_util::{FutureExt, StreamExt};
 
 use super::document;
 use super::{FleetRefusal, Inner, now_ms};
+use crate::subscribe::subscribe;
 
 /// The first pause before dialling a lost subscription again, or reading again after a failed
 /// read; it doubles up to the poll interval (at most 5 s).
@@ -224,25 +225,4 @@ pub(super) async fn follow(inner: Arc<Inner>) {
         tokio::time::sleep(pause).await;
         pause = (pause * 2).min(inner.max_pause());
     }
-}
-
-/// A subscription to `channel` on the server at `url` (on a cluster, any node hears every
-/// `PUBLISH`).
-async fn subscribe(
-    url: &str,
-    channel: &str,
-    timeout: Duration,
-) -> redis::RedisResult<redis::aio::PubSubStream> {
-    let client = redis::Client::open(url)?;
-    let connect = async {
-        let mut pubsub = client.get_async_pubsub().await?;
-        pubsub.subscribe(channel).await?;
-        Ok::<_, redis::RedisError>(pubsub.into_on_message())
-    };
-    tokio::time::timeout(timeout, connect).await.map_err(|_| {
-        redis::RedisError::from(std::io::Error::new(
-            std::io::ErrorKind::TimedOut,
-            "subscribing timed out",
-        ))
-    })?
 }

@@ -1,0 +1,24 @@
+//! A pub/sub subscription with a deadline: what the fleet follower and the reset follower dial.
+
+use std::time::Duration;
+
+/// A subscription to `channel` on the server at `url` (on a cluster, any node hears every
+/// `PUBLISH`).
+pub(crate) async fn subscribe(
+    url: &str,
+    channel: &str,
+    timeout: Duration,
+) -> redis::RedisResult<redis::aio::PubSubStream> {
+    let client = redis::Client::open(url)?;
+    let connect = async {
+        let mut pubsub = client.get_async_pubsub().await?;
+        pubsub.subscribe(channel).await?;
+        Ok::<_, redis::RedisError>(pubsub.into_on_message())
+    };
+    tokio::time::timeout(timeout, connect).await.map_err(|_| {
+        redis::RedisError::from(std::io::Error::new(
+            std::io::ErrorKind::TimedOut,
+            "subscribing timed out",
+        ))
+    })?
+}
