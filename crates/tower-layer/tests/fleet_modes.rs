@@ -1,6 +1,7 @@
 //! A rule file's fleet modes through the layer: `split` gives each gateway its part of the
-//! limit (over real HTTP, one server per gateway), `sub_buckets` spreads a key's count, and
-//! every mode's mistakes are reported at their line.
+//! limit (over real HTTP, one server per gateway), `sub_buckets` spreads a key's count and an
+//! operator's reset reaches every sub-bucket, a shadow split rule never refuses, and every
+//! mode's mistakes are reported at their line (the later of two conflicting fields).
 
 #![cfg(feature = "config")]
 
@@ -31,6 +32,17 @@ fn rules(text: &str) -> RuleFile {
         .unwrap_or_else(|errors| panic!("a valid file:\n{errors}"))
 }
 
+/// A server answering `/search` behind `layer`, which counts `text`'s rules.
+async fn serve<St: tollgate_core::Store>(layer: RateLimitLayer<St>, text: &str) -> TestServer {
+    layer.replace_rules(rules(text).rules().clone());
+    TestServer::start(
+        Router::new()
+            .route("/search", get(|| async { "ok" }))
+            .layer(layer),
+    )
+    .await
+}
+
 /// How many of `attempts` requests to `server` were let through, and the last
 /// `RateLimit-Policy` header seen on a success.
 async fn admitted(server: &TestServer, attempts: u32) -> (u32, String) {
@@ -59,15 +71,11 @@ async fn admitted(server: &TestServer, attempts: u32) -> (u32, String) {
 /// 2), which add up to the limit; a gateway that is not told its number takes ⌊10/4⌋ = 2.
 #[tokio::test]
 async fn a_split_rule_gives_each_gateway_its_part_of_the_limit() {
-    let file = rules(SPLIT_RULES);
     let mut parts = Vec::new();
     for index in 0..4 {
-        let layer = RateLimitLayer::new(MemoryStore::new()).gateway(index);
-        layer.replace_rules(file.rules().clone());
-        let server = TestServer::start(
-            Router::new()
-                .route("/search", get(|| async { "ok" }))
-                .layer(layer),
+        let server = serve(
+            RateLimitLayer::new(MemoryStore::new()).gateway(index),
+            SPLIT_RULES,
         )
         .await;
         let (got, header) = admitted(&server, 10).await;
@@ -85,12 +93,9 @@ async fn a_split_rule_gives_each_gateway_its_part_of_the_limit() {
         10,
         "the parts add up to the limit"
     );
-    let unnumbered = RateLimitLayer::new(FleetStore::new(MemoryStore::new()));
-    unnumbered.replace_rules(file.rules().clone());
-    let server = TestServer::start(
-        Router::new()
-            .route("/search", get(|| async { "ok" }))
-            .layer(unnumbered),
+    let server = serve(
+        RateLimitLayer::new(FleetStore::new(MemoryStore::new())),
+        SPLIT_RULES,
     )
     .await;
     assert_eq!(admitted(&server, 10).await.0, 2);
@@ -99,30 +104,66 @@ async fn a_split_rule_gives_each_gateway_its_part_of_the_limit() {
 /// `sub_buckets = 4` spreads one key's count over sub-keys of the store under a fleet store:
 /// the shared store holds several keys for one caller, and the limit still holds.
 #[tokio::test]
-async fn sub_buckets_spread_a_key_over_several_stored_keys() {
-    let file = rules(
-        r#"
+async fn sub_buckets_spread_a_key_and_a_reset_from_any_gateway_clears_them() {
+    let text = r#"
 [[rule]]
 id = "search"
 algorithm = "fixed_window"
 limit = 40
-window = "1m"
+window = "1h"
 key = "global"
 sub_buckets = 4
-"#,
-    );
+"#;
     let shared = MemoryStore::new();
-    let layer = RateLimitLayer::new(FleetStore::new(shared.clone()));
-    layer.replace_rules(file.rules().clone());
-    let server = TestServer::start(
-        Router::new()
-            .route("/search", get(|| async { "ok" }))
-            .layer(layer),
-    )
-    .await;
+    let server = serve(RateLimitLayer::new(FleetStore::new(shared.clone())), text).await;
     let (got, _) = admitted(&server, 60).await;
     assert!((20..=40).contains(&got), "admitted {got}");
     assert_eq!(shared.stats().keys, 4, "one stored key per sub-bucket");
+    assert_eq!(admitted(&server, 10).await.0, 0, "spent");
+    // Another gateway, which never counted in the sub-buckets, resets the caller.
+    let admin = RateLimitLayer::new(FleetStore::new(shared.clone()));
+    admin.replace_rules(rules(text).rules().clone());
+    let done = admin.reset("search", &[]).await.expect("resets");
+    assert_eq!(
+        done.cleared.len(),
+        5,
+        "the rule's key and its 4 sub-buckets"
+    );
+    assert!(
+        admitted(&server, 60).await.0 >= 20,
+        "every sub-bucket was cleared"
+    );
+}
+
+/// A shadow rule with `split = 2` never refuses a request, alone or beside an enforcing cap of
+/// 8, which still holds.
+#[tokio::test]
+async fn a_shadow_split_rule_never_refuses_and_leaves_the_enforcing_rule_alone() {
+    let shadow = r#"
+[[rule]]
+id = "watch"
+algorithm = "fixed_window"
+limit = 10
+window = "1m"
+key = "global"
+mode = "shadow"
+split = 2
+"#;
+    let server = serve(
+        RateLimitLayer::new(FleetStore::new(MemoryStore::new())).gateway(0),
+        shadow,
+    )
+    .await;
+    assert_eq!(admitted(&server, 12).await.0, 12);
+    let with_cap = format!(
+        "{shadow}\n[[rule]]\nid = \"cap\"\nalgorithm = \"fixed_window\"\nlimit = 8\nwindow = \"1m\"\nkey = \"global\"\n"
+    );
+    let server = serve(
+        RateLimitLayer::new(FleetStore::new(MemoryStore::new())).gateway(0),
+        &with_cap,
+    )
+    .await;
+    assert_eq!(admitted(&server, 30).await.0, 8);
 }
 
 #[test]
@@ -146,6 +187,10 @@ fn fleet_mode_mistakes_are_reported_at_their_line() {
     expect("split = 16", "a part would be empty");
     expect("split = 0", "`split` must be at least 1");
     expect("counting = \"lease\"\nsplit = 2", "keep one");
+    expect("split = 2\ncounting = \"lease\"", "keep one");
+    expect("sub_buckets = 2\ncounting = \"sync\"", "counted exactly");
+    expect("sub_buckets = 2\nsplit = 2", "counted exactly");
+    expect("cache_blocked = true\nsplit = 2", "counted exactly");
     expect("sub_buckets = 9", "a part would be empty");
     expect("sub_buckets = 5000", "above the most");
     expect("counting = \"sync\"\nsub_buckets = 2", "counted exactly");
