@@ -1,0 +1,70 @@
+//! The reqwest side (feature `reqwest`): [`RetryAfterMiddleware`] for `reqwest-middleware`.
+
+use http::Extensions;
+use reqwest::{Request, Response};
+use reqwest_middleware::{Middleware, Next, Result};
+
+use crate::RetryPolicy;
+use crate::attempts::{After, Attempts, Before};
+
+/// The behaviour of [`RetryAfterLayer`](crate::RetryAfterLayer) as a `reqwest-middleware`
+/// middleware: waits as the server asks on `429` and `503`, with bounded jitter, a cap, the
+/// shared per-host cool-down and the retry budget of its [`RetryPolicy`]. A request whose body
+/// reqwest cannot clone (a stream) is sent once.
+///
+/// ```
+/// use tollgate_client::{RetryAfterMiddleware, RetryPolicy};
+///
+/// let client = reqwest_middleware::ClientBuilder::new(reqwest::Client::new())
+///     .with(RetryAfterMiddleware::new(RetryPolicy::default()))
+///     .build();
+/// # let _ = client;
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct RetryAfterMiddleware {
+    policy: RetryPolicy,
+}
+
+impl RetryAfterMiddleware {
+    /// A middleware following `policy`.
+    pub fn new(policy: RetryPolicy) -> Self {
+        RetryAfterMiddleware { policy }
+    }
+}
+
+#[async_trait::async_trait]
+impl Middleware for RetryAfterMiddleware {
+    async fn handle(
+        &self,
+        request: Request,
+        extensions: &mut Extensions,
+        next: Next<'_>,
+    ) -> Result<Response> {
+        let mut attempts = Attempts::new(&self.policy, request.method(), &uri_of(&request));
+        match attempts.before() {
+            Before::Go => {}
+            Before::Wait(wait) => tokio::time::sleep(wait).await,
+            Before::Fail(cooling) => return Err(reqwest_middleware::Error::middleware(cooling)),
+        }
+        let repeatable = attempts.may_repeat(request.headers());
+        let mut request = request;
+        loop {
+            let again = repeatable.then(|| request.try_clone()).flatten();
+            let response = next.clone().run(request, extensions).await?;
+            let status = response.status();
+            match (attempts.after(status, response.headers(), again.is_some()), again) {
+                (After::Retry(wait), Some(copy)) => {
+                    drop(response);
+                    tokio::time::sleep(wait).await;
+                    request = copy;
+                }
+                _ => return Ok(response),
+            }
+        }
+    }
+}
+
+/// The request's URL as an `http::Uri` (for its authority and path).
+fn uri_of(request: &Request) -> http::Uri {
+    request.url().as_str().parse().unwrap_or_default()
+}
