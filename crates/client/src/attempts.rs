@@ -65,7 +65,9 @@ impl<'a> Attempts<'a> {
         policy.budget.deposit();
         Attempts {
             policy,
-            host: uri.authority().map_or_else(String::new, |a| a.as_str().to_ascii_lowercase()),
+            host: uri
+                .authority()
+                .map_or_else(String::new, |a| a.as_str().to_ascii_lowercase()),
             method: method.clone(),
             path: uri.path().to_owned(),
             retries: 0,
@@ -102,9 +104,24 @@ impl<'a> Attempts<'a> {
         }
     }
 
+    /// Before a retry, once its own wait is over: how much longer, if the host's or route's
+    /// cool-down now ends later (another request through this client was told to wait while
+    /// this one slept), with jitter.
+    pub(crate) fn cooling_left(&self) -> Option<Duration> {
+        let now = Instant::now();
+        let table = &self.policy.cool_downs;
+        let until = table.until(&self.host, self.method.as_str(), &self.path, now)?;
+        Some(self.policy.jitter.apply(until - now, fastrand::f64()))
+    }
+
     /// After an answer with `status` and `headers`: remember what it says about waiting, and
     /// say whether to send again (`repeatable`: the request can be sent again at all).
-    pub(crate) fn after(&mut self, status: StatusCode, headers: &HeaderMap, repeatable: bool) -> After {
+    pub(crate) fn after(
+        &mut self,
+        status: StatusCode,
+        headers: &HeaderMap,
+        repeatable: bool,
+    ) -> After {
         let now = Instant::now();
         let policy = self.policy;
         if let Some(reset) = exhausted_for(headers).filter(|reset| !reset.is_zero()) {
@@ -171,7 +188,9 @@ impl<'a> Attempts<'a> {
 fn count(name: &'static str, status: Option<StatusCode>) {
     #[cfg(feature = "metrics")]
     match status {
-        Some(status) => metrics::counter!(name, "status" => status.as_str().to_owned()).increment(1),
+        Some(status) => {
+            metrics::counter!(name, "status" => status.as_str().to_owned()).increment(1)
+        }
         None => metrics::counter!(name).increment(1),
     }
     #[cfg(not(feature = "metrics"))]

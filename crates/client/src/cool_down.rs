@@ -173,6 +173,9 @@ mod tests {
             table.hold_host(&format!("host{n}"), now + Duration::from_secs(n + 1));
         }
         assert_eq!(table.len(), 4);
-        assert!(table.until("host99", "GET", "/", now).is_some(), "the newest stays");
+        assert!(
+            table.until("host99", "GET", "/", now).is_some(),
+            "the newest stays"
+        );
     }
 }

@@ -163,7 +163,13 @@ mod tests {
         }
         let huge = headers(&[("retry-after", "99999999999999999999999")]);
         assert_eq!(retry_after(&huge, now), Some(Duration::from_secs(u64::MAX)));
-        for bad in [r#""a";r=1;t=5"#, r#""a";t=5"#, r#""a";r=0"#, "not a list {", r#""a";r=0;t=-3"#] {
+        for bad in [
+            r#""a";r=1;t=5"#,
+            r#""a";t=5"#,
+            r#""a";r=0"#,
+            "not a list {",
+            r#""a";r=0;t=-3"#,
+        ] {
             let value = headers(&[("ratelimit", bad)]);
             assert_eq!(exhausted_for(&value), None, "{bad:?}");
         }

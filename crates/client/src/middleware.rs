@@ -52,10 +52,16 @@ impl Middleware for RetryAfterMiddleware {
             let again = repeatable.then(|| request.try_clone()).flatten();
             let response = next.clone().run(request, extensions).await?;
             let status = response.status();
-            match (attempts.after(status, response.headers(), again.is_some()), again) {
+            match (
+                attempts.after(status, response.headers(), again.is_some()),
+                again,
+            ) {
                 (After::Retry(wait), Some(copy)) => {
                     drop(response);
                     tokio::time::sleep(wait).await;
+                    while let Some(more) = attempts.cooling_left() {
+                        tokio::time::sleep(more).await;
+                    }
                     request = copy;
                 }
                 _ => return Ok(response),

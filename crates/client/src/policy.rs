@@ -60,7 +60,10 @@ pub struct RetryPolicy {
 impl Default for RetryPolicy {
     fn default() -> Self {
         RetryPolicy {
-            statuses: vec![StatusCode::TOO_MANY_REQUESTS, StatusCode::SERVICE_UNAVAILABLE],
+            statuses: vec![
+                StatusCode::TOO_MANY_REQUESTS,
+                StatusCode::SERVICE_UNAVAILABLE,
+            ],
             max_wait: Duration::from_secs(60),
             max_retries: 3,
             jitter: Jitter::default(),
@@ -137,9 +140,27 @@ impl RetryPolicy {
 
     /// The retry budget: retries stay at or below `retry_percent` × requests + `min_per_sec` ×
     /// `ttl`, counted over the last `ttl` (tower's `TpsBudget`; default 10 s, 10 a second,
-    /// 20 %). A retry the budget refuses returns the response as it is.
+    /// 20 %). A retry the budget refuses returns the response as it is. `ttl` is kept within 1
+    /// to 60 s and `retry_percent` within 0 to 1,000 % (`0.2` is 20 %), the ranges tower takes.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use tollgate_client::RetryPolicy;
+    /// // No retries at all beyond one per ten requests, and none to start with.
+    /// let strict = RetryPolicy::default().budget(Duration::from_secs(10), 0, 0.1);
+    /// // Out of tower's range: clamped, not a panic.
+    /// let clamped = RetryPolicy::default().budget(Duration::ZERO, u32::MAX, f32::NAN);
+    /// # let _ = (strict, clamped);
+    /// ```
     #[must_use]
     pub fn budget(mut self, ttl: Duration, min_per_sec: u32, retry_percent: f32) -> Self {
+        let ttl = ttl.clamp(Duration::from_secs(1), Duration::from_secs(60));
+        let min_per_sec = min_per_sec.min(i32::MAX as u32 - 1);
+        let retry_percent = if retry_percent.is_finite() {
+            retry_percent.clamp(0.0, 1_000.0)
+        } else {
+            0.0
+        };
         self.budget = Arc::new(TpsBudget::new(ttl, min_per_sec, retry_percent));
         self
     }

@@ -135,15 +135,27 @@ where
             After::Retry(wait) => {
                 drop(response);
                 tokio::time::sleep(wait).await;
+                while let Some(more) = attempts.cooling_left() {
+                    tokio::time::sleep(more).await;
+                }
             }
         }
     }
 }
 
-async fn call<S, B, ResBody>(inner: &mut S, request: Request<B>) -> Result<Response<ResBody>, BoxError>
+async fn call<S, B, ResBody>(
+    inner: &mut S,
+    request: Request<B>,
+) -> Result<Response<ResBody>, BoxError>
 where
     S: Service<Request<B>, Response = Response<ResBody>>,
     S::Error: Into<BoxError>,
 {
-    inner.ready().await.map_err(Into::into)?.call(request).await.map_err(Into::into)
+    inner
+        .ready()
+        .await
+        .map_err(Into::into)?
+        .call(request)
+        .await
+        .map_err(Into::into)
 }

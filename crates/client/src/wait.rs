@@ -160,7 +160,10 @@ mod tests {
         let jitter = Jitter::default();
         let server = Duration::from_secs(3);
         assert_eq!(jitter.apply(server, f64::NAN), server);
-        assert_eq!(Jitter::new(f64::NAN, Duration::from_secs(1)).bound(server), Duration::ZERO);
+        assert_eq!(
+            Jitter::new(f64::NAN, Duration::from_secs(1)).bound(server),
+            Duration::ZERO
+        );
         assert_eq!(Backoff::default().wait(2, f64::INFINITY), Duration::ZERO);
     }
 }
