@@ -53,21 +53,37 @@ impl Clock for TokioClock {
 /// A fresh limited server; answers how many requests it refused so far, through the counter.
 async fn server() -> (String, Arc<Mutex<(u64, u64)>>) {
     let quota = Quota::token_bucket(5, Rate::every(Duration::from_secs(2))).expect("valid");
-    let rule = Rule::new("feed", quota, Global).expect("valid").disclose(false);
-    let store = MemoryStore::builder().clock(TokioClock(Instant::now())).build();
+    let rule = Rule::new("feed", quota, Global)
+        .expect("valid")
+        .disclose(false);
+    let store = MemoryStore::builder()
+        .clock(TokioClock(Instant::now()))
+        .build();
     let seen: Arc<Mutex<(u64, u64)>> = Arc::default();
     let app = Router::new()
         .route("/feed", axum::routing::get(|| async { "ok" }))
         .layer(RateLimitLayer::new(store).rule(rule))
-        .layer(axum::middleware::from_fn_with_state(Arc::clone(&seen), count));
-    let listener = TcpListener::bind("127.0.0.1:0").await.expect("a loopback port");
-    let url = format!("http://{}/feed", listener.local_addr().expect("its address"));
+        .layer(axum::middleware::from_fn_with_state(
+            Arc::clone(&seen),
+            count,
+        ));
+    let listener = TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("a loopback port");
+    let url = format!(
+        "http://{}/feed",
+        listener.local_addr().expect("its address")
+    );
     tokio::spawn(async move { axum::serve(listener, app).await.expect("serves") });
     (url, seen)
 }
 
 /// Counts requests and refusals.
-async fn count(State(seen): State<Arc<Mutex<(u64, u64)>>>, request: Request, next: Next) -> Response {
+async fn count(
+    State(seen): State<Arc<Mutex<(u64, u64)>>>,
+    request: Request,
+    next: Next,
+) -> Response {
     let response = next.run(request).await;
     let mut seen = seen.lock();
     seen.0 += 1;
@@ -76,7 +92,9 @@ async fn count(State(seen): State<Arc<Mutex<(u64, u64)>>>, request: Request, nex
 }
 
 fn get(url: &str) -> http::Request<Full<Bytes>> {
-    http::Request::get(url).body(Full::new(Bytes::new())).expect("a request")
+    http::Request::get(url)
+        .body(Full::new(Bytes::new()))
+        .expect("a request")
 }
 
 fn http_client() -> HttpClient {
@@ -89,8 +107,12 @@ struct Exponential {
     retries: u32,
 }
 
-impl tower::retry::Policy<http::Request<Full<Bytes>>, HttpResponse, hyper_util::client::legacy::Error>
-    for Exponential
+impl
+    tower::retry::Policy<
+        http::Request<Full<Bytes>>,
+        HttpResponse,
+        hyper_util::client::legacy::Error,
+    > for Exponential
 {
     type Future = Pin<Box<dyn Future<Output = ()> + Send>>;
 
@@ -99,7 +121,9 @@ impl tower::retry::Policy<http::Request<Full<Bytes>>, HttpResponse, hyper_util::
         _: &mut http::Request<Full<Bytes>>,
         result: &mut Result<HttpResponse, hyper_util::client::legacy::Error>,
     ) -> Option<Self::Future> {
-        let refused = result.as_ref().is_ok_and(|response| response.status() == 429);
+        let refused = result
+            .as_ref()
+            .is_ok_and(|response| response.status() == 429);
         if !refused {
             return None;
         }
@@ -110,7 +134,10 @@ impl tower::retry::Policy<http::Request<Full<Bytes>>, HttpResponse, hyper_util::
         Some(Box::pin(tokio::time::sleep(wait)))
     }
 
-    fn clone_request(&mut self, request: &http::Request<Full<Bytes>>) -> Option<http::Request<Full<Bytes>>> {
+    fn clone_request(
+        &mut self,
+        request: &http::Request<Full<Bytes>>,
+    ) -> Option<http::Request<Full<Bytes>>> {
         let mut copy = http::Request::get(request.uri().clone());
         *copy.headers_mut().expect("a builder") = request.headers().clone();
         copy.body(request.body().clone()).ok()
@@ -147,18 +174,32 @@ fn main() {
             "{:<34} {:>18} {:>16} {:>22}",
             "client", "requests/success", "server refused", "time to 20 successes"
         );
-        for name in ["naive immediate retry", "fixed 100 ms backoff", "tower retry, exponential", "tollgate-client"] {
+        for name in [
+            "naive immediate retry",
+            "fixed 100 ms backoff",
+            "tower retry, exponential",
+            "tollgate-client",
+        ] {
             let (url, seen) = server().await;
             let client = http_client();
             let elapsed = match name {
                 "naive immediate retry" => {
-                    twenty(|| call(client.clone(), &url), Some(Duration::from_millis(10))).await
+                    twenty(
+                        || call(client.clone(), &url),
+                        Some(Duration::from_millis(10)),
+                    )
+                    .await
                 }
                 "fixed 100 ms backoff" => {
-                    twenty(|| call(client.clone(), &url), Some(Duration::from_millis(100))).await
+                    twenty(
+                        || call(client.clone(), &url),
+                        Some(Duration::from_millis(100)),
+                    )
+                    .await
                 }
                 "tower retry, exponential" => {
-                    let retrying = tower::retry::RetryLayer::new(Exponential { retries: 0 }).layer(client.clone());
+                    let retrying = tower::retry::RetryLayer::new(Exponential { retries: 0 })
+                        .layer(client.clone());
                     twenty(|| call(retrying.clone(), &url), None).await
                 }
                 _ => {

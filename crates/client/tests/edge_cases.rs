@@ -30,7 +30,10 @@ use tollgate_tower::{RateLimitLayer, Rule};
 use tower::{Layer, ServiceExt};
 
 /// A route answering `refusal` the first `times` calls, then 200.
-fn refusing(times: usize, refusal: fn() -> axum::response::Response) -> axum::routing::MethodRouter {
+fn refusing(
+    times: usize,
+    refusal: fn() -> axum::response::Response,
+) -> axum::routing::MethodRouter {
     let calls = Arc::new(AtomicUsize::new(0));
     let handler = move || {
         let calls = Arc::clone(&calls);
@@ -66,10 +69,19 @@ async fn scripted() -> Server {
                 ])
             }),
         )
-        .route("/long", refusing(usize::MAX, || too_many(&[("retry-after", "3600")])))
-        .route("/t", refusing(1, || too_many(&[("ratelimit", r#""p";r=0;t=4"#)])))
+        .route(
+            "/long",
+            refusing(usize::MAX, || too_many(&[("retry-after", "3600")])),
+        )
+        .route(
+            "/t",
+            refusing(1, || too_many(&[("ratelimit", r#""p";r=0;t=4"#)])),
+        )
         .route("/one", refusing(1, || too_many(&[("retry-after", "1")])))
-        .route("/upload", post(|| async { too_many(&[("retry-after", "1")]) }));
+        .route(
+            "/upload",
+            post(|| async { too_many(&[("retry-after", "1")]) }),
+        );
     Server::start(app).await
 }
 
@@ -80,19 +92,28 @@ fn patient() -> tollgate_client::RetryAfter<common::HttpClient> {
 #[tokio::test(start_paused = true)]
 async fn an_http_date_is_read_against_the_response_s_own_date() {
     let server = scripted().await;
-    let response = patient().oneshot(get(&server.url("/date"))).await.expect("answers");
+    let response = patient()
+        .oneshot(get(&server.url("/date")))
+        .await
+        .expect("answers");
     assert_eq!(response.status(), 200);
     let arrivals = server.arrivals();
     assert_eq!(arrivals.len(), 2);
     let gap = arrivals[1].at - arrivals[0].at;
     // The client's own clock (the real date) plays no part: 3 s by the server's Date.
-    assert!(gap >= Duration::from_secs(3) && gap <= Duration::from_millis(3_300), "{gap:?}");
+    assert!(
+        gap >= Duration::from_secs(3) && gap <= Duration::from_millis(3_300),
+        "{gap:?}"
+    );
 }
 
 #[tokio::test(start_paused = true)]
 async fn a_wait_above_the_cap_returns_the_refusal_at_once() {
     let server = scripted().await;
-    let response = patient().oneshot(get(&server.url("/long"))).await.expect("answers");
+    let response = patient()
+        .oneshot(get(&server.url("/long")))
+        .await
+        .expect("answers");
     assert_eq!(response.status(), 429);
     assert_eq!(server.arrivals().len(), 1);
 }
@@ -100,7 +121,10 @@ async fn a_wait_above_the_cap_returns_the_refusal_at_once() {
 #[tokio::test(start_paused = true)]
 async fn t_without_retry_after_is_waited() {
     let server = scripted().await;
-    let response = patient().oneshot(get(&server.url("/t"))).await.expect("answers");
+    let response = patient()
+        .oneshot(get(&server.url("/t")))
+        .await
+        .expect("answers");
     assert_eq!(response.status(), 200);
     let arrivals = server.arrivals();
     assert!(arrivals[1].at - arrivals[0].at >= Duration::from_secs(4));
@@ -110,17 +134,31 @@ async fn t_without_retry_after_is_waited() {
 async fn a_post_is_retried_only_with_an_idempotency_key() {
     let server = scripted().await;
     let post = |server: &Server, key: Option<&'static str>| {
-        let mut request = http::Request::builder().method(Method::POST).uri(server.url("/one"));
+        let mut request = http::Request::builder()
+            .method(Method::POST)
+            .uri(server.url("/one"));
         if let Some(key) = key {
             request = request.header("idempotency-key", key);
         }
-        request.body(Full::new(Bytes::from_static(b"{}"))).expect("a request")
+        request
+            .body(Full::new(Bytes::from_static(b"{}")))
+            .expect("a request")
     };
-    let refused = patient().oneshot(post(&server, None)).await.expect("answers");
-    assert_eq!(refused.status(), 429, "a POST without a key is not sent again");
+    let refused = patient()
+        .oneshot(post(&server, None))
+        .await
+        .expect("answers");
+    assert_eq!(
+        refused.status(),
+        429,
+        "a POST without a key is not sent again"
+    );
     assert_eq!(server.arrivals().len(), 1);
     let server = scripted().await;
-    let response = patient().oneshot(post(&server, Some("order-77"))).await.expect("answers");
+    let response = patient()
+        .oneshot(post(&server, Some("order-77")))
+        .await
+        .expect("answers");
     assert_eq!(response.status(), 200, "with a key it is");
     assert_eq!(server.arrivals().len(), 2);
 }
@@ -168,8 +206,14 @@ async fn a_streaming_or_large_body_is_sent_once() {
         TestBody::Sized(Full::new(Bytes::from(vec![b'x'; 4_096]))),
     ] {
         let server = scripted().await;
-        let request = http::Request::put(server.url("/one")).body(body).expect("a request");
-        let response = layer.layer(client.clone()).oneshot(request).await.expect("answers");
+        let request = http::Request::put(server.url("/one"))
+            .body(body)
+            .expect("a request");
+        let response = layer
+            .layer(client.clone())
+            .oneshot(request)
+            .await
+            .expect("answers");
         assert_eq!(response.status(), 429);
         assert_eq!(server.arrivals().len(), 1);
     }
@@ -180,7 +224,10 @@ async fn an_exhausted_budget_returns_the_refusal() {
     let server = scripted().await;
     let policy = RetryPolicy::default().budget(Duration::from_secs(10), 0, 0.0);
     let client = RetryAfterLayer::new(policy).layer(common::http_client());
-    let response = client.oneshot(get(&server.url("/one"))).await.expect("answers");
+    let response = client
+        .oneshot(get(&server.url("/one")))
+        .await
+        .expect("answers");
     assert_eq!(response.status(), 429);
     assert_eq!(server.arrivals().len(), 1);
 }
@@ -215,7 +262,10 @@ async fn a_503_from_a_closed_rule_is_retried_then_returned() {
         .route("/sms", get_route(|| async { "sent" }))
         .layer(RateLimitLayer::new(Down).rule(rule));
     let server = Server::start(app).await;
-    let response = patient().oneshot(get(&server.url("/sms"))).await.expect("answers");
+    let response = patient()
+        .oneshot(get(&server.url("/sms")))
+        .await
+        .expect("answers");
     assert_eq!(response.status(), 503);
     let arrivals = server.arrivals();
     assert_eq!(arrivals.len(), 4, "the first try and 3 retries");

@@ -21,7 +21,9 @@ fn client(policy: RetryPolicy) -> reqwest_middleware::ClientWithMiddleware {
 
 fn bucket(disclosed: bool) -> Rule {
     let quota = Quota::token_bucket(3, Rate::every(Duration::from_secs(2))).expect("valid");
-    Rule::new("feed", quota, Global).expect("valid").disclose(disclosed)
+    Rule::new("feed", quota, Global)
+        .expect("valid")
+        .disclose(disclosed)
 }
 
 #[tokio::test(start_paused = true)]
@@ -29,7 +31,11 @@ async fn ten_successes_wait_as_told() {
     let server = Server::limited(bucket(false)).await;
     let client = client(RetryPolicy::default().max_retries(10));
     for n in 0..10 {
-        let response = client.get(server.url("/feed")).send().await.expect("answers");
+        let response = client
+            .get(server.url("/feed"))
+            .send()
+            .await
+            .expect("answers");
         assert_eq!(response.status(), 200, "request {n}");
     }
     common::never_early(&server.arrivals());
@@ -39,7 +45,11 @@ async fn ten_successes_wait_as_told() {
 #[tokio::test(start_paused = true)]
 async fn a_cooling_host_fails_fast_when_asked_to() {
     let server = Server::limited(bucket(false)).await;
-    let client = client(RetryPolicy::default().max_retries(0).when_cooling(WhenCooling::FailFast));
+    let client = client(
+        RetryPolicy::default()
+            .max_retries(0)
+            .when_cooling(WhenCooling::FailFast),
+    );
     let mut last = None;
     for _ in 0..5 {
         last = Some(client.get(server.url("/feed")).send().await);
@@ -49,7 +59,12 @@ async fn a_cooling_host_fails_fast_when_asked_to() {
     let cooling = std::error::Error::source(&error)
         .and_then(|source| source.downcast_ref::<CoolingDown>())
         .map(CoolingDown::retry_after)
-        .or_else(|| error.to_string().contains("asked to wait").then_some(Duration::ZERO));
+        .or_else(|| {
+            error
+                .to_string()
+                .contains("asked to wait")
+                .then_some(Duration::ZERO)
+        });
     assert!(cooling.is_some(), "{error}");
     assert_eq!(server.arrivals().len(), 4);
 }
