@@ -9,8 +9,8 @@ use tollgate_core::testing::ManualClock;
 use tollgate_core::{BlockedCache, Item, Key, MemoryStore, Quota, RuleId, Store, Timestamp};
 
 /// A refund (a `count_only_when` response, a `Stores` share taken back, a FleetStore give-back)
-/// puts units back in the store, but the cache keeps refusing the caller until the old wait —
-/// up to a whole window — although the store would now allow it.
+/// puts units back in the store and forgets the caller's cached refusal: the store is asked
+/// again and allows it, rather than the cache refusing until the old wait.
 #[test]
 fn a_refund_unblocks_a_cached_caller() {
     let clock = ManualClock::new(Timestamp::from_secs(1_000));
@@ -99,11 +99,9 @@ mod counting {
     }
 }
 
-/// The configuration `Stores` recommends (`Stores::new(FleetStore::new(local)).with("home",
-/// FleetStore::new(home))`, i.e. a cache inside each store): once a caller is blocked on a
-/// cached home rule, each of its requests is "refused locally", yet the local store is still
-/// charged, refunded and read (3 calls per refused request) — the flood the cache is meant to
-/// absorb still reaches a store, and its rules are charged by requests refused locally.
+/// The configuration `Stores` recommends (a cache inside each store): once a caller is blocked
+/// on a cached home rule, each of its requests is refused locally before any store is asked —
+/// the local store is neither charged, refunded nor read.
 #[test]
 fn a_request_refused_locally_in_one_store_never_reaches_the_other() {
     use tollgate_core::{Rate, Stores};
@@ -157,7 +155,7 @@ fn a_request_refused_locally_in_one_store_never_reaches_the_other() {
     );
 }
 
-/// Held up: `knows_store` through every wrapper a layer's store is made of.
+/// `knows_store` through every wrapper a layer's store is made of.
 #[test]
 fn knows_store_through_wrappers() {
     use std::sync::Arc;

@@ -62,9 +62,9 @@ async fn status_and_retry(service: &Gateway, peer: [u8; 4]) -> (StatusCode, Opti
     (response.status(), retry)
 }
 
-/// An escalated caller is blocked for 2 h; the store's answer says `Retry-After: 7200`, but a
-/// cached refusal of the rule's own quota answers with the token's wait (3600) — the cache
-/// hides the block (and goes on charging strikes while blocked).
+/// An escalated caller is blocked for 2 h: a gateway with the cache answers as one without it
+/// (`Retry-After: 7200`, not the rule's own 3600), since a request with a block gate always
+/// asks the store, and charges no strikes while blocked.
 #[tokio::test]
 async fn a_cached_refusal_never_hides_an_escalation_block() {
     let clock = ManualClock::new(Timestamp::from_secs(1_700_000_000));
