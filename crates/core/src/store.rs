@@ -127,6 +127,24 @@ pub trait Store: Send + Sync + 'static {
         let _ = name;
         false
     }
+
+    /// A refusal of `items` this store can give at once from what it already knows, charging
+    /// nothing and asking nobody (a [`BlockedCache`](crate::BlockedCache)'s remembered
+    /// callers); `None` (the default) otherwise. A [`Stores`](crate::Stores) asks each store's
+    /// share first, so a request one store refuses this way never reaches the others. Wrappers
+    /// forward it.
+    ///
+    /// ```
+    /// use tollgate_core::{Item, Key, MemoryStore, Quota, Rate, RuleId, Store};
+    /// let (rule, key) = (RuleId::new("login")?, Key::new("u1"));
+    /// let item = Item::new(&rule, Quota::token_bucket(5, Rate::per_minute(5))?, &key);
+    /// assert!(MemoryStore::new().refused_now(&[item]).is_none());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    fn refused_now(&self, items: &[Item<'_>]) -> Option<BatchDecision> {
+        let _ = items;
+        None
+    }
 }
 
 impl<S: Store> Store for Arc<S> {
@@ -170,6 +188,10 @@ impl<S: Store> Store for Arc<S> {
 
     fn knows_store(&self, name: &str) -> bool {
         (**self).knows_store(name)
+    }
+
+    fn refused_now(&self, items: &[Item<'_>]) -> Option<BatchDecision> {
+        (**self).refused_now(items)
     }
 }
 

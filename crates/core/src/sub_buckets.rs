@@ -354,6 +354,10 @@ impl<S: Store> Store for SubBuckets<S> {
         self.inner.knows_store(name)
     }
 
+    fn refused_now(&self, items: &[Item<'_>]) -> Option<BatchDecision> {
+        self.inner.refused_now(items)
+    }
+
     async fn reset(&self, rule: &RuleId, key: &Key) -> Result<(), StoreError> {
         let ids = self.ids.read().get(rule).cloned();
         for id in ids.iter().flat_map(|ids| ids.iter()) {

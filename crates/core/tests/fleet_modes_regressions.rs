@@ -25,10 +25,10 @@ async fn admitted<S: Store>(store: &S, item: Item<'_>, attempts: u32) -> u64 {
     admitted
 }
 
-/// D1: FleetStore::peek of a split item asks the shared store, which never counts split
-/// items, so a peek says "allowed, full" while every check is refused.
+/// A `FleetStore` peek of a split item reads the gateway's part where it is counted (the
+/// shared store never sees it).
 #[test]
-fn d1_fleet_peek_of_a_split_item_reads_the_gateway_s_part() {
+fn a_fleet_peek_of_a_split_item_reads_the_gateway_s_part() {
     runtime().block_on(async {
         let (rule, key) = (RuleId::new("r15-d1").expect("valid"), Key::new("acme"));
         let quota = Quota::fixed_window(10, Duration::from_secs(60)).expect("valid");
@@ -50,7 +50,7 @@ fn d1_fleet_peek_of_a_split_item_reads_the_gateway_s_part() {
 /// A change of a rule's sub-buckets is a new layout, like a new rule id: the key starts
 /// afresh in the new sub-buckets (documented; at most one more limit per change, once).
 #[test]
-fn d2_changing_sub_buckets_starts_the_key_afresh_as_documented() {
+fn changing_sub_buckets_starts_the_key_afresh_as_documented() {
     runtime().block_on(async {
         let clock = ManualClock::new(Timestamp::from_secs(1_000));
         let memory = MemoryStore::builder().clock(clock.clone()).build();
@@ -70,11 +70,9 @@ fn d2_changing_sub_buckets_starts_the_key_afresh_as_documented() {
     });
 }
 
-/// D4: Take::UpTo with a cost above ⌈C/S⌉ is refused as "never fits" by SubBuckets, where
-/// the same item on the plain store is granted part of its cost (UpTo: "as much of the cost
-/// as there is, at least one unit").
+/// An up-to item is never spread: with a cost above ⌈C/S⌉ it is granted as on a plain store.
 #[test]
-fn d4_up_to_above_a_part_is_granted_what_a_sub_bucket_has() {
+fn an_up_to_item_is_never_spread() {
     runtime().block_on(async {
         let (rule, key) = (RuleId::new("r15-d4").expect("valid"), Key::new("k"));
         let quota = Quota::fixed_window(100, Duration::from_secs(3600)).expect("valid");
@@ -98,10 +96,9 @@ fn d4_up_to_above_a_part_is_granted_what_a_sub_bucket_has() {
     });
 }
 
-/// D4b: Take::AsDebt ("all of the cost, past the limit if need be") above ⌈C/S⌉ is refused
-/// by SubBuckets; the plain store takes it (as debt).
+/// A debt item is never spread: above ⌈C/S⌉ it is taken as on a plain store.
 #[test]
-fn d4b_as_debt_above_a_part_is_taken() {
+fn a_debt_item_is_never_spread() {
     runtime().block_on(async {
         let (rule, key) = (RuleId::new("r15-d4b").expect("valid"), Key::new("k"));
         let quota = Quota::fixed_window(100, Duration::from_secs(3600)).expect("valid");
@@ -129,11 +126,10 @@ fn d4b_as_debt_above_a_part_is_taken() {
     });
 }
 
-/// D5: debt is owed by one sub-bucket only; the caller keeps spending from the others. After
-/// spending 2·C as debt (so it owes C), a plain store grants nothing for a whole refill of C;
-/// with sub-buckets the debt is wherever the random picks put it.
+/// Debt stays on the rule's whole key (debt items are never spread), so a caller who owes C
+/// is granted nothing for a whole refill of C, as on a plain store.
 #[test]
-fn d5_debt_in_one_sub_bucket_does_not_stop_the_others() {
+fn debt_on_the_whole_key_stops_every_sub_bucket() {
     runtime().block_on(async {
         let mut worst = 0;
         for trial in 0..40 {
@@ -186,10 +182,9 @@ fn d5_debt_in_one_sub_bucket_does_not_stop_the_others() {
     });
 }
 
-/// D6: a peek of a cost that fits no sub-bucket says LimitReached (with a retry) while the
-/// check says CostExceedsLimit (never fits).
+/// A peek of a cost no sub-bucket can hold says what the check says: never fits.
 #[test]
-fn d6_peek_of_a_never_fitting_cost_says_what_check_says() {
+fn a_peek_of_a_never_fitting_cost_says_what_check_says() {
     runtime().block_on(async {
         let (rule, key) = (RuleId::new("r15-d6").expect("valid"), Key::new("k"));
         let quota = Quota::fixed_window(100, Duration::from_secs(3600)).expect("valid");
@@ -211,11 +206,9 @@ fn d6_peek_of_a_never_fitting_cost_says_what_check_says() {
     });
 }
 
-/// D7: `ItemDecision::granted` of an UpTo item on a bucket with sub-buckets divides the
-/// sub-bucket's charge (in µs of the part's S-times-longer interval) by the whole quota's
-/// interval: it reports S times the units taken.
+/// `ItemDecision::granted` of an up-to item reports the units taken.
 #[test]
-fn d7_granted_of_an_up_to_sub_bucket_charge_is_the_units_taken() {
+fn granted_reports_the_units_taken() {
     runtime().block_on(async {
         let clock = ManualClock::new(Timestamp::from_secs(1_000));
         let memory = MemoryStore::builder().clock(clock.clone()).build();
@@ -236,19 +229,17 @@ fn d7_granted_of_an_up_to_sub_bucket_charge_is_the_units_taken() {
     });
 }
 
-/// A bucket whose whole span fits but whose first (larger) part's span does not: part 0 of 4
-/// is "unsplittable" (rate too slow to count) while parts 1..3 split fine.
+/// A bucket whose whole span fits but whose largest part's span does not.
 fn edge_quota() -> Quota {
     // One unit a (leap) year, the slowest rate accepted; 142 units: 142 years fit in 2^52 µs,
     // but part 0 of 4 (36 units at a quarter of the rate) would need 144 years.
     Quota::token_bucket(142, Rate::every(Duration::from_secs(31_622_400))).expect("valid")
 }
 
-/// D8: with such a quota, SubBuckets counts sub-buckets 0 and 1 as the WHOLE quota on the rule's own
-/// key (`part` is None, so `attempt` sends the item as is) and sub-buckets 2..3 as parts:
-/// C + 70 admitted instead of at most C.
+/// A quota whose largest part cannot be made (its span out of range) is not spread at all,
+/// and never admits more than C.
 #[test]
-fn d8_a_quota_whose_first_part_cannot_be_made_never_admits_more_than_c() {
+fn a_quota_whose_largest_part_cannot_be_made_is_not_spread() {
     runtime().block_on(async {
         let quota = edge_quota();
         // Its largest part's span is out of range, so no part is made and it is never spread.
@@ -264,10 +255,10 @@ fn d8_a_quota_whose_first_part_cannot_be_made_never_admits_more_than_c() {
     });
 }
 
-/// D8b: the same quota split over 4 gateways: gateways 0 and 1 get no share, so they count the
-/// whole limit exactly in the shared store, while gateways 2..3 count their parts alone.
+/// The same quota split over 4 gateways: no gateway takes a part, all count the whole limit
+/// exactly in the shared store, and the fleet never admits more than C.
 #[test]
-fn d8b_a_split_whose_first_part_cannot_be_made_never_admits_more_than_c() {
+fn a_split_whose_largest_part_cannot_be_made_is_counted_whole() {
     runtime().block_on(async {
         let quota = edge_quota();
         let clock = ManualClock::new(Timestamp::from_secs(1_000));
@@ -287,7 +278,7 @@ fn d8b_a_split_whose_first_part_cannot_be_made_never_admits_more_than_c() {
 /// A split rule over a store the gateways share, without a `FleetStore`, counts every part in
 /// the one shared key: the fleet admits one part in all (documented: stricter, never looser).
 #[test]
-fn d9_split_over_a_shared_plain_store_admits_one_part_in_all() {
+fn a_split_over_a_shared_plain_store_admits_one_part_in_all() {
     runtime().block_on(async {
         let shared = MemoryStore::new();
         let (rule, key) = (RuleId::new("r15-d9").expect("valid"), Key::new("k"));
@@ -302,12 +293,10 @@ fn d9_split_over_a_shared_plain_store_admits_one_part_in_all() {
     });
 }
 
-/// D11: a shadow (or tower "flag") item with a split allowance: FleetStore decides it in its
-/// private store and takes the batch's verdict from the item's would-be decision, so past the
-/// part the REQUEST is refused — a shadow item must never stop a request (a plain store says
-/// allowed). Both the one-item fast path and the mixed path.
+/// A shadow item with a split allowance never refuses a request, past its part too, on the
+/// one-item path and in a mixed batch.
 #[test]
-fn d11_a_shadow_split_item_never_refuses_the_request() {
+fn a_shadow_split_item_never_refuses_the_request() {
     runtime().block_on(async {
         let (rule, key) = (RuleId::new("r15-d11").expect("valid"), Key::new("k"));
         let quota = Quota::fixed_window(10, Duration::from_secs(3600)).expect("valid");
@@ -371,11 +360,10 @@ impl Store for Down {
     }
 }
 
-/// D12: during an outage an `OpenWithin(local)` item is counted in the fallback's memory with
-/// its local quota; SubBuckets copies that policy (with the WHOLE local quota) to every
-/// sub-bucket id, so a gateway admits S × the local quota instead of the local quota.
+/// During an outage an `OpenWithin(local)` item with sub-buckets shares the local quota out
+/// too: a gateway admits the local quota once, not once per sub-bucket.
 #[test]
-fn d12_open_within_during_an_outage_admits_the_local_quota_once() {
+fn open_within_during_an_outage_admits_the_local_quota_once() {
     runtime().block_on(async {
         let (rule, key) = (RuleId::new("r15-d12").expect("valid"), Key::new("k"));
         let quota = Quota::fixed_window(100, Duration::from_secs(3600)).expect("valid");

@@ -107,7 +107,8 @@ fn two_sub_bucketed_rules_in_one_request_stay_all_or_nothing() {
     });
 }
 
-/// Same as the core test d7, on Redis: `granted` of an UpTo sub-bucket charge.
+/// `granted` of an up-to item with sub-buckets (never spread) reports the units taken, on the
+/// cluster.
 #[test]
 fn granted_of_an_up_to_sub_bucket_charge_on_the_cluster() {
     common::block_on(async {

@@ -46,21 +46,26 @@ pub const DEFAULT_MAX_BLOCKED: usize = 65_536;
 /// [`CountedIn::Nowhere`] — numbers that describe no count, which the layer neither shows in
 /// headers nor counts. A refused request reports this one wait, even if another rule of the
 /// request would have refused it for longer (the next try learns that from the store). A batch
-/// with a debt item ([`Take::AsDebt`], spend that already happened) always goes to the store.
+/// with a debt item ([`Take::AsDebt`], spend that already happened) or a read-only item (an
+/// escalating rule's block, read in the store with its own longer wait and strikes) always goes
+/// to the store. [`Store::refused_now`] gives the same refusal without a call, so a
+/// [`Stores`](crate::Stores) holding this cache in one of its stores refuses such a request
+/// before asking any store.
 ///
 /// **When an entry ends.** At its time; when a check of the same rule and key comes with
 /// another quota (the rule's quota changed, or an override gives this caller another: the
 /// entry is dropped and the store asked); on [`reset`](Store::reset) of that rule and key
-/// (which also resets the store), [`forget`](Self::forget) and [`clear`](Self::clear). A
+/// (which also resets the store), on a [`refund`](Store::refund) of a charge of that caller
+/// (the store may allow it now), [`forget`](Self::forget) and [`clear`](Self::clear). A
 /// reset made on another gateway reaches this one only if something tells it: with a shared
 /// Redis, `tollgate_redis::ResetFollower` calls [`forget_named`](Self::forget_named) on every
 /// gateway when any gateway resets a caller; an announcement that is missed costs at most
 /// until the entry's time (it ends by itself).
 ///
 /// **Bound.** At most [`max_keys`](Self::max_keys) entries (default 65,536, about 100 bytes
-/// each). When full, entries that have ended are dropped first; if none has, the sixteenth of
-/// the entries that end soonest (they would have been asked about soonest anyway). Dropping an
-/// entry costs a store call, never a wrong answer.
+/// each). When full, entries that have ended are dropped, then as many of those that end
+/// soonest as it takes to free a sixteenth of the table (they would have been asked about
+/// soonest anyway). Dropping an entry costs a store call, never a wrong answer.
 ///
 /// **Cost.** Under a flood at F times a key's limit from G gateways, each gateway asks the
 /// store about a blocked key about once per emission interval (token bucket: when the next
@@ -188,6 +193,14 @@ impl<S: Store, C: Clock> BlockedCache<S, C> {
         self.shared.table.lock().forget(rule, key)
     }
 
+    /// Forgets the entry of the caller a receipt charged: under its rule, or the rule whose
+    /// sub-bucket it charged (`<id>#i.S`).
+    fn forget_refunded(&self, receipt: &Receipt) {
+        let rule = receipt.rule().as_str();
+        let logical = rule.split_once('#').map_or(rule, |(logical, _)| logical);
+        self.forget_named(logical, receipt.key().as_bytes());
+    }
+
     /// Forgets every entry (after a reconnect that may have missed reset announcements, say).
     ///
     /// ```
@@ -242,7 +255,13 @@ fn is_cached(item: &Item<'_>) -> bool {
 impl<S: Store, C: Clock> Shared<S, C> {
     /// The batch refused here, if one of its items is a caller blocked until after `now`.
     fn refused_here(&self, items: &[Item<'_>], now: Timestamp) -> Option<BatchDecision> {
-        if !items.iter().any(is_cached) || items.iter().any(|item| item.take() == Take::AsDebt) {
+        // Debt must reach the store; a block gate (an escalating rule's block) is read there,
+        // so its longer wait and its strikes stay the store's.
+        if !items.iter().any(is_cached)
+            || items
+                .iter()
+                .any(|item| item.take() == Take::AsDebt || item.is_read_only())
+        {
             return None;
         }
         let mut found: smallvec::SmallVec<[Option<Decision>; 3]> = smallvec::SmallVec::new();
@@ -352,19 +371,31 @@ impl<S: Store, C: Clock> Store for BlockedCache<S, C> {
         self.shared.store.peek(item)
     }
 
+    /// Forgets the caller's entry (a refund may leave room the store would now grant: a
+    /// `count_only_when` rule refunding a request that should not count), then refunds.
     fn refund(&self, receipt: Receipt) -> impl Future<Output = Result<(), RefundError>> + Send {
+        self.forget_refunded(&receipt);
         self.shared.store.refund(receipt)
     }
 
     fn refund_now(&self, receipt: Receipt) -> RefundNow {
+        self.forget_refunded(&receipt);
         self.shared.store.refund_now(receipt)
     }
 
-    /// Forgets the caller here and resets it in the wrapped store.
     fn knows_store(&self, name: &str) -> bool {
         self.shared.store.knows_store(name)
     }
 
+    /// A remembered caller's refusal (then the wrapped store's, if it has one).
+    fn refused_now(&self, items: &[Item<'_>]) -> Option<BatchDecision> {
+        let shared = &self.shared;
+        shared
+            .refused_here(items, shared.clock.now())
+            .or_else(|| shared.store.refused_now(items))
+    }
+
+    /// Forgets the caller here and resets it in the wrapped store.
     async fn reset(&self, rule: &RuleId, key: &Key) -> Result<(), StoreError> {
         self.forget(rule, key);
         let reset = self.shared.store.reset(rule, key).await;

@@ -143,15 +143,20 @@ impl Table {
         self.entries.insert(caller, blocked);
     }
 
-    /// Full: drops every entry that has ended; if that frees nothing, the sixteenth of the
-    /// entries that end soonest (so the scan is paid once per `max / 16` new entries, not per
-    /// entry). Dropping a live entry only costs a store call: that caller is asked about again.
+    /// Full: drops every entry that has ended, then as many of those that end soonest as it
+    /// takes to free a sixteenth of the table (so the scan is paid once per `max / 16` new
+    /// entries, not per entry). Dropping a live entry only costs a store call: that caller is
+    /// asked about again.
     fn make_room(&mut self, now: Timestamp) {
         self.entries.retain(|_, blocked| blocked.until > now);
-        if self.entries.len() < self.max {
+        // Every scan frees a sixteenth of the table, so the next inserts find room without one
+        // (a steady flood where one entry ends per insert would otherwise scan every time).
+        let wanted = (self.max / 16).max(1);
+        let free = self.max.saturating_sub(self.entries.len());
+        if free >= wanted {
             return;
         }
-        let drop_count = (self.max / 16).max(1);
+        let drop_count = wanted - free;
         let mut ends: Vec<Timestamp> = self.entries.values().map(|blocked| blocked.until).collect();
         let at = drop_count.min(ends.len()).saturating_sub(1);
         let (_, cutoff, _) = ends.select_nth_unstable(at);
@@ -173,5 +178,40 @@ impl Table {
 
     pub(super) fn clear(&mut self) {
         self.entries.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::{Key, Quota, Refusal, RuleId};
+
+    /// A full table makes room for a sixteenth of itself at once, even when only one entry has
+    /// ended: the next inserts find room without scanning again.
+    #[test]
+    fn making_room_frees_a_sixteenth_even_when_one_entry_ended() {
+        let mut table = Table::new(64);
+        let rule = RuleId::new("login").expect("valid");
+        let quota = Quota::fixed_window(1, Duration::from_secs(60)).expect("valid");
+        let start = Timestamp::from_secs(1_000);
+        let refused = |seconds: u64| {
+            let wait = Duration::from_secs(seconds);
+            Decision::refused(Refusal::LimitReached, 1, 0, wait, wait)
+        };
+        for n in 0..64_u64 {
+            let key = Key::new(n.to_be_bytes());
+            table.insert(&Item::new(&rule, quota, &key), &refused(n + 1), start);
+        }
+        assert_eq!(table.len(), 64);
+        // One second later the first entry has ended: one more insert drops it and three more.
+        let key = Key::new(b"new");
+        table.insert(
+            &Item::new(&rule, quota, &key),
+            &refused(30),
+            start.saturating_add_micros(1_000_000),
+        );
+        assert_eq!(table.len(), 64 - 4 + 1, "four slots freed, one taken");
     }
 }

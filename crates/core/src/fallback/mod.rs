@@ -243,6 +243,10 @@ impl<P: Store, C: Clock> Store for FallbackStore<P, C> {
         self.primary.knows_store(name)
     }
 
+    fn refused_now(&self, items: &[Item<'_>]) -> Option<BatchDecision> {
+        self.primary.refused_now(items)
+    }
+
     async fn check(&self, items: &[Item<'_>]) -> Result<BatchDecision, StoreError> {
         match self
             .call_primary("check", || self.primary.check(items))

@@ -758,6 +758,10 @@ impl<S: Store, C: Clock + Clone> Store for FleetStore<S, C> {
     fn knows_store(&self, name: &str) -> bool {
         self.inner.shared.knows_store(name)
     }
+
+    fn refused_now(&self, items: &[Item<'_>]) -> Option<BatchDecision> {
+        self.inner.shared.refused_now(items)
+    }
     async fn check(&self, items: &[Item<'_>]) -> Result<BatchDecision, StoreError> {
         if items.iter().all(|item| self.inner.is_exact(item)) {
             return self.inner.shared.check(items).await;

@@ -276,8 +276,18 @@ impl<S: Store> Store for Stores<S> {
     }
 
     fn check_now(&self, items: &[Item<'_>]) -> Option<Result<BatchDecision, StoreError>> {
-        let route = self.single(items).ok()?;
-        self.at(route).check_now(items)
+        match self.single(items) {
+            Ok(route) => self.at(route).check_now(items),
+            // Several stores: only a refusal one of them gives at once is an answer now.
+            Err(()) => self.refused_now(items).map(Ok),
+        }
+    }
+
+    fn refused_now(&self, items: &[Item<'_>]) -> Option<BatchDecision> {
+        match self.single(items) {
+            Ok(route) => self.at(route).refused_now(items),
+            Err(()) => self.refused_now_shared(items),
+        }
     }
 
     async fn check_one(&self, item: &Item<'_>) -> Result<ItemDecision, StoreError> {

@@ -30,6 +30,9 @@ impl<S: Store> Stores<S> {
         items: &[Item<'_>],
     ) -> Result<BatchDecision, StoreError> {
         let shares = self.shares(items);
+        if let Some(refused) = self.refused_now_in(items, &shares) {
+            return Ok(refused);
+        }
         let answers = futures_util::future::join_all(
             shares
                 .iter()
@@ -77,6 +80,32 @@ impl<S: Store> Stores<S> {
             )
         })?;
         Ok(BatchDecision::new(go_ahead, decisions))
+    }
+
+    /// [`refused_now_in`](Self::refused_now_in) for `items`, which name more than one store.
+    pub(super) fn refused_now_shared(&self, items: &[Item<'_>]) -> Option<BatchDecision> {
+        self.refused_now_in(items, &self.shares(items))
+    }
+
+    /// A refusal one store's share gives at once ([`Store::refused_now`]): the request is
+    /// refused without asking any store, nothing charged; the other shares' items are answered
+    /// uncharged and counted nowhere (their numbers describe no count).
+    fn refused_now_in(&self, items: &[Item<'_>], shares: &[Share<'_>]) -> Option<BatchDecision> {
+        let (share, refused) = shares
+            .iter()
+            .find_map(|share| Some((share, self.at(share.route).refused_now(&share.items)?)))?;
+        let mut merged: SmallVec<[Option<ItemDecision>; 4]> = items.iter().map(|_| None).collect();
+        for (&position, answer) in share.positions.iter().zip(refused.into_items()) {
+            merged[position] = Some(answer);
+        }
+        let answers = items.iter().zip(merged).map(|(item, answer)| {
+            answer.unwrap_or_else(|| {
+                let limit = item.quota().limit();
+                ItemDecision::uncharged(Decision::allowed(limit, limit, Duration::ZERO))
+                    .counted_in_place(crate::CountedIn::Nowhere)
+            })
+        });
+        Some(BatchDecision::new(false, answers))
     }
 
     /// The request's items grouped by the store that counts them, in order of first use.

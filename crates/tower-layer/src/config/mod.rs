@@ -353,8 +353,39 @@ impl RuleFile {
     }
 
     /// The rules, to give a layer ([`RateLimitLayer::replace_rules`](crate::RateLimitLayer::replace_rules)).
+    /// [`install`](RuleFile::install) gives them after checking what only the layer can see.
     pub fn rules(&self) -> &RuleSet {
         &self.rules
+    }
+
+    /// Gives `layer` these rules, unless one names a store the layer's store does not have
+    /// ([`Store::knows_store`](tollgate_core::Store::knows_store)): then the mistakes, each at
+    /// its rule's `store` line, and the rules in force stay. (A [`RuleWatcher`] checks the same,
+    /// and more, on every load; `replace_rules(file.rules().clone())` takes the rules as code
+    /// rules, whose unknown store names are counted in the default store.)
+    ///
+    /// ```
+    /// use tollgate_core::{MemoryStore, Stores};
+    /// use tollgate_tower::RateLimitLayer;
+    /// use tollgate_tower::config::{Extractors, RuleFile};
+    ///
+    /// let text = "[[rule]]\nid = \"login\"\nalgorithm = \"fixed_window\"\nlimit = 5\nwindow = \"15m\"\nkey = \"global\"\nstore = \"home\"\n";
+    /// let file = RuleFile::parse("rules.toml", text, &Extractors::new())?;
+    /// let plain = RateLimitLayer::new(MemoryStore::new());
+    /// assert!(file.install(&plain).is_err(), "no store named home");
+    /// let regions = RateLimitLayer::new(Stores::new(MemoryStore::new()).with("home", MemoryStore::new())?);
+    /// file.install(&regions)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn install<St: tollgate_core::Store>(
+        &self,
+        layer: &crate::RateLimitLayer<St>,
+    ) -> Result<(), ConfigErrors> {
+        if let Some(errors) = self.unknown_stores(&|name| layer.store().knows_store(name)) {
+            return Err(errors);
+        }
+        layer.replace_rules(self.rules.clone());
+        Ok(())
     }
 
     /// The rules, owned.
