@@ -53,23 +53,67 @@ impl GaveUp {
 /// One request's attempts.
 pub(crate) struct Attempts<'a> {
     policy: &'a RetryPolicy,
-    host: String,
+    /// The cool-down key: host and port, never userinfo; `None` when the request names no host
+    /// (then it neither waits for nor sets a cool-down).
+    host: Option<String>,
     method: Method,
     path: String,
     retries: u32,
 }
 
+/// `host:port`, lower-cased, the port made explicit from the scheme: `api.example` and
+/// `api.example:443` are one host for `https`; userinfo never appears.
+pub(crate) fn host_key(
+    scheme: Option<&str>,
+    host: Option<&str>,
+    port: Option<u16>,
+) -> Option<String> {
+    let host = host.filter(|host| !host.is_empty())?.to_ascii_lowercase();
+    let port = port.or(match scheme {
+        Some("https" | "wss") => Some(443),
+        Some("http" | "ws") => Some(80),
+        _ => None,
+    });
+    Some(match port {
+        Some(port) => format!("{host}:{port}"),
+        None => host,
+    })
+}
+
 impl<'a> Attempts<'a> {
-    /// The attempts of a request with `method` to `uri`, counted in the budget as one request.
-    pub(crate) fn new(policy: &'a RetryPolicy, method: &Method, uri: &Uri) -> Self {
-        policy.budget.deposit();
+    /// The attempts of a request with `method` to `uri` (a relative one: to its `Host`
+    /// header's host).
+    pub(crate) fn for_uri(
+        policy: &'a RetryPolicy,
+        method: &Method,
+        uri: &Uri,
+        headers: &HeaderMap,
+    ) -> Self {
+        let host = match uri.host() {
+            Some(host) => host_key(uri.scheme_str(), Some(host), uri.port_u16()),
+            None => headers
+                .get(http::header::HOST)
+                .and_then(|value| value.to_str().ok())
+                .and_then(|value| value.parse::<http::uri::Authority>().ok())
+                .and_then(|authority| {
+                    host_key(Some("http"), Some(authority.host()), authority.port_u16())
+                }),
+        };
+        Attempts::new(policy, method, host, uri.path())
+    }
+
+    /// The attempts of a request with `method` to the host `host` (see [`host_key`]) and `path`.
+    pub(crate) fn new(
+        policy: &'a RetryPolicy,
+        method: &Method,
+        host: Option<String>,
+        path: &str,
+    ) -> Self {
         Attempts {
             policy,
-            host: uri
-                .authority()
-                .map_or_else(String::new, |a| a.as_str().to_ascii_lowercase()),
+            host,
             method: method.clone(),
-            path: uri.path().to_owned(),
+            path: path.to_owned(),
             retries: 0,
         }
     }
@@ -81,20 +125,30 @@ impl<'a> Attempts<'a> {
     }
 
     /// Before the first send: a wait for the host's or route's cool-down, if one is in force.
+    /// A request that will be sent counts in the budget as one request.
     pub(crate) fn before(&self) -> Before {
         let now = Instant::now();
         let table = &self.policy.cool_downs;
-        let Some(until) = table.until(&self.host, self.method.as_str(), &self.path, now) else {
+        let until = self
+            .host
+            .as_deref()
+            .and_then(|host| table.until(host, self.method.as_str(), &self.path, now));
+        let Some(until) = until else {
+            self.policy.budget.deposit();
             return Before::Go;
         };
         let left = until - now;
         match self.policy.when_cooling {
-            WhenCooling::FailFast => Before::Fail(CoolingDown::new(self.host.clone(), left)),
+            WhenCooling::FailFast => {
+                let host = self.host.clone().unwrap_or_default();
+                Before::Fail(CoolingDown::new(host, left))
+            }
             _ => {
+                self.policy.budget.deposit();
                 let wait = self.policy.jitter.apply(left, fastrand::f64());
                 tracing::debug!(
                     target: "tollgate::client",
-                    host = %self.host,
+                    host = self.host.as_deref().unwrap_or_default(),
                     wait_ms = wait.as_millis() as u64,
                     "the host is cooling down: waiting before sending"
                 );
@@ -110,7 +164,8 @@ impl<'a> Attempts<'a> {
     pub(crate) fn cooling_left(&self) -> Option<Duration> {
         let now = Instant::now();
         let table = &self.policy.cool_downs;
-        let until = table.until(&self.host, self.method.as_str(), &self.path, now)?;
+        let host = self.host.as_deref()?;
+        let until = table.until(host, self.method.as_str(), &self.path, now)?;
         Some(self.policy.jitter.apply(until - now, fastrand::f64()))
     }
 
@@ -124,22 +179,29 @@ impl<'a> Attempts<'a> {
     ) -> After {
         let now = Instant::now();
         let policy = self.policy;
-        if let Some(reset) = exhausted_for(headers).filter(|reset| !reset.is_zero()) {
-            if reset <= policy.max_wait {
-                let table = &policy.cool_downs;
-                table.hold_route(&self.host, self.method.as_str(), &self.path, now + reset);
-            }
+        let reset =
+            exhausted_for(headers).filter(|reset| !reset.is_zero() && *reset <= policy.max_wait);
+        if let (Some(host), Some(until)) =
+            (&self.host, reset.and_then(|reset| now.checked_add(reset)))
+        {
+            policy
+                .cool_downs
+                .hold_route(host, self.method.as_str(), &self.path, until);
         }
         if !policy.retries(status) {
             return After::Done;
         }
         let hint = server_wait(headers, SystemTime::now());
         if let Some(hint) = hint {
-            if hint.wait > policy.max_wait {
+            // Past the cap, or past anything a clock can hold: not waited.
+            let Some(until) = now
+                .checked_add(hint.wait)
+                .filter(|_| hint.wait <= policy.max_wait)
+            else {
                 return self.give_up(status, GaveUp::TooLong);
-            }
-            if hint.source == HintSource::RetryAfter {
-                policy.cool_downs.hold_host(&self.host, now + hint.wait);
+            };
+            if let (HintSource::RetryAfter, Some(host)) = (hint.source, &self.host) {
+                policy.cool_downs.hold_host(host, until);
             }
         }
         if !repeatable {
@@ -152,13 +214,16 @@ impl<'a> Attempts<'a> {
             return self.give_up(status, GaveUp::OutOfBudget);
         }
         let wait = match hint {
+            // "Now" (Retry-After: 0, a date already past, t=0) is never an immediate loop:
+            // the backoff's wait, which the server's "now" allows.
+            Some(hint) if hint.wait.is_zero() => policy.backoff.wait(self.retries, fastrand::f64()),
             Some(hint) => policy.jitter.apply(hint.wait, fastrand::f64()),
             None => policy.backoff.wait(self.retries, fastrand::f64()),
         };
         self.retries += 1;
         tracing::info!(
             target: "tollgate::client",
-            host = %self.host,
+            host = self.host.as_deref().unwrap_or_default(),
             status = status.as_u16(),
             server_wait_ms = hint.map(|hint| hint.wait.as_millis() as u64),
             wait_ms = wait.as_millis() as u64,
@@ -172,7 +237,7 @@ impl<'a> Attempts<'a> {
     fn give_up(&self, status: StatusCode, why: GaveUp) -> After {
         tracing::debug!(
             target: "tollgate::client",
-            host = %self.host,
+            host = self.host.as_deref().unwrap_or_default(),
             status = status.as_u16(),
             reason = why.as_str(),
             "not retried: the answer is returned as it is"

@@ -9,7 +9,7 @@ use parking_lot::Mutex;
 use tokio::time::Instant;
 
 /// The most entries a cool-down table keeps: far more hosts than one client talks to. Past it,
-/// entries that have ended go first, then the one ending soonest.
+/// entries that have ended go first, then route waits, then host waits, soonest first.
 pub const DEFAULT_MAX_ENTRIES: usize = 4_096;
 
 /// What waits are in force for a client's requests, shared by its clones.
@@ -127,18 +127,24 @@ impl CoolDowns {
 }
 
 impl Table {
-    /// Drops the waits that have ended; if none has, the one ending soonest.
+    /// Drops the waits that have ended, then, until a sixteenth of the table is free, route
+    /// waits ending soonest (a route wait only spares a refusal; a host's wait is what keeps a
+    /// crowd of requests off a host that asked), then host waits ending soonest. One scan frees
+    /// room for many inserts.
     fn make_room(&mut self, now: Instant) {
         self.entries.retain(|_, until| *until > now);
-        if self.entries.len() < self.max {
+        let wanted = (self.max / 16).max(1);
+        let free = self.max.saturating_sub(self.entries.len());
+        if free >= wanted {
             return;
         }
-        let soonest = self
+        let mut order: Vec<(bool, Instant, Scope)> = self
             .entries
             .iter()
-            .min_by_key(|(_, until)| **until)
-            .map(|(scope, _)| scope.clone());
-        if let Some(scope) = soonest {
+            .map(|(scope, until)| (matches!(scope, Scope::Host(_)), *until, scope.clone()))
+            .collect();
+        order.sort_unstable_by_key(|(is_host, until, _)| (*is_host, *until));
+        for (_, _, scope) in order.into_iter().take(wanted - free) {
             self.entries.remove(&scope);
         }
     }

@@ -5,7 +5,7 @@ use reqwest::{Request, Response};
 use reqwest_middleware::{Middleware, Next, Result};
 
 use crate::RetryPolicy;
-use crate::attempts::{After, Attempts, Before};
+use crate::attempts::{After, Attempts, Before, host_key};
 
 /// The behaviour of [`RetryAfterLayer`](crate::RetryAfterLayer) as a `reqwest-middleware`
 /// middleware: waits as the server asks on `429` and `503`, with bounded jitter, a cap, the
@@ -40,10 +40,21 @@ impl Middleware for RetryAfterMiddleware {
         extensions: &mut Extensions,
         next: Next<'_>,
     ) -> Result<Response> {
-        let mut attempts = Attempts::new(&self.policy, request.method(), &uri_of(&request));
+        let url = request.url();
+        let host = host_key(
+            Some(url.scheme()),
+            url.host_str(),
+            url.port_or_known_default(),
+        );
+        let mut attempts = Attempts::new(&self.policy, request.method(), host, url.path());
         match attempts.before() {
             Before::Go => {}
-            Before::Wait(wait) => tokio::time::sleep(wait).await,
+            Before::Wait(wait) => {
+                tokio::time::sleep(wait).await;
+                while let Some(more) = attempts.cooling_left() {
+                    tokio::time::sleep(more).await;
+                }
+            }
             Before::Fail(cooling) => return Err(reqwest_middleware::Error::middleware(cooling)),
         }
         let repeatable = attempts.may_repeat(request.headers());
@@ -68,9 +79,4 @@ impl Middleware for RetryAfterMiddleware {
             }
         }
     }
-}
-
-/// The request's URL as an `http::Uri` (for its authority and path).
-fn uri_of(request: &Request) -> http::Uri {
-    request.url().as_str().parse().unwrap_or_default()
 }

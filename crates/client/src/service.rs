@@ -110,10 +110,16 @@ where
     B::Error: Into<BoxError>,
 {
     let (parts, body) = request.into_parts();
-    let mut attempts = Attempts::new(&policy, &parts.method, &parts.uri);
+    let mut attempts = Attempts::for_uri(&policy, &parts.method, &parts.uri, &parts.headers);
     match attempts.before() {
         Before::Go => {}
-        Before::Wait(wait) => tokio::time::sleep(wait).await,
+        Before::Wait(wait) => {
+            tokio::time::sleep(wait).await;
+            // Another request may have been told to wait longer meanwhile.
+            while let Some(more) = attempts.cooling_left() {
+                tokio::time::sleep(more).await;
+            }
+        }
         Before::Fail(cooling) => return Err(cooling.into()),
     }
     let small = body
@@ -126,7 +132,12 @@ where
         let _ = attempts.after(response.status(), response.headers(), false);
         return Ok(response);
     }
-    let bytes = body.collect().await.map_err(Into::into)?.to_bytes();
+    // The size the body announced is not trusted: past the limit, reading stops with an error
+    // (the body is partly read and cannot be sent any more).
+    let bytes = http_body_util::Limited::new(body, policy.max_body)
+        .collect()
+        .await?
+        .to_bytes();
     loop {
         let request = Request::from_parts(parts.clone(), B::from(bytes.clone()));
         let response = call(&mut inner, request).await?;
