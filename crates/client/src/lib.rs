@@ -19,14 +19,16 @@
 //!    `U(0, min(10 s, 100 ms × 2^retry))`.
 //!
 //! A server's wait gets a bounded jitter on top, never below it:
-//! `server + U(0, min(0.1 × server, 1 s))` ([`Jitter`]). A server's wait above the cap (default
+//! `server + U(0, min(0.1 × server, 1 s))` ([`Jitter`]). A server's "now" (`Retry-After: 0`, a
+//! date already past, `t=0`) is never an immediate loop: the backoff's wait is used. A server's wait above the cap (default
 //! 60 s) is not waited: the response is returned at once. So is the last response when the
 //! retries (default 3) or the retry budget run out.
 //!
 //! **What is retried** — `429` and `503` (configurable), for requests safe to repeat: idempotent
 //! methods (`GET`, `HEAD`, `OPTIONS`, `PUT`, `DELETE`, `TRACE`) or any request carrying an
 //! `Idempotency-Key`, with a body that can be sent again (buffered up to 64 KiB; a larger or
-//! streaming body is sent once and its answer returned as it is).
+//! streaming body is sent once and its answer returned as it is; a body that said it was
+//! smaller than it is fails when it passes the limit, since it cannot be sent any more).
 //!
 //! **The retry budget** — tower's `TpsBudget`: over the last `ttl` (10 s), retries stay at or
 //! below `retry_percent` (20 %) of the requests plus `min_per_sec` (10) × `ttl`. A retry the
@@ -38,7 +40,10 @@
 //! [`CoolingDown`], [`WhenCooling::FailFast`]) instead of each finding the 429 itself. A response
 //! of any status saying a policy has nothing left (`RateLimit: "p";r=0;t=N`) holds later
 //! requests with the same method and path on that host for N seconds: a client cannot know
-//! which other paths a policy covers. The table is bounded ([`CoolDowns`], 4,096 entries).
+//! which other paths a policy covers. A host is its name and port (the scheme's default made
+//! explicit; never the userinfo; a relative URI's `Host` header); a request naming no host
+//! neither waits nor holds. The table is bounded ([`CoolDowns`], 4,096 entries; a host's wait
+//! outlives every route's).
 //!
 //! **Observability** — a `tracing` event on target `tollgate::client` per wait (host, status,
 //! the server's value, the wait chosen), and with feature `metrics` the counters
