@@ -56,8 +56,19 @@ pub use tollgate_redis as redis;
 #[cfg(feature = "admin")]
 pub use tollgate_admin as admin;
 
-/// The README's examples, compiled and run as doc tests (they use the `axum`, `redis` and
-/// `admin` features).
-#[cfg(all(doctest, feature = "axum", feature = "redis", feature = "admin"))]
+/// The client side of a 429 (feature `client`): a tower layer and a reqwest middleware that
+/// wait as the server asks.
+#[cfg(feature = "client")]
+pub use tollgate_client as client;
+
+/// The README's examples, compiled and run as doc tests (they use the `axum`, `redis`, `admin`
+/// and `client` features).
+#[cfg(all(
+    doctest,
+    feature = "axum",
+    feature = "redis",
+    feature = "admin",
+    feature = "client"
+))]
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;

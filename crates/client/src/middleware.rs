@@ -1,0 +1,82 @@
+//! The reqwest side (feature `reqwest`): [`RetryAfterMiddleware`] for `reqwest-middleware`.
+
+use http::Extensions;
+use reqwest::{Request, Response};
+use reqwest_middleware::{Middleware, Next, Result};
+
+use crate::RetryPolicy;
+use crate::attempts::{After, Attempts, Before, host_key};
+
+/// The behaviour of [`RetryAfterLayer`](crate::RetryAfterLayer) as a `reqwest-middleware`
+/// middleware: waits as the server asks on `429` and `503`, with bounded jitter, a cap, the
+/// shared per-host cool-down and the retry budget of its [`RetryPolicy`]. A request whose body
+/// reqwest cannot clone (a stream) is sent once.
+///
+/// ```
+/// use tollgate_client::{RetryAfterMiddleware, RetryPolicy};
+///
+/// let client = reqwest_middleware::ClientBuilder::new(reqwest::Client::new())
+///     .with(RetryAfterMiddleware::new(RetryPolicy::default()))
+///     .build();
+/// # let _ = client;
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct RetryAfterMiddleware {
+    policy: RetryPolicy,
+}
+
+impl RetryAfterMiddleware {
+    /// A middleware following `policy`.
+    pub fn new(policy: RetryPolicy) -> Self {
+        RetryAfterMiddleware { policy }
+    }
+}
+
+#[async_trait::async_trait]
+impl Middleware for RetryAfterMiddleware {
+    async fn handle(
+        &self,
+        request: Request,
+        extensions: &mut Extensions,
+        next: Next<'_>,
+    ) -> Result<Response> {
+        let url = request.url();
+        let host = host_key(
+            Some(url.scheme()),
+            url.host_str(),
+            url.port_or_known_default(),
+        );
+        let mut attempts = Attempts::new(&self.policy, request.method(), host, url.path());
+        match attempts.before() {
+            Before::Go => {}
+            Before::Wait(wait) => {
+                tokio::time::sleep(wait).await;
+                while let Some(more) = attempts.cooling_left() {
+                    tokio::time::sleep(more).await;
+                }
+            }
+            Before::Fail(cooling) => return Err(reqwest_middleware::Error::middleware(cooling)),
+        }
+        let repeatable = attempts.may_repeat(request.headers());
+        let mut request = request;
+        loop {
+            let again = repeatable.then(|| request.try_clone()).flatten();
+            let response = next.clone().run(request, extensions).await?;
+            let status = response.status();
+            match (
+                attempts.after(status, response.headers(), again.is_some()),
+                again,
+            ) {
+                (After::Retry(wait), Some(copy)) => {
+                    drop(response);
+                    tokio::time::sleep(wait).await;
+                    while let Some(more) = attempts.cooling_left() {
+                        tokio::time::sleep(more).await;
+                    }
+                    request = copy;
+                }
+                _ => return Ok(response),
+            }
+        }
+    }
+}
