@@ -12,7 +12,7 @@ use crate::{CoolingDown, HintSource, RetryPolicy, WhenCooling, exhausted_for, se
 
 /// What to do before sending.
 #[derive(Debug)]
-pub(crate) enum Before {
+enum Before {
     /// Send now.
     Go,
     /// The host or route is cooling down: wait this long first.
@@ -126,7 +126,7 @@ impl<'a> Attempts<'a> {
 
     /// Before the first send: a wait for the host's or route's cool-down, if one is in force.
     /// A request that will be sent counts in the budget as one request.
-    pub(crate) fn before(&self) -> Before {
+    fn before(&self) -> Before {
         let now = Instant::now();
         let table = &self.policy.cool_downs;
         let until = self
@@ -158,10 +158,32 @@ impl<'a> Attempts<'a> {
         }
     }
 
+    /// Waits before the first send as [`before`](Self::before) says (re-checking the table
+    /// after each wait, since another request may have been told to wait longer meanwhile);
+    /// the error when the policy fails fast.
+    pub(crate) async fn wait_to_send(&self) -> Result<(), CoolingDown> {
+        match self.before() {
+            Before::Go => Ok(()),
+            Before::Wait(wait) => {
+                self.sleep(wait).await;
+                Ok(())
+            }
+            Before::Fail(cooling) => Err(cooling),
+        }
+    }
+
+    /// Sleeps `wait`, then for as long as the host's or route's cool-down still holds.
+    pub(crate) async fn sleep(&self, wait: Duration) {
+        tokio::time::sleep(wait).await;
+        while let Some(more) = self.cooling_left() {
+            tokio::time::sleep(more).await;
+        }
+    }
+
     /// Before a retry, once its own wait is over: how much longer, if the host's or route's
     /// cool-down now ends later (another request through this client was told to wait while
     /// this one slept), with jitter.
-    pub(crate) fn cooling_left(&self) -> Option<Duration> {
+    fn cooling_left(&self) -> Option<Duration> {
         let now = Instant::now();
         let table = &self.policy.cool_downs;
         let host = self.host.as_deref()?;

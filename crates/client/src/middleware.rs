@@ -5,7 +5,7 @@ use reqwest::{Request, Response};
 use reqwest_middleware::{Middleware, Next, Result};
 
 use crate::RetryPolicy;
-use crate::attempts::{After, Attempts, Before, host_key};
+use crate::attempts::{After, Attempts, host_key};
 
 /// The behaviour of [`RetryAfterLayer`](crate::RetryAfterLayer) as a `reqwest-middleware`
 /// middleware: waits as the server asks on `429` and `503`, with bounded jitter, a cap, the
@@ -47,16 +47,10 @@ impl Middleware for RetryAfterMiddleware {
             url.port_or_known_default(),
         );
         let mut attempts = Attempts::new(&self.policy, request.method(), host, url.path());
-        match attempts.before() {
-            Before::Go => {}
-            Before::Wait(wait) => {
-                tokio::time::sleep(wait).await;
-                while let Some(more) = attempts.cooling_left() {
-                    tokio::time::sleep(more).await;
-                }
-            }
-            Before::Fail(cooling) => return Err(reqwest_middleware::Error::middleware(cooling)),
-        }
+        attempts
+            .wait_to_send()
+            .await
+            .map_err(reqwest_middleware::Error::middleware)?;
         let repeatable = attempts.may_repeat(request.headers());
         let mut request = request;
         loop {
@@ -69,10 +63,7 @@ impl Middleware for RetryAfterMiddleware {
             ) {
                 (After::Retry(wait), Some(copy)) => {
                     drop(response);
-                    tokio::time::sleep(wait).await;
-                    while let Some(more) = attempts.cooling_left() {
-                        tokio::time::sleep(more).await;
-                    }
+                    attempts.sleep(wait).await;
                     request = copy;
                 }
                 _ => return Ok(response),

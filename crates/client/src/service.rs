@@ -12,7 +12,7 @@ use tower::ServiceExt;
 use tower_service::Service;
 
 use crate::RetryPolicy;
-use crate::attempts::{After, Attempts, Before};
+use crate::attempts::{After, Attempts};
 
 /// The error of a [`RetryAfter`] service: the inner service's, a body that could not be read
 /// for buffering, or [`CoolingDown`](crate::CoolingDown).
@@ -111,17 +111,7 @@ where
 {
     let (parts, body) = request.into_parts();
     let mut attempts = Attempts::for_uri(&policy, &parts.method, &parts.uri, &parts.headers);
-    match attempts.before() {
-        Before::Go => {}
-        Before::Wait(wait) => {
-            tokio::time::sleep(wait).await;
-            // Another request may have been told to wait longer meanwhile.
-            while let Some(more) = attempts.cooling_left() {
-                tokio::time::sleep(more).await;
-            }
-        }
-        Before::Fail(cooling) => return Err(cooling.into()),
-    }
+    attempts.wait_to_send().await?;
     let small = body
         .size_hint()
         .exact()
@@ -145,10 +135,7 @@ where
             After::Done => return Ok(response),
             After::Retry(wait) => {
                 drop(response);
-                tokio::time::sleep(wait).await;
-                while let Some(more) = attempts.cooling_left() {
-                    tokio::time::sleep(more).await;
-                }
+                attempts.sleep(wait).await;
             }
         }
     }
