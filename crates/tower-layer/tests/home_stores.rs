@@ -104,3 +104,51 @@ async fn a_rule_file_naming_an_unknown_store_is_refused_at_its_line() {
     std::fs::write(&path, RULES).expect("write the rule file");
     assert!(RuleWatcher::start(&path, Extractors::new(), &plain).is_err());
 }
+
+/// A rule file naming a store the layer does not have is refused by `RuleFile::install` (and
+/// by a `RuleWatcher`), at its `store` line, and the rules in force stay; taken as code rules
+/// (`replace_rules`), the misnamed rule is counted in the default store — limited, never let
+/// through.
+#[tokio::test]
+async fn a_misnamed_store_is_refused_by_install_and_counted_by_replace_rules() {
+    use tollgate_tower::config::RuleFile;
+    const RULES: &str = "[[rule]]\nid = \"login\"\nalgorithm = \"fixed_window\"\nlimit = 2\nwindow = \"1h\"\nkey = \"global\"\nstore = \"hoem\"\n";
+    let local = MemoryStore::new();
+    let stores = Stores::new(local.clone())
+        .with("home", MemoryStore::new())
+        .expect("a valid name");
+    let layer = RateLimitLayer::new(stores);
+    let file = RuleFile::parse("rules.toml", RULES, &Extractors::new())
+        .expect("parse has no store to ask, so it accepts the name");
+    let refused = file.install(&layer).expect_err("no store is named hoem");
+    assert!(refused.to_string().contains("rules.toml:7:"), "{refused}");
+    assert_eq!(
+        layer.current_rules().rules().count(),
+        0,
+        "nothing installed"
+    );
+
+    layer.replace_rules(file.rules().clone());
+    let server = TestServer::start(
+        Router::new()
+            .route("/login", get(|| async { "ok" }))
+            .layer(layer),
+    )
+    .await;
+    for _ in 0..3 {
+        let _ = server
+            .client
+            .get(server.url("/login"))
+            .send()
+            .await
+            .expect("answers");
+    }
+    let (rule, key) = (RuleId::new("login").expect("valid"), Key::global());
+    let quota = Quota::fixed_window(2, std::time::Duration::from_secs(3_600)).expect("valid");
+    let probe = Item::new(&rule, quota, &key).with_cost(0);
+    let left = local.peek(&probe).await.expect("peeks").remaining();
+    assert_eq!(
+        left, 0,
+        "counted in the default store: limited, not let through"
+    );
+}
