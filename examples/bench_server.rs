@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::routing::get;
-use tollgate::tower::config::{Extractors, RuleWatcher};
+use tollgate::config::{Extractors, RuleWatcher};
 use tollgate::tower::headers::HeaderStyle;
 use tollgate::tower::key::{HeaderKey, PeerIp};
 use tollgate::tower::{Escalation, RateLimitLayer, Rule};

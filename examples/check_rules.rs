@@ -10,7 +10,7 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use tollgate::Quota;
-use tollgate::tower::config::{Extractors, RuleFile};
+use tollgate::config::{Extractors, RuleFile};
 use tollgate::tower::key::ExtensionKey;
 
 /// Chirp's signed-in user, as its authentication middleware inserts it.

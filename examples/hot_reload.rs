@@ -15,7 +15,7 @@ use std::sync::Arc;
 use axum::Router;
 use axum::routing::get;
 use tollgate::MemoryStore;
-use tollgate::tower::config::{Extractors, RuleWatcher};
+use tollgate::config::{Extractors, RuleWatcher};
 use tollgate::tower::key::HeaderKey;
 use tollgate::tower::{QuotaRegistry, RateLimitLayer};
 

@@ -44,6 +44,11 @@ pub use tollgate_core::{
 #[cfg(feature = "tower")]
 pub use tollgate_tower as tower;
 
+/// Rule files: TOML rules checked with every mistake at its line and column, hot reload, the
+/// overlay a fleet document goes through (feature `config`).
+#[cfg(feature = "config")]
+pub use tollgate_config as config;
+
 /// Typed limits as axum extractors (feature `axum`).
 #[cfg(feature = "axum")]
 pub use tollgate_axum as axum;

@@ -11,10 +11,10 @@ use axum::Router;
 use axum::http::StatusCode;
 use axum::routing::get;
 use tollgate::MemoryStore;
+use tollgate::config::{Extractors, RuleWatcher};
 use tollgate::redis::fleet::{FleetError, FleetRefusal, FleetRules, FleetStatus, PublishError};
 use tollgate::redis::{RedisConnection, RedisStore};
 use tollgate::tower::RateLimitLayer;
-use tollgate::tower::config::{Extractors, RuleWatcher};
 use tollgate_redis_harness::{RedisCluster, RedisServer};
 
 const SECRET: &[u8] = b"0123456789abcdef0123456789abcdef";

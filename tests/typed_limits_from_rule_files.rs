@@ -10,8 +10,8 @@ use axum::http::request::Parts;
 use axum::routing::post;
 use axum::{Extension, Router};
 use tollgate::axum::{Limit, Limited, Tollgate};
+use tollgate::config::{Extractors, RuleWatcher};
 use tollgate::core::{Key, MemoryStore, Quota, QuotaError};
-use tollgate::tower::config::{Extractors, RuleWatcher};
 use tollgate::tower::{QuotaRegistry, RateLimitLayer};
 
 /// 400 follows a day unless the rule file says otherwise; every caller is one account here.

@@ -7,7 +7,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use tollgate_tower::config::{ConfigErrors, RuleFile, RuleOverlay};
+use tollgate_config::{ConfigErrors, RuleFile, RuleOverlay};
 
 /// The prefix of the versions this API gives changes kept on one gateway.
 pub(crate) const LOCAL_VERSION: &str = "admin-";

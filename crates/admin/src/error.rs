@@ -5,7 +5,7 @@ use axum::Json;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
-use tollgate_tower::config::ConfigErrors;
+use tollgate_config::ConfigErrors;
 use utoipa::ToSchema;
 
 use crate::changes::ChangeError;

@@ -8,11 +8,11 @@ use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, Path, Query, State as Shared};
 use axum::routing::{get, post};
 use serde::Deserialize;
-use tollgate_core::RuleId;
-use tollgate_tower::ResetError;
-use tollgate_tower::config::{
+use tollgate_config::{
     POLICY_FIELDS, QUOTA_FIELDS, RuleFile, is_patchable, parse_rule, patch_rule,
 };
+use tollgate_core::RuleId;
+use tollgate_tower::ResetError;
 use utoipa::IntoParams;
 
 use crate::auth::{Operator, Viewer};
@@ -525,7 +525,7 @@ fn no_rule(id: &str) -> ApiError {
 }
 
 /// The overlay changes go through, or why rules cannot be changed here (`409`).
-fn changeable(state: &State) -> Result<&tollgate_tower::config::RuleOverlay, ApiError> {
+fn changeable(state: &State) -> Result<&tollgate_config::RuleOverlay, ApiError> {
     state.changes.overlay().ok_or_else(|| {
         let why =
             state.changes.base().err().unwrap_or_else(|| {

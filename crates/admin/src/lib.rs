@@ -46,7 +46,7 @@
 //! use tollgate_admin::{Admin, AdminToken};
 //! use tollgate_core::MemoryStore;
 //! use tollgate_tower::RateLimitLayer;
-//! use tollgate_tower::config::{Extractors, RuleWatcher};
+//! use tollgate_config::{Extractors, RuleWatcher};
 //!
 //! let layer = RateLimitLayer::new(MemoryStore::new()).track_top_refused(100);
 //! let watcher = RuleWatcher::start("rules.toml", Extractors::new(), &layer)?;
@@ -75,9 +75,9 @@ mod views;
 
 use std::sync::Arc;
 
+use tollgate_config::RuleWatcher;
 use tollgate_core::Store;
 use tollgate_tower::RateLimitLayer;
-use tollgate_tower::config::RuleWatcher;
 
 pub use health::{StoreHealth, StoreReport, probe};
 pub use openapi::openapi_json;

@@ -3,9 +3,9 @@
 use std::time::UNIX_EPOCH;
 
 use serde::{Deserialize, Serialize};
+use tollgate_config::{QUOTA_FIELDS, RuleFile, WatchStatus};
 use tollgate_core::{Mode, OnStoreFailure};
 use tollgate_tower::Rule;
-use tollgate_tower::config::{QUOTA_FIELDS, RuleFile, WatchStatus};
 use tollgate_tower::stats::{Counts, RuleStats};
 use utoipa::ToSchema;
 
@@ -345,7 +345,7 @@ impl State {
             rules: views,
             toml: match self.changes.overlay() {
                 Some(overlay) => overlay.to_toml(),
-                None => tollgate_tower::config::rules_to_toml(&rules),
+                None => tollgate_config::rules_to_toml(&rules),
             },
         }
     }

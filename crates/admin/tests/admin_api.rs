@@ -122,12 +122,8 @@ async fn the_rules_in_force_are_listed_as_the_file_writes_them_with_source_and_v
     assert_eq!(body["versions"]["changes"], serde_json::Value::Null);
     let toml = body["toml"].as_str().expect("toml");
     assert!(
-        tollgate_tower::config::RuleFile::parse(
-            "listed",
-            toml,
-            &tollgate_tower::config::Extractors::new()
-        )
-        .is_ok()
+        tollgate_config::RuleFile::parse("listed", toml, &tollgate_config::Extractors::new())
+            .is_ok()
     );
 
     let (status, rule) = Gateway::json(gateway.admin(Method::GET, "/v1/rules/posts")).await;
@@ -616,8 +612,8 @@ async fn every_error_is_json_even_the_ones_axum_writes() {
 
 #[tokio::test]
 async fn the_page_escapes_what_callers_and_rule_files_write() {
+    use tollgate_config::{Extractors, RuleWatcher};
     use tollgate_core::MemoryStore;
-    use tollgate_tower::config::{Extractors, RuleWatcher};
     use tollgate_tower::{KeyLogging, RateLimitLayer};
 
     let rules = "[[rule]]\nid = \"by-key\"\nmatch = { path = \"/hello\" }\nalgorithm = \"fixed_window\"\nlimit = 1\nwindow = \"1h\"\nkey = { header = \"x-api-key\" }\n";

@@ -11,12 +11,12 @@ use common::{Gateway, ONCALL, RULES};
 use reqwest::Method;
 use serde_json::json;
 use tollgate_admin::{Admin, AdminToken};
+use tollgate_config::{Extractors, RuleWatcher};
 use tollgate_core::FingerprintSecret;
 use tollgate_redis::fleet::FleetRules;
 use tollgate_redis::fleet::top::FleetTopRefused;
 use tollgate_redis::{RedisConnection, RedisStore};
 use tollgate_redis_harness::RedisServer;
-use tollgate_tower::config::{Extractors, RuleWatcher};
 use tollgate_tower::{KeyLogging, RateLimitLayer};
 
 /// One gateway of the fleet: its URL and what must live as long as it serves.

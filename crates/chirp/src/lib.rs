@@ -19,8 +19,8 @@ use axum::routing::{any, get, post};
 use axum::{Extension, Router};
 use tollgate::admin::{Admin, AdminToken, StoreHealth};
 use tollgate::axum::Tollgate;
+use tollgate::config::{Extractors, RuleWatcher};
 use tollgate::redis::RedisStore;
-use tollgate::tower::config::{Extractors, RuleWatcher};
 use tollgate::tower::key::ExtensionKey;
 use tollgate::tower::{QuotaRegistry, RateLimitLayer};
 use tollgate::{FallbackStore, MemoryStore, RuleId, Store};
@@ -166,7 +166,7 @@ pub fn app<St: Store>(layer: &RateLimitLayer<St>) -> Router {
 ///
 /// ```
 /// let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/rules/chirp.toml"))?;
-/// let file = tollgate::tower::config::RuleFile::parse("chirp.toml", &text, &chirp::extractors())?;
+/// let file = tollgate::config::RuleFile::parse("chirp.toml", &text, &chirp::extractors())?;
 /// assert!(file.limits().count() >= 3);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```

@@ -19,11 +19,11 @@
 use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
+use tollgate_config::{Extractors, RuleWatcher};
 use tollgate_redis::fleet::FleetRules;
 use tollgate_redis::{RedisConnection, RedisStore};
 use tollgate_redis_harness::RedisServer;
 use tollgate_tower::RateLimitLayer;
-use tollgate_tower::config::{Extractors, RuleWatcher};
 
 fn rules(limit: u64) -> String {
     format!(

@@ -3,7 +3,7 @@
 use std::fmt;
 
 use tollgate::QuotaError;
-use tollgate::tower::config::ConfigErrors;
+use tollgate::config::ConfigErrors;
 
 /// Why a simulation could not run.
 #[derive(Debug)]

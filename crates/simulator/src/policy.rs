@@ -3,7 +3,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use tollgate::tower::config::RuleFile;
+use tollgate::config::RuleFile;
 use tollgate::tower::{QuotaRegistry, RateLimitLayer};
 use tollgate::{OnStoreFailure, Quota, RuleId, Store};
 

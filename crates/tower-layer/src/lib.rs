@@ -75,8 +75,6 @@
 //!   [`PeerAddr`](key::PeerAddr) request extension (see its example of a hyper serve loop).
 
 pub mod client_ip;
-#[cfg(feature = "config")]
-pub mod config;
 pub mod events;
 pub mod headers;
 pub mod key;

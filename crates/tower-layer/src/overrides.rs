@@ -82,7 +82,7 @@ impl QuotaOverrides {
 
     /// [`plans`](Self::plans) with an extractor already shared (a rule file's).
     #[must_use]
-    pub(crate) fn plans_shared<'a>(
+    pub fn plans_shared<'a>(
         mut self,
         plan: Arc<dyn KeyExtractor>,
         quotas: impl IntoIterator<Item = (&'a str, Quota)>,

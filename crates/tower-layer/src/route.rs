@@ -95,11 +95,7 @@ impl RuleSet {
     }
 
     /// Adds checked exempt patterns (a rule file's) in one pass.
-    #[cfg(feature = "config")]
-    pub(crate) fn exempt_patterns(
-        mut self,
-        patterns: impl IntoIterator<Item = PathPattern>,
-    ) -> Self {
+    pub fn exempt_patterns(mut self, patterns: impl IntoIterator<Item = PathPattern>) -> Self {
         self.exemptions.paths.extend(patterns);
         self
     }
@@ -177,8 +173,10 @@ impl RuleSet {
         self.header_style.unwrap_or(layer)
     }
 
-    /// Adds a row for a checked pattern (`None`: any method).
-    pub(crate) fn route_pattern(
+    /// Adds a row for an already checked pattern (`None`: any method), as
+    /// [`route`](Self::route) does for a pattern written as text.
+    #[must_use]
+    pub fn route_pattern(
         mut self,
         method: Option<Method>,
         pattern: PathPattern,

@@ -56,7 +56,6 @@ pub struct Rule {
     pub(crate) escalation: Option<Escalated>,
     pub(crate) overrides: Option<Arc<QuotaOverrides>>,
     /// The TOML table a rule file defined it with (`None`: built in code).
-    #[cfg_attr(not(feature = "config"), allow(dead_code))]
     pub(crate) source: Option<Arc<str>>,
     pub(crate) notices: Arc<RuleNotices>,
 }
@@ -69,11 +68,12 @@ impl Rule {
     /// bytes) allowing `quota` per caller that `key` names. It enforces, costs 1, answers 429,
     /// skips requests without a key and fails open; change any of that with the methods below.
     pub fn new(id: &str, quota: Quota, key: impl KeyExtractor) -> Result<Rule, RuleIdError> {
-        Rule::with_key(id, quota, Arc::new(key))
+        Rule::new_shared(id, quota, Arc::new(key))
     }
 
-    /// [`new`](Rule::new) with an extractor already shared (a rule file's).
-    pub(crate) fn with_key(
+    /// [`new`](Rule::new) with an extractor already shared (as a rule file's named extractors
+    /// are), so it is not boxed twice.
+    pub fn new_shared(
         id: &str,
         quota: Quota,
         key: Arc<dyn KeyExtractor>,
@@ -321,10 +321,17 @@ impl Rule {
     }
 
     /// The TOML table a rule file defined this rule with, as the file would be written back
-    /// (`None`: the rule was built in code) (feature `config`).
-    #[cfg(feature = "config")]
+    /// (`None`: the rule was built in code).
     pub fn source_toml(&self) -> Option<&str> {
         self.source.as_deref()
+    }
+
+    /// Records the TOML table this rule was read from (rule files do), so that writing the
+    /// rules back ([`source_toml`](Self::source_toml)) gives what was read.
+    #[must_use]
+    pub fn with_source_toml(mut self, toml: impl Into<Arc<str>>) -> Self {
+        self.source = Some(toml.into());
+        self
     }
 
     /// The rule's mode: enforcing, shadow, ...

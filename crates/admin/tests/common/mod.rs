@@ -7,9 +7,9 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use tollgate_admin::{Admin, AdminToken};
+use tollgate_config::{Extractors, RuleWatcher};
 use tollgate_core::MemoryStore;
 use tollgate_tower::RateLimitLayer;
-use tollgate_tower::config::{Extractors, RuleWatcher};
 
 /// The on-call token's secret.
 pub const ONCALL: &str = "oncall-secret-0123456789abcdef";

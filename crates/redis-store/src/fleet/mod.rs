@@ -1,7 +1,7 @@
 //! Fleet-wide rule changes through Redis (feature `fleet`): one gateway publishes a rule
 //! document, every gateway on that Redis puts it over its own rule file within moments.
 //!
-//! A document is a rule file (the format of `tollgate_tower::config`), stored under one key,
+//! A document is a rule file (the format of `tollgate_config`), stored under one key,
 //! `tollgate:fleet:{<name>}` (a hash: version, text, signature), and announced on the channel
 //! `tollgate:fleet:<name>`. Each gateway follows it with [`FleetRules`]:
 //!
@@ -35,7 +35,7 @@
 //! ([`PublishError::BadVersion`]: delete the key). A refused document is remembered by its
 //! version, signature and size, so it is reported once and a later document is still applied.
 //!
-//! **Precedence** is the overlay's (`tollgate_tower::config::RuleOverlay`): a rule of the
+//! **Precedence** is the overlay's (`tollgate_config::RuleOverlay`): a rule of the
 //! document replaces the gateway's file rule with the same id, rules only the document defines
 //! are added, the file decides the rest; the document replaces the previous document whole (to
 //! change one rule's quota, publish a document holding that rule). [`FleetRules::withdraw`]
@@ -51,7 +51,7 @@
 //! use tollgate_redis::RedisStore;
 //! use tollgate_redis::fleet::FleetRules;
 //! use tollgate_tower::RateLimitLayer;
-//! use tollgate_tower::config::{Extractors, RuleWatcher};
+//! use tollgate_config::{Extractors, RuleWatcher};
 //!
 //! let store = RedisStore::connect("redis://127.0.0.1:6379/").await?;
 //! let connection = store.connection().clone();
@@ -84,7 +84,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use tokio::task::JoinHandle;
-use tollgate_tower::config::{ConfigErrors, RuleOverlay};
+use tollgate_config::{ConfigErrors, RuleOverlay};
 
 use self::document::Place;
 use crate::RedisConnection;

@@ -3,14 +3,15 @@
 //! a request refused at home leaves no charge locally, and a file naming a store the layer does
 //! not have is refused at the rule's `store` line.
 
+#[path = "../../tower-layer/tests/common/mod.rs"]
 mod common;
 
 use axum::Router;
 use axum::routing::get;
 use http::StatusCode;
+use tollgate_config::{Extractors, RuleWatcher, WatchError};
 use tollgate_core::{Item, Key, MemoryStore, Quota, RuleId, Store, Stores};
 use tollgate_tower::RateLimitLayer;
-use tollgate_tower::config::{Extractors, RuleWatcher, WatchError};
 
 use common::server::{Reply, TestServer};
 
@@ -111,7 +112,7 @@ async fn a_rule_file_naming_an_unknown_store_is_refused_at_its_line() {
 /// through.
 #[tokio::test]
 async fn a_misnamed_store_is_refused_by_install_and_counted_by_replace_rules() {
-    use tollgate_tower::config::RuleFile;
+    use tollgate_config::RuleFile;
     const RULES: &str = "[[rule]]\nid = \"login\"\nalgorithm = \"fixed_window\"\nlimit = 2\nwindow = \"1h\"\nkey = \"global\"\nstore = \"hoem\"\n";
     let local = MemoryStore::new();
     let stores = Stores::new(local.clone())

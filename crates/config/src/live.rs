@@ -7,7 +7,7 @@ use std::time::SystemTime;
 use tollgate_core::RuleId;
 
 use super::{ConfigErrors, Extractors, RuleFile, WatchStatus};
-use crate::{QuotaRegistry, RuleSet};
+use tollgate_tower::{QuotaRegistry, RuleSet};
 
 /// The two sources and what the layer was given.
 pub(super) struct Live {
@@ -227,7 +227,7 @@ impl Live {
 /// # std::fs::write(&path, "[[rule]]\nid = \"reads\"\nalgorithm = \"fixed_window\"\nlimit = 50\nwindow = \"1s\"\nkey = \"peer_ip\"\n")?;
 /// use tollgate_core::MemoryStore;
 /// use tollgate_tower::RateLimitLayer;
-/// use tollgate_tower::config::{Extractors, RuleWatcher};
+/// use tollgate_config::{Extractors, RuleWatcher};
 ///
 /// let layer = RateLimitLayer::new(MemoryStore::new());
 /// let watcher = RuleWatcher::start(&path, Extractors::new(), &layer)?;

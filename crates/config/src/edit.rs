@@ -18,13 +18,13 @@ pub fn is_patchable(name: &str) -> bool {
 /// first, each at its line and column; then, at line 1, a file that is not that one rule.
 ///
 /// ```
-/// use tollgate_tower::config::{Extractors, parse_rule};
+/// use tollgate_config::{Extractors, parse_rule};
 ///
 /// let text = "[[rule]]\nid = \"reads\"\nalgorithm = \"fixed_window\"\nlimit = 50\nwindow = \"1s\"\nkey = \"peer_ip\"\n";
 /// let file = parse_rule("request body", text, "reads", &Extractors::new())?;
 /// assert_eq!(file.ids().collect::<Vec<_>>(), ["reads"]);
 /// assert!(parse_rule("request body", text, "writes", &Extractors::new()).is_err());
-/// # Ok::<(), tollgate_tower::config::ConfigErrors>(())
+/// # Ok::<(), tollgate_config::ConfigErrors>(())
 /// ```
 pub fn parse_rule(
     name: &str,
@@ -67,7 +67,7 @@ pub fn parse_rule(
 /// to check like any other; nothing is checked here.
 ///
 /// ```
-/// use tollgate_tower::config::patch_rule;
+/// use tollgate_config::patch_rule;
 ///
 /// let rule = "[[rule]]\nid = \"reads\"\nalgorithm = \"fixed_window\"\nkey = \"peer_ip\"\nlimit = 50\nwindow = \"1s\"\n";
 /// let patched = patch_rule(rule, &[("limit".into(), "100".into()), ("mode".into(), "\"shadow\"".into())]);
@@ -134,6 +134,6 @@ impl RuleFile {
             .entries
             .iter()
             .find(|entry| entry.rule.id().as_str() == id)
-            .and_then(|entry| entry.rule.source.as_deref())
+            .and_then(|entry| entry.rule.source_toml())
     }
 }

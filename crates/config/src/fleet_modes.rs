@@ -8,7 +8,7 @@ use toml_span::Value;
 
 use super::error::Report;
 use super::fields::{Fields, boolean, positive, string};
-use crate::Rule;
+use tollgate_tower::Rule;
 
 /// The most sub-buckets one key may be spread over.
 const MAX_SUB_BUCKETS: u64 = tollgate_core::MAX_SUB_BUCKETS as u64;

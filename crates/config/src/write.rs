@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use toml_span::Value;
 
-use crate::RuleSet;
+use tollgate_tower::RuleSet;
 
 /// `[[<name>]]` (or `[<name>]` when `array` is false) and the fields of `table`, `id` first,
 /// each value inline.
@@ -94,7 +94,7 @@ fn quoted(text: &str) -> String {
 /// same rules.
 ///
 /// ```
-/// use tollgate_tower::config::{Extractors, RuleFile, rules_to_toml};
+/// use tollgate_config::{Extractors, RuleFile, rules_to_toml};
 ///
 /// let file = RuleFile::parse("rules.toml", r#"
 /// [[rule]]
@@ -108,7 +108,7 @@ fn quoted(text: &str) -> String {
 /// let written = rules_to_toml(file.rules());
 /// let again = RuleFile::parse("written.toml", &written, &Extractors::new())?;
 /// assert_eq!(rules_to_toml(again.rules()), written);
-/// # Ok::<(), tollgate_tower::config::ConfigErrors>(())
+/// # Ok::<(), tollgate_config::ConfigErrors>(())
 /// ```
 pub fn rules_to_toml(rules: &RuleSet) -> String {
     let mut out = String::new();
@@ -122,7 +122,7 @@ pub fn rules_to_toml(rules: &RuleSet) -> String {
         if !out.is_empty() {
             out.push('\n');
         }
-        match &rule.source {
+        match rule.source_toml() {
             Some(source) => out.push_str(source),
             None => {
                 let _ = writeln!(

@@ -3,17 +3,16 @@
 //! operator's reset reaches every sub-bucket, a shadow split rule never refuses, and every
 //! mode's mistakes are reported at their line (the later of two conflicting fields).
 
-#![cfg(feature = "config")]
-
+#[path = "../../tower-layer/tests/common/mod.rs"]
 mod common;
 mod config_common;
 
 use axum::Router;
 use axum::routing::get;
 use http::StatusCode;
+use tollgate_config::{Extractors, RuleFile};
 use tollgate_core::{FleetStore, MemoryStore};
 use tollgate_tower::RateLimitLayer;
-use tollgate_tower::config::{Extractors, RuleFile};
 
 use common::server::TestServer;
 

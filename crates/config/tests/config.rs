@@ -1,8 +1,7 @@
 //! Rules as data: a rule file gives the same decisions as the same rules built in code, and a
 //! bad file reports every mistake at its line and column (and never panics).
 
-#![cfg(feature = "config")]
-
+#[path = "../../tower-layer/tests/common/mod.rs"]
 mod common;
 mod config_common;
 
@@ -13,9 +12,9 @@ use bytes::Bytes;
 use http::{Method, Request, Response, StatusCode};
 use http_body_util::Empty;
 use proptest::prelude::*;
+use tollgate_config::{Extractors, RuleFile};
 use tollgate_core::{Decision, Key, MemoryStore, OnStoreFailure, Quota, Rate, RuleId};
 use tollgate_tower::client_ip::{ProxyHeader, TrustedProxies};
-use tollgate_tower::config::{Extractors, RuleFile};
 use tollgate_tower::headers::HeaderStyle;
 use tollgate_tower::key::{ClientIp, ExtensionKey, Global, HeaderKey};
 use tollgate_tower::{MissingKey, QuotaOverrides, RateLimitLayer, RefusalAction, Rule, RuleSet};

@@ -5,7 +5,7 @@ use std::fmt;
 /// One mistake in a rule file: where it is and what to do about it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConfigError {
-    /// The file's name as given to [`RuleFile::parse`](crate::config::RuleFile::parse).
+    /// The file's name as given to [`RuleFile::parse`](crate::RuleFile::parse).
     pub file: String,
     /// 1-based line.
     pub line: usize,
@@ -49,7 +49,7 @@ impl fmt::Display for ConfigError {
 /// Every mistake found in a rule file, in the order they appear; never empty.
 ///
 /// ```
-/// use tollgate_tower::config::{Extractors, RuleFile};
+/// use tollgate_config::{Extractors, RuleFile};
 ///
 /// let text = "[[rule]]\nid = \"r\"\nalgorithm = \"fixed_window\"\nlimit = 0\nwindow = \"1m\"\nkey = \"peer_ip\"\n";
 /// let errors = RuleFile::parse("rules.toml", text, &Extractors::new()).unwrap_err();

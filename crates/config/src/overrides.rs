@@ -20,7 +20,7 @@ use super::error::Report;
 use super::fields::Fields;
 use super::key::{Extractors, is_one_text_part, key};
 use super::quota::{QUOTA_FIELDS, quota, quota_of};
-use crate::QuotaOverrides;
+use tollgate_tower::QuotaOverrides;
 
 /// The overrides `fields` (a rule's) define; `Some(None)` when there are none, `None` when a
 /// mistake was recorded. `cost` is the rule's fixed cost, which every quota must allow.

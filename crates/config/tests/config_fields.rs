@@ -2,8 +2,6 @@
 //! key and per plan, refusal actions and count predicates registered by name, exemptions, the
 //! header style, typed limits' quotas, and writing the rules back as TOML.
 
-#![cfg(feature = "config")]
-
 mod config_common;
 
 use std::convert::Infallible;
@@ -12,8 +10,8 @@ use std::net::SocketAddr;
 use bytes::Bytes;
 use http::{Method, Request, Response, StatusCode};
 use http_body_util::Empty;
+use tollgate_config::{Extractors, RuleFile, RuleWatcher, rules_to_toml};
 use tollgate_core::{MemoryStore, Quota, RuleId};
-use tollgate_tower::config::{Extractors, RuleFile, RuleWatcher, rules_to_toml};
 use tollgate_tower::key::{Global, HeaderKey};
 use tollgate_tower::{QuotaRegistry, RateLimitLayer, Rule, RuleSet};
 use tower::{Layer, ServiceExt, service_fn};

@@ -13,9 +13,9 @@ use toml_span::Value;
 use super::error::{ConfigError, Position, Report};
 use super::fields::{Fields, boolean, one_or_many, string};
 use super::rule::Applies;
-use crate::PathPattern;
-use crate::client_ip::Cidr;
-use crate::headers::HeaderStyle;
+use tollgate_tower::PathPattern;
+use tollgate_tower::client_ip::Cidr;
+use tollgate_tower::headers::HeaderStyle;
 
 /// The `[exempt]` table, read: each path with where it is written (for the coverage check).
 #[derive(Debug, Clone, Default)]

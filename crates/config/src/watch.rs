@@ -15,7 +15,7 @@ use super::live::{Live, RuleOverlay};
 use super::{ConfigErrors, Extractors, RuleFile};
 use tollgate_core::Store;
 
-use crate::RateLimitLayer;
+use tollgate_tower::RateLimitLayer;
 
 /// How long a burst of file events must be quiet before the file is read: editors and
 /// ConfigMap updates write in several steps.
@@ -91,7 +91,7 @@ pub enum WatchError {
 /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 /// use tollgate_core::MemoryStore;
 /// use tollgate_tower::RateLimitLayer;
-/// use tollgate_tower::config::{Extractors, RuleWatcher};
+/// use tollgate_config::{Extractors, RuleWatcher};
 ///
 /// let layer = RateLimitLayer::new(MemoryStore::new());
 /// let watcher = RuleWatcher::start("/etc/chirp/rules.toml", Extractors::new(), &layer)?;

@@ -1,11 +1,8 @@
-//! Helpers shared by the rule-file tests (feature `config`).
+//! Helpers shared by the rule-file tests.
 
 /// The mistakes a rule file reports, as `line:column: message` (none for a valid file).
-pub(crate) fn config_errors(
-    text: &str,
-    extractors: &tollgate_tower::config::Extractors,
-) -> Vec<String> {
-    match tollgate_tower::config::RuleFile::parse("rules.toml", text, extractors) {
+pub(crate) fn config_errors(text: &str, extractors: &tollgate_config::Extractors) -> Vec<String> {
+    match tollgate_config::RuleFile::parse("rules.toml", text, extractors) {
         Ok(_) => Vec::new(),
         Err(errors) => errors
             .iter()

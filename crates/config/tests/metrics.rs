@@ -1,8 +1,6 @@
 //! Each rule's decisions as metrics, read back exactly through `metrics-util`'s debugging
 //! recorder: allowed, refused, shadow refusals, near the limit, and rule-file loads.
 
-#![cfg(all(feature = "metrics", feature = "config"))]
-
 use std::collections::HashMap;
 use std::convert::Infallible;
 
@@ -12,8 +10,8 @@ use http_body_util::Empty;
 use metrics_util::debugging::{DebugValue, DebuggingRecorder, Snapshotter};
 use std::time::Duration;
 
+use tollgate_config::{Extractors, RuleWatcher};
 use tollgate_core::{MemoryStore, Quota};
-use tollgate_tower::config::{Extractors, RuleWatcher};
 use tollgate_tower::key::Global;
 use tollgate_tower::{Escalation, RateLimitLayer, Rule, RuleSet};
 use tower::{Layer, ServiceExt, service_fn};

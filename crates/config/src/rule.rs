@@ -11,7 +11,7 @@ use super::overrides::overrides;
 use super::quota::{QUOTA_FIELDS, quota};
 use std::sync::Arc;
 
-use crate::{CountWhen, Escalation, MissingKey, PathPattern, RefusalAction, Rule};
+use tollgate_tower::{CountWhen, Escalation, MissingKey, PathPattern, RefusalAction, Rule};
 
 /// A rule's own fields (its quota's, [`QUOTA_FIELDS`], are known too).
 const RULE_FIELDS: &[&str] = &[
@@ -68,7 +68,7 @@ pub(crate) fn rule(
         None => Some(Applies::Everywhere),
     };
     let mut built = match (id, quota, key) {
-        (Some(id), Some(quota), Some(key)) => match Rule::with_key(id, quota, key) {
+        (Some(id), Some(quota), Some(key)) => match Rule::new_shared(id, quota, key) {
             Ok(rule) => Some(rule),
             Err(error) => {
                 report.at(
@@ -137,10 +137,9 @@ pub(crate) fn rule(
     }
     if let Some(value) = fields.get("count_only_when") {
         let counts = count_only_when(value, extractors, report);
-        built = built.zip(counts).map(|(mut rule, counts)| {
-            rule.count_when = Some(counts);
-            rule
-        });
+        built = built
+            .zip(counts)
+            .map(|(rule, counts)| rule.count_only_when(move |status| counts(status)));
     }
     if let Some(value) = fields.get("escalate") {
         let escalation = escalation(value, report);
@@ -156,10 +155,7 @@ pub(crate) fn rule(
         };
     }
     fields.finish("a `[[rule]]`", report);
-    let built = built.map(|mut rule| {
-        rule.source = Some(super::write::table("rule", true, value).into());
-        rule
-    });
+    let built = built.map(|rule| rule.with_source_toml(super::write::table("rule", true, value)));
     Some((
         built?,
         applies?,

@@ -1,5 +1,5 @@
 //! Rules as data: a TOML rule file, validated as a whole, every mistake reported at its line
-//! and column (feature `config`).
+//! and column. (The facade `tollgate` re-exports this crate as `tollgate::config`, feature `config`.)
 //!
 //! ```toml
 //! [[rule]]
@@ -22,7 +22,7 @@
 //!
 //! A rule without `match` applies to every request; with one, to requests whose path matches
 //! its axum 0.8 pattern (and, if given, one of its methods). The rest of a rule's fields are
-//! those of [`Rule`](crate::Rule)'s builder: `cost`, `mode` (`"enforce"`, `"shadow"`), `on_store_failure`
+//! those of [`Rule`](tollgate_tower::Rule)'s builder: `cost`, `mode` (`"enforce"`, `"shadow"`), `on_store_failure`
 //! (`"open"`, `"local"`, `"closed"`, `{ open_within = { <quota fields> } }`), `on_missing_key`
 //! (`"skip"`, `"skip_always"`, `{ refuse = 401 }`), `disclose`, `escalate` (`{ after_refusals,
 //! within, block_for }`). Durations are humantime's: `"30s"`, `"15m"`, `"1h 30m"`, `"1d"`.
@@ -32,7 +32,7 @@
 //! with five mistakes reports five); a file that defines no rules is a mistake too, since it
 //! would turn limiting off (an editor's truncated file looks just like that). So a bad file
 //! never half-replaces good rules: hand the
-//! result to [`RateLimitLayer::replace_rules`](crate::RateLimitLayer::replace_rules) only when
+//! result to [`RateLimitLayer::replace_rules`](tollgate_tower::RateLimitLayer::replace_rules) only when
 //! it is `Ok`. [`RuleWatcher`] does that for a file on disk, on every change.
 
 mod counting;
@@ -62,12 +62,12 @@ pub use self::quota::QUOTA_FIELDS;
 use self::rule::Applies;
 pub use self::watch::{RuleWatcher, WatchError, WatchStatus};
 pub use self::write::rules_to_toml;
-use crate::RuleSet;
+use tollgate_tower::RuleSet;
 
 /// A rule file, read and checked: the rules it defines.
 ///
 /// ```
-/// use tollgate_tower::config::{Extractors, RuleFile};
+/// use tollgate_config::{Extractors, RuleFile};
 ///
 /// let text = r#"
 /// [[rule]]
@@ -79,7 +79,7 @@ use crate::RuleSet;
 /// "#;
 /// let file = RuleFile::parse("rules.toml", text, &Extractors::new())?;
 /// assert_eq!(file.rules().rules().count(), 1);
-/// # Ok::<(), tollgate_tower::config::ConfigErrors>(())
+/// # Ok::<(), tollgate_config::ConfigErrors>(())
 /// ```
 #[derive(Debug, Clone)]
 pub struct RuleFile {
@@ -95,7 +95,7 @@ struct Contents {
     /// `[exempt]`, and its TOML.
     exempt: Option<(set::Exempt, String)>,
     /// `headers`, and its TOML.
-    headers: Option<(crate::headers::HeaderStyle, String)>,
+    headers: Option<(tollgate_tower::headers::HeaderStyle, String)>,
 }
 
 /// A `[[limit]]`: the live quota of a typed limit (or any id) set in the layer's registry.
@@ -112,7 +112,7 @@ struct LimitEntry {
 /// One rule of a file and where it applies.
 #[derive(Debug, Clone)]
 struct Entry {
-    rule: crate::Rule,
+    rule: tollgate_tower::Rule,
     applies: Applies,
     /// Where its `store = "..."` is written, when it names a store.
     store_at: Option<error::Position>,
@@ -149,7 +149,7 @@ impl RuleFile {
             let patterns = exempt
                 .paths
                 .iter()
-                .filter_map(|(path, _)| crate::PathPattern::new(path).ok());
+                .filter_map(|(path, _)| tollgate_tower::PathPattern::new(path).ok());
             rules = rules.exempt_patterns(patterns);
             for network in &exempt.networks {
                 rules = rules.exempt_network(*network);
@@ -162,7 +162,7 @@ impl RuleFile {
     }
 
     /// The quotas the file's `[[limit]]` tables set, by id: typed limits' live quotas, put in
-    /// the layer's [`QuotaRegistry`](crate::QuotaRegistry) by [`RuleWatcher`].
+    /// the layer's [`QuotaRegistry`](tollgate_tower::QuotaRegistry) by [`RuleWatcher`].
     pub fn limits(&self) -> impl Iterator<Item = (&tollgate_core::RuleId, &tollgate_core::Quota)> {
         self.contents
             .limits
@@ -175,13 +175,13 @@ impl RuleFile {
     /// to the same rules, limits, exemptions and headers.
     ///
     /// ```
-    /// use tollgate_tower::config::{Extractors, RuleFile};
+    /// use tollgate_config::{Extractors, RuleFile};
     ///
     /// let text = "headers = { legacy = true }\n[[rule]]\nid = \"reads\"\nalgorithm = \"gcra\"\ncapacity = 5\nrefill = { amount = 1, per = \"1s\" }\nkey = \"global\"\n";
     /// let file = RuleFile::parse("rules.toml", text, &Extractors::new())?;
     /// let again = RuleFile::parse("again.toml", &file.to_toml(), &Extractors::new())?;
     /// assert_eq!(again.to_toml(), file.to_toml());
-    /// # Ok::<(), tollgate_tower::config::ConfigErrors>(())
+    /// # Ok::<(), tollgate_config::ConfigErrors>(())
     /// ```
     pub fn to_toml(&self) -> String {
         let mut parts: Vec<String> = Vec::new();
@@ -219,7 +219,7 @@ impl RuleFile {
     /// replace this file's.
     ///
     /// ```
-    /// use tollgate_tower::config::{Extractors, RuleFile};
+    /// use tollgate_config::{Extractors, RuleFile};
     ///
     /// let local = RuleFile::parse("local.toml", r#"
     /// [[rule]]
@@ -239,7 +239,7 @@ impl RuleFile {
     /// "#, &Extractors::new())?;
     /// let merged = local.overridden_by(&fleet);
     /// assert_eq!(merged.rules().rules().next().map(|rule| rule.quota().limit()), Some(20));
-    /// # Ok::<(), tollgate_tower::config::ConfigErrors>(())
+    /// # Ok::<(), tollgate_config::ConfigErrors>(())
     /// ```
     #[must_use]
     pub fn overridden_by(&self, overrides: &RuleFile) -> RuleFile {
@@ -352,7 +352,7 @@ impl RuleFile {
             .collect()
     }
 
-    /// The rules, to give a layer ([`RateLimitLayer::replace_rules`](crate::RateLimitLayer::replace_rules)).
+    /// The rules, to give a layer ([`RateLimitLayer::replace_rules`](tollgate_tower::RateLimitLayer::replace_rules)).
     /// [`install`](RuleFile::install) gives them after checking what only the layer can see.
     pub fn rules(&self) -> &RuleSet {
         &self.rules
@@ -367,7 +367,7 @@ impl RuleFile {
     /// ```
     /// use tollgate_core::{MemoryStore, Stores};
     /// use tollgate_tower::RateLimitLayer;
-    /// use tollgate_tower::config::{Extractors, RuleFile};
+    /// use tollgate_config::{Extractors, RuleFile};
     ///
     /// let text = "[[rule]]\nid = \"login\"\nalgorithm = \"fixed_window\"\nlimit = 5\nwindow = \"15m\"\nkey = \"global\"\nstore = \"home\"\n";
     /// let file = RuleFile::parse("rules.toml", text, &Extractors::new())?;
@@ -379,7 +379,7 @@ impl RuleFile {
     /// ```
     pub fn install<St: tollgate_core::Store>(
         &self,
-        layer: &crate::RateLimitLayer<St>,
+        layer: &tollgate_tower::RateLimitLayer<St>,
     ) -> Result<(), ConfigErrors> {
         if let Some(errors) = self.unknown_stores(&|name| layer.store().knows_store(name)) {
             return Err(errors);
@@ -504,11 +504,11 @@ fn entries(
 }
 
 /// Adds `rule` where it applies (the pattern was checked when read).
-fn add(set: RuleSet, rule: crate::Rule, applies: &Applies) -> RuleSet {
+fn add(set: RuleSet, rule: tollgate_tower::Rule, applies: &Applies) -> RuleSet {
     match applies {
         Applies::Everywhere => set.rule(rule),
         Applies::Route { methods, pattern } => {
-            let Ok(pattern) = crate::PathPattern::new(pattern) else {
+            let Ok(pattern) = tollgate_tower::PathPattern::new(pattern) else {
                 return set;
             };
             if methods.is_empty() {

@@ -1,8 +1,7 @@
 //! Hot reload of a real rule file: edits and atomic renames are picked up, a bad file is refused
 //! with its mistakes while the rules in force stay, and requests see one rule set or the other.
 
-#![cfg(feature = "config")]
-
+#[path = "../../tower-layer/tests/common/mod.rs"]
 mod common;
 
 use std::convert::Infallible;
@@ -14,9 +13,9 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use http::{Request, Response, StatusCode};
 use http_body_util::Empty;
+use tollgate_config::{Extractors, RuleWatcher, WatchError, WatchStatus};
 use tollgate_core::MemoryStore;
 use tollgate_tower::RateLimitLayer;
-use tollgate_tower::config::{Extractors, RuleWatcher, WatchError, WatchStatus};
 use tower::{Layer, Service, ServiceExt, service_fn};
 
 /// A file of one global rule `id` allowing `limit` a day.

@@ -18,8 +18,10 @@ use toml_span::Value;
 
 use super::error::Report;
 use super::fields::{Fields, kind, nearest, one_or_many, positive, string};
-use crate::client_ip::{Cidr, IpGrouping, ProxyHeader, TrustedProxies};
-use crate::key::{ClientIp, Endpoint, Global, HeaderKey, KeyBuilder, KeyExtractor, PeerIp};
+use tollgate_tower::client_ip::{Cidr, IpGrouping, ProxyHeader, TrustedProxies};
+use tollgate_tower::key::{
+    ClientIp, Endpoint, Global, HeaderKey, KeyBuilder, KeyExtractor, PeerIp,
+};
 
 /// What a service defines in code and rule files name: key extractors (`key = "account"` for
 /// an `ExtensionKey` of its authenticated user, say), responders (`on_refusal = { respond =
@@ -27,7 +29,7 @@ use crate::key::{ClientIp, Endpoint, Global, HeaderKey, KeyBuilder, KeyExtractor
 ///
 /// ```
 /// use http::StatusCode;
-/// use tollgate_tower::config::Extractors;
+/// use tollgate_config::Extractors;
 /// use tollgate_tower::key::ExtensionKey;
 ///
 /// #[derive(Clone)]
@@ -47,8 +49,8 @@ use crate::key::{ClientIp, Endpoint, Global, HeaderKey, KeyBuilder, KeyExtractor
 #[derive(Clone, Default)]
 pub struct Extractors {
     named: HashMap<String, Arc<dyn KeyExtractor>>,
-    responders: HashMap<String, crate::RespondFn>,
-    predicates: HashMap<String, crate::CountWhen>,
+    responders: HashMap<String, tollgate_tower::RespondFn>,
+    predicates: HashMap<String, tollgate_tower::CountWhen>,
 }
 
 impl Extractors {
@@ -83,7 +85,7 @@ impl Extractors {
     }
 
     /// Files may say `count_only_when = "<name>"` for `counts`: a request counts only when its
-    /// response's status satisfies it (see [`Rule::count_only_when`](crate::Rule::count_only_when)).
+    /// response's status satisfies it (see [`Rule::count_only_when`](tollgate_tower::Rule::count_only_when)).
     #[must_use]
     pub fn predicate(
         mut self,
@@ -99,7 +101,7 @@ impl Extractors {
     }
 
     /// The responder registered as `name`, or a sentence listing the known ones.
-    pub(crate) fn find_responder(&self, name: &str) -> Result<crate::RespondFn, String> {
+    pub(crate) fn find_responder(&self, name: &str) -> Result<tollgate_tower::RespondFn, String> {
         self.responders
             .get(name)
             .cloned()
@@ -107,7 +109,7 @@ impl Extractors {
     }
 
     /// The predicate registered as `name`, or a sentence listing the known ones.
-    pub(crate) fn find_predicate(&self, name: &str) -> Result<crate::CountWhen, String> {
+    pub(crate) fn find_predicate(&self, name: &str) -> Result<tollgate_tower::CountWhen, String> {
         self.predicates
             .get(name)
             .cloned()
@@ -386,7 +388,7 @@ impl KeyExtractor for Combined {
         &self,
         values: &mut dyn Iterator<Item = &str>,
         key: &mut KeyBuilder,
-    ) -> Result<(), crate::key::KeyValueError> {
+    ) -> Result<(), tollgate_tower::key::KeyValueError> {
         self.0
             .iter()
             .try_for_each(|part| part.key_from_values(values, key))
