@@ -49,6 +49,11 @@ pub use tollgate_tower as tower;
 #[cfg(feature = "config")]
 pub use tollgate_config as config;
 
+/// Fleet-wide rule changes published through Redis, and the fleet's top refused callers
+/// (feature `fleet`).
+#[cfg(feature = "fleet")]
+pub use tollgate_fleet as fleet;
+
 /// Typed limits as axum extractors (feature `axum`).
 #[cfg(feature = "axum")]
 pub use tollgate_axum as axum;

@@ -12,7 +12,7 @@ use axum::http::StatusCode;
 use axum::routing::get;
 use tollgate::MemoryStore;
 use tollgate::config::{Extractors, RuleWatcher};
-use tollgate::redis::fleet::{FleetError, FleetRefusal, FleetRules, FleetStatus, PublishError};
+use tollgate::fleet::{FleetError, FleetRefusal, FleetRules, FleetStatus, PublishError};
 use tollgate::redis::{RedisConnection, RedisStore};
 use tollgate::tower::RateLimitLayer;
 use tollgate_redis_harness::{RedisCluster, RedisServer};
@@ -563,7 +563,7 @@ async fn an_announcement_whose_read_fails_is_retried_soon_not_at_the_next_poll()
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn any_gateway_reports_the_fleets_top_refused_callers() {
     use tollgate::core::FingerprintSecret;
-    use tollgate::redis::fleet::top::FleetTopRefused;
+    use tollgate::fleet::top::FleetTopRefused;
     use tollgate::tower::key::PeerIp;
     use tollgate::tower::{KeyLogging, Rule};
     use tollgate::{Quota, RuleId};

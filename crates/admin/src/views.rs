@@ -109,8 +109,8 @@ impl From<tollgate_tower::top_refused::TopCaller> for CallerView {
 }
 
 #[cfg(feature = "fleet")]
-impl From<tollgate_redis::fleet::top::FleetCaller> for CallerView {
-    fn from(caller: tollgate_redis::fleet::top::FleetCaller) -> Self {
+impl From<tollgate_fleet::top::FleetCaller> for CallerView {
+    fn from(caller: tollgate_fleet::top::FleetCaller) -> Self {
         CallerView {
             caller: caller.caller,
             count: caller.count,

@@ -217,12 +217,12 @@ impl RedisConnection {
     }
 
     /// The URLs it was made from: the server's, or the cluster's seed nodes.
-    pub(crate) fn urls(&self) -> &[String] {
+    pub fn urls(&self) -> &[String] {
         &self.urls
     }
 
-    /// Runs a command.
-    pub(crate) async fn query<T: FromRedisValue>(&self, command: &redis::Cmd) -> RedisResult<T> {
+    /// Runs one command (on a cluster, routed by its key).
+    pub async fn query<T: FromRedisValue>(&self, command: &redis::Cmd) -> RedisResult<T> {
         match &self.backend {
             Backend::Standalone(manager) => {
                 let manager = manager.get().ok_or_else(not_connected)?;

@@ -127,8 +127,6 @@ mod connecting;
 mod connection;
 mod cross_slot;
 mod error;
-#[cfg(feature = "fleet")]
-pub mod fleet;
 mod layout;
 mod resets;
 mod script;
@@ -141,5 +139,6 @@ pub use connection::{ConnectionSettings, RedisConnection};
 pub use error::ConnectError;
 pub use resets::ResetFollower;
 pub use store::RedisStore;
+pub use subscribe::subscribe;
 /// The core crate whose `Store` contract this crate implements.
 pub use tollgate_core as core;

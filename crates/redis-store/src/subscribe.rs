@@ -1,10 +1,19 @@
-//! A pub/sub subscription with a deadline: what the fleet follower and the reset follower dial.
+//! A pub/sub subscription with a deadline: what the reset follower (and tollgate-fleet's rule
+//! follower) dial.
 
 use std::time::Duration;
 
 /// A subscription to `channel` on the server at `url` (on a cluster, any node hears every
-/// `PUBLISH`).
-pub(crate) async fn subscribe(
+/// `PUBLISH`), given up with a `TimedOut` error after `timeout`.
+///
+/// ```no_run
+/// # async fn run() -> redis::RedisResult<()> {
+/// use std::time::Duration;
+///
+/// let messages = tollgate_redis::subscribe("redis://127.0.0.1:6379/", "news", Duration::from_secs(1)).await?;
+/// # drop(messages); Ok(()) }
+/// ```
+pub async fn subscribe(
     url: &str,
     channel: &str,
     timeout: Duration,

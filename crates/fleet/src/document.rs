@@ -5,7 +5,7 @@ use hmac::{Hmac, Mac};
 use redis::RedisResult;
 use sha2::Sha256;
 
-use crate::RedisConnection;
+use tollgate_redis::RedisConnection;
 
 /// Writes a new version only if the version is still the one the publisher read (compared as
 /// written: `''` for none), and announces it, in one step: two publishers at once cannot both

@@ -9,7 +9,7 @@ use futures_util::{FutureExt, StreamExt};
 
 use super::document;
 use super::{FleetRefusal, Inner, now_ms};
-use crate::subscribe::subscribe;
+use tollgate_redis::subscribe;
 
 /// The first pause before dialling a lost subscription again, or reading again after a failed
 /// read; it doubles up to the poll interval (at most 5 s).

@@ -1,4 +1,4 @@
-//! Fleet-wide rule changes through Redis (feature `fleet`): one gateway publishes a rule
+//! Fleet-wide rule changes through Redis: one gateway publishes a rule
 //! document, every gateway on that Redis puts it over its own rule file within moments.
 //!
 //! A document is a rule file (the format of `tollgate_config`), stored under one key,
@@ -49,7 +49,7 @@
 //! use std::time::Duration;
 //! use tollgate_core::FallbackStore;
 //! use tollgate_redis::RedisStore;
-//! use tollgate_redis::fleet::FleetRules;
+//! use tollgate_fleet::FleetRules;
 //! use tollgate_tower::RateLimitLayer;
 //! use tollgate_config::{Extractors, RuleWatcher};
 //!
@@ -87,7 +87,7 @@ use tokio::task::JoinHandle;
 use tollgate_config::{ConfigErrors, RuleOverlay};
 
 use self::document::Place;
-use crate::RedisConnection;
+use tollgate_redis::RedisConnection;
 
 /// The default poll interval.
 const POLL_EVERY: Duration = Duration::from_secs(10);

@@ -12,7 +12,7 @@
 //! issue's bound), and the ratio of medians says what tollgate adds to the bare round trip
 //! (reading the version, fetching and checking the document, swapping the rules).
 //!
-//! Run: `cargo bench -p tollgate-redis --features fleet --bench fleet_propagation -- [--times N]`.
+//! Run: `cargo bench -p tollgate-fleet --bench fleet_propagation -- [--times N]`.
 
 #![allow(clippy::print_stdout, reason = "a bench binary prints its table")]
 
@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
 use tollgate_config::{Extractors, RuleWatcher};
-use tollgate_redis::fleet::FleetRules;
+use tollgate_fleet::FleetRules;
 use tollgate_redis::{RedisConnection, RedisStore};
 use tollgate_redis_harness::RedisServer;
 use tollgate_tower::RateLimitLayer;

@@ -29,7 +29,7 @@ use tollgate_core::RuleId;
 use tollgate_tower::RateLimitLayer;
 
 use super::FleetError;
-use crate::RedisConnection;
+use tollgate_redis::RedisConnection;
 
 /// How many callers per rule each gateway publishes.
 pub const PUBLISHED_PER_RULE: usize = 20;
