@@ -609,7 +609,13 @@ async fn any_gateway_reports_the_fleets_top_refused_callers() {
     for (layer, refused) in [(&west, 3), (&east, 5)] {
         // Counted locally first (the counting thread gathers samples between batches).
         let counting = Instant::now();
-        while layer.top_refused(&rule, 1).expect("tracked").refusals < refused {
+        while layer
+            .handle()
+            .top_refused(&rule, 1)
+            .expect("tracked")
+            .refusals
+            < refused
+        {
             assert!(
                 counting.elapsed() < Duration::from_secs(30),
                 "never counted locally"

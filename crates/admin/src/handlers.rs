@@ -270,7 +270,7 @@ pub(crate) async fn rule_stats(
 ) -> Answer<StatsView> {
     let rule_id = RuleId::new(&id).map_err(|_| no_rule(&id))?;
     state.find_rule(&id).ok_or_else(|| no_rule(&id))?;
-    let stats = state.limiter.stats(&rule_id).ok_or_else(|| no_rule(&id))?;
+    let stats = state.layer.stats(&rule_id).ok_or_else(|| no_rule(&id))?;
     let top = query.top.unwrap_or(10).clamp(1, MAX_TOP);
     Ok(Json(StatsView::new(
         &id,
@@ -307,7 +307,7 @@ pub(crate) async fn top_refused(state: &State, rule: &RuleId, n: usize) -> Optio
             }
         }
     }
-    let report = state.limiter.top_refused(rule, n)?;
+    let report = state.layer.top_refused(rule, n)?;
     Some(TopView {
         scope: "gateway".to_owned(),
         callers: report.callers.into_iter().map(CallerView::from).collect(),
@@ -342,7 +342,7 @@ pub(crate) async fn reset_caller(
         KeyValues::Parts(parts) => parts,
     };
     let values: Vec<&str> = values.iter().map(String::as_str).collect();
-    let reset = tokio::time::timeout(RESET_TIMEOUT, state.limiter.reset(&id, &values));
+    let reset = tokio::time::timeout(RESET_TIMEOUT, state.layer.reset(&id, &values));
     let done = reset
         .await
         .map_err(|_| {
@@ -377,7 +377,7 @@ pub(crate) async fn health(_: Operator, Shared(state): Shared<Arc<State>>) -> Js
 
 /// Where the limiter stands.
 pub(crate) async fn health_of(state: &State) -> HealthView {
-    let store = state.limiter.health().await;
+    let store = (state.health)().await;
     let status = state.watch_status();
     let rules = RulesHealth {
         versions: state.versions(),

@@ -65,7 +65,6 @@ mod changes;
 mod error;
 mod handlers;
 mod health;
-mod limiter;
 mod openapi;
 mod page;
 mod session;
@@ -102,9 +101,15 @@ impl Admin {
     /// them ([`RateLimitLayer::track_top_refused`]).
     pub fn new<St: Store + StoreHealth>(layer: &RateLimitLayer<St>, token: AdminToken) -> Admin {
         let layer = layer.clone().track_stats();
+        let handle = layer.handle();
+        let health: state::HealthProbe = Box::new(move || {
+            let layer = layer.clone();
+            Box::pin(async move { layer.store().health().await })
+        });
         Admin {
             state: State {
-                limiter: Box::new(layer),
+                layer: handle,
+                health,
                 tokens: Tokens::new(token),
                 sessions: Sessions::default(),
                 changes: Changes::Fixed,

@@ -1,12 +1,25 @@
 //! What every admin handler shares.
 
 use crate::changes::Changes;
-use crate::limiter::Limiter;
+use std::future::Future;
+use std::pin::Pin;
+
+use tollgate_tower::LayerHandle;
+
+use crate::health::StoreReport;
 use crate::session::Sessions;
 use crate::token::Tokens;
 
+/// A boxed future, as the store's health probe returns.
+pub(crate) type Boxed<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// Probes the layer's store, as its own type knows how ([`StoreHealth`](crate::StoreHealth)).
+pub(crate) type HealthProbe = Box<dyn Fn() -> Boxed<'static, StoreReport> + Send + Sync>;
+
 pub(crate) struct State {
-    pub(crate) limiter: Box<dyn Limiter>,
+    /// The layer: its rules, stats, top refused callers and resets.
+    pub(crate) layer: LayerHandle,
+    pub(crate) health: HealthProbe,
     pub(crate) tokens: Tokens,
     pub(crate) sessions: Sessions,
     pub(crate) changes: Changes,

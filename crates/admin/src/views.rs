@@ -326,7 +326,7 @@ impl State {
 
     /// Every rule in force.
     pub(crate) fn rules_view(&self) -> RulesView {
-        let rules = self.limiter.rules();
+        let rules = self.layer.rules();
         let document = self.changes_document();
         let versions = self.versions();
         let mut seen: Vec<&str> = Vec::new();
@@ -352,7 +352,7 @@ impl State {
 
     /// The rule `id` in force, as the API shows it.
     pub(crate) fn find_rule(&self, id: &str) -> Option<RuleView> {
-        let rules = self.limiter.rules();
+        let rules = self.layer.rules();
         let rule = rules.rules().find(|rule| rule.id().as_str() == id)?;
         let document = self.changes_document();
         let versions = self.versions();

@@ -636,7 +636,13 @@ async fn the_page_escapes_what_callers_and_rule_files_write() {
             .expect("hello");
     }
     let rule = tollgate_core::RuleId::new("by-key").expect("id");
-    while layer.top_refused(&rule, 1).expect("tracked").refusals < 2 {
+    while layer
+        .handle()
+        .top_refused(&rule, 1)
+        .expect("tracked")
+        .refusals
+        < 2
+    {
         tokio::time::sleep(std::time::Duration::from_millis(10)).await;
     }
     std::fs::write(&path, "[[rule]]\nid = \"<script>alert(2)</script>\"\nbogus = \"</pre><script>alert(3)</script>\"\n").expect("write");

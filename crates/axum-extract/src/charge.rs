@@ -2,7 +2,7 @@
 
 use http::HeaderMap;
 use tollgate_core::{
-    Decision, Item, Key, Mode, OnStoreFailure, Quota, Receipt, RefundNow, RuleId, StoreError,
+    Decision, Item, Key, Mode, OnStoreFailure, Quota, Receipt, RefundNow, RuleId, Store, StoreError,
 };
 use tollgate_tower::Refused;
 use tollgate_tower::events::record_refusal;
@@ -72,8 +72,8 @@ pub(crate) async fn charge(
         }
         if !answer.decision().is_allowed() {
             let enforced = check.item().is_enforcing();
-            if let Some(feed) = tollgate.top_refused() {
-                feed.offer(&check.rule, &check.key);
+            if let Some(layer) = tollgate.layer() {
+                layer.offer_refused(&check.rule, &check.key);
             }
             record_refusal(
                 &check.rule,

@@ -25,7 +25,6 @@
 //! endpoint (per phone number, failing closed, plus a global cap).
 
 mod charge;
-mod erased;
 mod limit;
 mod limited;
 mod limiter;

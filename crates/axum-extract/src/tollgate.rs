@@ -8,11 +8,10 @@ use std::time::Duration;
 use axum::extract::FromRequestParts;
 use http::request::Parts;
 use parking_lot::RwLock;
-use tollgate_core::{Quota, RuleId, Store};
+use tollgate_core::{DynStore, Quota, RuleId, Store};
 use tollgate_tower::headers::HeaderStyle;
-use tollgate_tower::{KeyLogging, QuotaRegistry, RateLimitLayer, Responder};
+use tollgate_tower::{KeyLogging, LayerHandle, QuotaRegistry, RateLimitLayer, Responder};
 
-use crate::erased::ErasedStore;
 use crate::{Limit, LimitRejection, TollgateSource};
 
 /// What typed limits need: the store (shared with the layer), the live-quota registry (shared
@@ -42,7 +41,7 @@ pub struct Tollgate {
 }
 
 struct Shared {
-    store: Arc<dyn ErasedStore>,
+    store: DynStore,
     registry: QuotaRegistry,
     header_style: HeaderSource,
     key_logging: KeyLogging,
@@ -50,12 +49,9 @@ struct Shared {
     responder: Option<Responder>,
     /// Each typed limit's rule id and default quota, resolved once per type.
     declared: RwLock<HashMap<TypeId, Declared>>,
-    /// The layer's top-refused counter, when it tracks one (with `from_layer`).
-    top_refused: Option<tollgate_tower::top_refused::TopRefusedFeed>,
-    /// Whether typed limits record metrics: the layer's setting as it is when a limit is first
-    /// used (with `from_layer`), else off.
-    #[cfg(feature = "metrics")]
-    metrics: Arc<dyn Fn() -> bool + Send + Sync>,
+    /// The layer, with `from_layer`: its top refused callers, and whether it records metrics
+    /// (its setting as it is when a limit is first used; without a layer, off).
+    layer: Option<LayerHandle>,
 }
 
 /// Where the header style comes from: set here, or the layer's, read at each refusal so a rule
@@ -63,14 +59,14 @@ struct Shared {
 #[derive(Clone)]
 enum HeaderSource {
     Fixed(HeaderStyle),
-    Layer(Arc<dyn Fn() -> HeaderStyle + Send + Sync>),
+    Layer(LayerHandle),
 }
 
 impl HeaderSource {
     fn current(&self) -> HeaderStyle {
         match self {
             HeaderSource::Fixed(style) => *style,
-            HeaderSource::Layer(current) => current(),
+            HeaderSource::Layer(layer) => layer.header_style(),
         }
     }
 }
@@ -91,16 +87,14 @@ impl Tollgate {
     pub fn new<St: Store>(store: St) -> Self {
         Tollgate {
             shared: Arc::new(Shared {
-                store: Arc::new(store),
+                store: DynStore::new(store),
                 registry: QuotaRegistry::new(),
                 header_style: HeaderSource::Fixed(HeaderStyle::default()),
                 key_logging: KeyLogging::default(),
                 unavailable_retry_after: Duration::from_secs(1),
                 responder: None,
                 declared: RwLock::new(HashMap::new()),
-                top_refused: None,
-                #[cfg(feature = "metrics")]
-                metrics: Arc::new(|| false),
+                layer: None,
             }),
         }
     }
@@ -126,22 +120,17 @@ impl Tollgate {
     ///     .layer(Extension(tollgate));
     /// ```
     pub fn from_layer<St: Store>(layer: &RateLimitLayer<St>) -> Self {
-        let styled = layer.clone();
+        let layer = layer.handle();
         Tollgate {
             shared: Arc::new(Shared {
-                store: Arc::new(layer.shared_store()),
-                registry: layer.current_registry().cloned().unwrap_or_default(),
-                header_style: HeaderSource::Layer(Arc::new(move || styled.current_header_style())),
-                key_logging: layer.current_key_logging(),
-                unavailable_retry_after: layer.current_unavailable_retry_after(),
-                responder: layer.current_responder(),
+                store: layer.store().clone(),
+                registry: layer.registry().cloned().unwrap_or_default(),
+                header_style: HeaderSource::Layer(layer.clone()),
+                key_logging: layer.key_logging(),
+                unavailable_retry_after: layer.unavailable_retry_after(),
+                responder: layer.responder().cloned(),
                 declared: RwLock::new(HashMap::new()),
-                top_refused: layer.top_refused_feed(),
-                #[cfg(feature = "metrics")]
-                metrics: {
-                    let metered = layer.clone();
-                    Arc::new(move || metered.metrics_enabled())
-                },
+                layer: Some(layer),
             }),
         }
     }
@@ -180,16 +169,14 @@ impl Tollgate {
         let mut shared = match Arc::try_unwrap(self.shared) {
             Ok(shared) => shared,
             Err(shared) => Shared {
-                store: Arc::clone(&shared.store),
+                store: shared.store.clone(),
                 registry: shared.registry.clone(),
                 header_style: shared.header_style.clone(),
                 key_logging: shared.key_logging,
                 unavailable_retry_after: shared.unavailable_retry_after,
                 responder: shared.responder.clone(),
                 declared: RwLock::new(HashMap::new()),
-                top_refused: shared.top_refused.clone(),
-                #[cfg(feature = "metrics")]
-                metrics: Arc::clone(&shared.metrics),
+                layer: shared.layer.clone(),
             },
         };
         change(&mut shared);
@@ -198,8 +185,8 @@ impl Tollgate {
         }
     }
 
-    pub(crate) fn store(&self) -> &dyn ErasedStore {
-        &*self.shared.store
+    pub(crate) fn store(&self) -> &DynStore {
+        &self.shared.store
     }
 
     pub(crate) fn header_style(&self) -> HeaderStyle {
@@ -214,10 +201,9 @@ impl Tollgate {
         self.shared.unavailable_retry_after
     }
 
-    /// The layer's top-refused feed, when built [`from_layer`](Tollgate::from_layer) of a layer
-    /// that tracks one.
-    pub(crate) fn top_refused(&self) -> Option<&tollgate_tower::top_refused::TopRefusedFeed> {
-        self.shared.top_refused.as_ref()
+    /// The layer, when built [`from_layer`](Tollgate::from_layer).
+    pub(crate) fn layer(&self) -> Option<&LayerHandle> {
+        self.shared.layer.as_ref()
     }
 
     /// The layer's responder hook, when built [`from_layer`](Tollgate::from_layer).
@@ -291,7 +277,9 @@ fn declare<L: Limit>(tollgate: &Tollgate) -> Declared {
     let _ = tollgate;
     Ok(DeclaredLimit {
         #[cfg(feature = "metrics")]
-        metrics: (tollgate.shared.metrics)()
+        metrics: tollgate
+            .layer()
+            .is_some_and(LayerHandle::metrics_enabled)
             .then(|| std::sync::Arc::new(tollgate_tower::RuleMetrics::new(&rule))),
         rule,
         default_quota: quota,

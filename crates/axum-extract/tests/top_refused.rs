@@ -32,7 +32,7 @@ async fn a_typed_limits_refusals_are_counted_with_the_layers() {
     let rule = RuleId::new(SmsPerPhone::ID).expect("id");
     let started = Instant::now();
     loop {
-        let report = layer.top_refused(&rule, 5).expect("tracked");
+        let report = layer.handle().top_refused(&rule, 5).expect("tracked");
         if report.refusals == 3 {
             assert_eq!(report.callers.len(), 1);
             assert_eq!(report.callers[0].count, 3);

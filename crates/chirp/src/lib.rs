@@ -92,7 +92,8 @@ async fn serve<St: Store + StoreHealth>(
     for (id, _) in limits::typed_limits() {
         let id = RuleId::new(id)?;
         if layer
-            .current_registry()
+            .handle()
+            .registry()
             .and_then(|registry| registry.get(&id))
             .is_none()
         {

@@ -32,7 +32,7 @@
 //! with five mistakes reports five); a file that defines no rules is a mistake too, since it
 //! would turn limiting off (an editor's truncated file looks just like that). So a bad file
 //! never half-replaces good rules: hand the
-//! result to [`RateLimitLayer::replace_rules`](tollgate_tower::RateLimitLayer::replace_rules) only when
+//! result to [`LayerHandle::replace_rules`](tollgate_tower::LayerHandle::replace_rules) only when
 //! it is `Ok`. [`RuleWatcher`] does that for a file on disk, on every change.
 
 mod counting;
@@ -352,7 +352,7 @@ impl RuleFile {
             .collect()
     }
 
-    /// The rules, to give a layer ([`RateLimitLayer::replace_rules`](tollgate_tower::RateLimitLayer::replace_rules)).
+    /// The rules, to give a layer ([`LayerHandle::replace_rules`](tollgate_tower::LayerHandle::replace_rules)).
     /// [`install`](RuleFile::install) gives them after checking what only the layer can see.
     pub fn rules(&self) -> &RuleSet {
         &self.rules
@@ -384,7 +384,7 @@ impl RuleFile {
         if let Some(errors) = self.unknown_stores(&|name| layer.store().knows_store(name)) {
             return Err(errors);
         }
-        layer.replace_rules(self.rules.clone());
+        layer.handle().replace_rules(self.rules.clone());
         Ok(())
     }
 

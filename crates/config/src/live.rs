@@ -7,19 +7,15 @@ use std::time::SystemTime;
 use tollgate_core::RuleId;
 
 use super::{ConfigErrors, Extractors, RuleFile, WatchStatus};
-use tollgate_tower::{QuotaRegistry, RuleSet};
+use tollgate_core::Store;
+use tollgate_tower::LayerHandle;
 
-/// The two sources and what the layer was given.
+/// The two sources and the layer they are given to.
 pub(super) struct Live {
     pub(super) extractors: Extractors,
-    apply: Box<dyn Fn(RuleSet) + Send + Sync>,
-    /// The layer's registry, where `[[limit]]` quotas go.
-    registry: Option<QuotaRegistry>,
-    /// Whether the layer's store has a store of a name (`Store::knows_store`).
-    knows_store: Box<dyn Fn(&str) -> bool + Send + Sync>,
-    /// Whether the layer records metrics now (it may be turned on after the watcher starts).
-    #[cfg(feature = "metrics")]
-    metered: Box<dyn Fn() -> bool + Send + Sync>,
+    /// The layer: where the rules go, its registry (where `[[limit]]` quotas go), its store's
+    /// names, and whether it records metrics now (it may be turned on after the watcher starts).
+    layer: LayerHandle,
     /// `tollgate_config_loads_total{result="success"}` and `{result="error"}`, made at the first
     /// load counted.
     #[cfg(feature = "metrics")]
@@ -37,22 +33,10 @@ pub(super) struct State {
 }
 
 impl Live {
-    pub(super) fn new(
-        extractors: Extractors,
-        apply: Box<dyn Fn(RuleSet) + Send + Sync>,
-        registry: Option<QuotaRegistry>,
-        knows_store: Box<dyn Fn(&str) -> bool + Send + Sync>,
-        metered: Box<dyn Fn() -> bool + Send + Sync>,
-    ) -> Live {
-        #[cfg(not(feature = "metrics"))]
-        let _ = metered;
+    pub(super) fn new(extractors: Extractors, layer: LayerHandle) -> Live {
         Live {
             extractors,
-            apply,
-            registry,
-            knows_store,
-            #[cfg(feature = "metrics")]
-            metered,
+            layer,
             #[cfg(feature = "metrics")]
             loads: std::sync::OnceLock::new(),
             state: Mutex::new(State::default()),
@@ -63,7 +47,7 @@ impl Live {
     /// records metrics.
     pub(super) fn count_load(&self, success: bool) {
         #[cfg(feature = "metrics")]
-        if (self.metered)() {
+        if self.layer.metrics_enabled() {
             let [loaded, refused] = self.loads.get_or_init(|| {
                 let load = |result: &'static str| {
                     metrics::counter!(tollgate_core::metrics::CONFIG_LOADS, "result" => result)
@@ -79,10 +63,10 @@ impl Live {
     /// A file's mistakes that only this layer can see: `[[limit]]`s without a registry, and
     /// rules naming a store the layer's store does not have.
     pub(super) fn fits(&self, file: &RuleFile) -> Result<(), ConfigErrors> {
-        if let (None, Some(errors)) = (&self.registry, file.limits_need_registry()) {
+        if let (None, Some(errors)) = (self.layer.registry(), file.limits_need_registry()) {
             return Err(errors);
         }
-        match file.unknown_stores(&*self.knows_store) {
+        match file.unknown_stores(&|name| self.layer.store().knows_store(name)) {
             Some(errors) => Err(errors),
             None => Ok(()),
         }
@@ -191,7 +175,7 @@ impl Live {
             Some(overlay) => (local.overridden_by(overlay), local.shared_ids(overlay)),
             None => (local.clone(), Vec::new()),
         };
-        if let Some(registry) = &self.registry {
+        if let Some(registry) = self.layer.registry() {
             let limits: Vec<RuleId> = merged.limits().map(|(id, _)| id.clone()).collect();
             for (id, quota) in merged.limits() {
                 registry.set(id.clone(), *quota);
@@ -201,7 +185,7 @@ impl Live {
             }
             state.limits_set = limits;
         }
-        (self.apply)(merged.into_rules());
+        self.layer.replace_rules(merged.into_rules());
         state.status.overridden = overridden;
         state.status.loaded_at = Some(SystemTime::now());
         state.status.loads += 1;

@@ -120,22 +120,9 @@ impl RuleWatcher {
         layer: &RateLimitLayer<St>,
     ) -> Result<RuleWatcher, WatchError> {
         let path = path.as_ref().to_path_buf();
-        let target = layer.clone();
         let shared = Arc::new(Shared {
             path: path.clone(),
-            live: Arc::new(Live::new(
-                extractors,
-                Box::new(move |rules| target.replace_rules(rules)),
-                layer.current_registry().cloned(),
-                {
-                    let store = layer.shared_store();
-                    Box::new(move |name: &str| store.knows_store(name))
-                },
-                {
-                    let metered = layer.clone();
-                    Box::new(move || metered.metrics_enabled())
-                },
-            )),
+            live: Arc::new(Live::new(extractors, layer.handle())),
         });
         // Watch first, then read: a change made while starting is seen, not lost.
         let (changed, mut changes) = mpsc::unbounded_channel::<()>();

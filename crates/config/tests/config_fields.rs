@@ -87,7 +87,7 @@ async fn send<S: tollgate_core::Store + Clone>(
 
 fn layer_with(file: &RuleFile) -> RateLimitLayer<MemoryStore> {
     let layer = RateLimitLayer::new(MemoryStore::new());
-    layer.replace_rules(file.rules().clone());
+    layer.handle().replace_rules(file.rules().clone());
     layer
 }
 
@@ -308,7 +308,7 @@ networks = ["198.51.100.0/24"]
             .status(),
         StatusCode::TOO_MANY_REQUESTS
     );
-    assert!(!layer.current_header_style().ietf());
+    assert!(!layer.handle().header_style().ietf());
 }
 
 #[test]
@@ -646,7 +646,7 @@ match = { path = "/login" }
     );
     let fleet = tollgate_core::FleetStore::new(MemoryStore::new());
     let layer = RateLimitLayer::new(fleet.clone());
-    layer.replace_rules(file.rules().clone());
+    layer.handle().replace_rules(file.rules().clone());
     let call = |path| {
         let layer = layer.clone();
         async move {

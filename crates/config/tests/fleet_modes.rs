@@ -33,7 +33,7 @@ fn rules(text: &str) -> RuleFile {
 
 /// A server answering `/search` behind `layer`, which counts `text`'s rules.
 async fn serve<St: tollgate_core::Store>(layer: RateLimitLayer<St>, text: &str) -> TestServer {
-    layer.replace_rules(rules(text).rules().clone());
+    layer.handle().replace_rules(rules(text).rules().clone());
     TestServer::start(
         Router::new()
             .route("/search", get(|| async { "ok" }))
@@ -121,8 +121,8 @@ sub_buckets = 4
     assert_eq!(admitted(&server, 10).await.0, 0, "spent");
     // Another gateway, which never counted in the sub-buckets, resets the caller.
     let admin = RateLimitLayer::new(FleetStore::new(shared.clone()));
-    admin.replace_rules(rules(text).rules().clone());
-    let done = admin.reset("search", &[]).await.expect("resets");
+    admin.handle().replace_rules(rules(text).rules().clone());
+    let done = admin.handle().reset("search", &[]).await.expect("resets");
     assert_eq!(
         done.cleared.len(),
         5,

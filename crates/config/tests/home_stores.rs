@@ -124,12 +124,12 @@ async fn a_misnamed_store_is_refused_by_install_and_counted_by_replace_rules() {
     let refused = file.install(&layer).expect_err("no store is named hoem");
     assert!(refused.to_string().contains("rules.toml:7:"), "{refused}");
     assert_eq!(
-        layer.current_rules().rules().count(),
+        layer.handle().rules().rules().count(),
         0,
         "nothing installed"
     );
 
-    layer.replace_rules(file.rules().clone());
+    layer.handle().replace_rules(file.rules().clone());
     let server = TestServer::start(
         Router::new()
             .route("/login", get(|| async { "ok" }))

@@ -157,7 +157,7 @@ async fn a_scripted_sequence_gives_exact_counts() {
     );
 
     // A set taken from a metered layer and extended, installed where metrics are off: nothing.
-    let taken = RuleSet::clone(&layer.current_rules()).rule(
+    let taken = RuleSet::clone(&layer.handle().rules()).rule(
         Rule::new(
             "beta",
             Quota::fixed_window(1, Duration::from_secs(60)).expect("valid"),
@@ -166,7 +166,7 @@ async fn a_scripted_sequence_gives_exact_counts() {
         .expect("id"),
     );
     let plain = RateLimitLayer::new(MemoryStore::new());
-    plain.replace_rules(taken);
+    plain.handle().replace_rules(taken);
     status(&plain, "/post").await;
     status(&plain, "/post").await;
     let seen = counters(&snapshotter);

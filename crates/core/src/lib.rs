@@ -51,6 +51,7 @@ mod blocked;
 mod clock;
 mod counting;
 mod decision;
+mod dyn_store;
 mod error;
 mod fallback;
 mod fingerprint;
@@ -77,6 +78,7 @@ pub use blocked::{BlockedCache, BlockedStats, DEFAULT_MAX_BLOCKED};
 pub use clock::{Clock, SystemClock, Timestamp};
 pub use counting::{Counting, LeaseSettings, SplitSettings, SyncSettings};
 pub use decision::{Decision, Refusal, Verdict, whole_seconds_up};
+pub use dyn_store::DynStore;
 pub use error::{QuotaError, RuleIdError, StoreError, StoreErrorKind};
 pub use fallback::{
     DEFAULT_COOL_DOWN, DEFAULT_FAILURE_THRESHOLD, DEFAULT_TIMEOUT, FallbackStats, FallbackStore,

@@ -34,7 +34,7 @@ use crate::{
 /// What a caller is told is the sub-bucket's answer: its remaining units and its wait (the
 /// sooner of the two tried, when both refused). [`peek`](Store::peek) adds up every
 /// sub-bucket; [`reset`](Store::reset) clears the whole key and every sub-bucket of the rule
-/// this store has counted in (`RateLimitLayer::reset` names each sub-bucket the rule's
+/// this store has counted in (`LayerHandle::reset` names each sub-bucket the rule's
 /// configuration has, so an operator's reset reaches them from any gateway). Receipts refund
 /// the sub-bucket that was charged. A local quota the item fails open within
 /// ([`OnStoreFailure::OpenWithin`](crate::OnStoreFailure::OpenWithin)) is shared out the same

@@ -1,5 +1,5 @@
-//! The in-memory store, and the store-failure wrapper around a healthy primary, pass the store
-//! conformance suite.
+//! The in-memory store, the store-failure wrapper around a healthy primary, and the in-memory
+//! store behind a type-erased `DynStore` pass the store conformance suite.
 
 use tollgate_core::MemoryStore;
 use tollgate_core::testing::ManualClock;
@@ -34,4 +34,16 @@ mod fallback_store {
     }
 
     tollgate_core::conformance_suite!(block_on = block_on, store = fallback_store);
+}
+
+/// A [`DynStore`](tollgate_core::DynStore) decides exactly as the store it erases.
+mod dyn_store {
+    use tollgate_core::DynStore;
+    use tollgate_core::testing::ManualClock;
+
+    fn dyn_store(clock: ManualClock) -> DynStore {
+        DynStore::new(super::memory_store(clock))
+    }
+
+    tollgate_core::conformance_suite!(block_on = futures_executor::block_on, store = dyn_store);
 }

@@ -62,7 +62,8 @@ async fn gateway(url: &str) -> Result<Gateway, Box<dyn std::error::Error>> {
 
 fn limit_in_force(layer: &RateLimitLayer<RedisStore>) -> u64 {
     layer
-        .current_rules()
+        .handle()
+        .rules()
         .rules()
         .next()
         .map_or(0, |rule| rule.quota().limit())

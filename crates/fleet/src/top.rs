@@ -26,7 +26,7 @@ use std::time::Duration;
 
 use tokio::task::JoinHandle;
 use tollgate_core::RuleId;
-use tollgate_tower::RateLimitLayer;
+use tollgate_tower::{LayerHandle, RateLimitLayer};
 
 use super::FleetError;
 use tollgate_redis::RedisConnection;
@@ -97,7 +97,7 @@ impl FleetTopRefused {
     /// [`track_top_refused`](RateLimitLayer::track_top_refused)) as gateway `gateway` of fleet
     /// `fleet` every `every` (100 ms to a day). Names are 1–64 letters, digits, `-`, `_`, `.`.
     /// Needs a tokio runtime.
-    pub fn start<St: Send + Sync + 'static>(
+    pub fn start<St: tollgate_core::Store>(
         connection: &RedisConnection,
         fleet: &str,
         gateway: &str,
@@ -121,7 +121,7 @@ impl FleetTopRefused {
             clash_logged: std::sync::atomic::AtomicBool::new(false),
         });
         let publishing = Arc::clone(&inner);
-        let layer = layer.clone();
+        let layer = layer.handle();
         let task = tokio::spawn(async move {
             let mut ticks = tokio::time::interval(publishing.every);
             ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -160,7 +160,7 @@ impl FleetTopRefused {
 impl Inner {
     /// Writes this gateway's report: its instance line, then per rule refused in the last hour
     /// an `u\trule\tunlisted` line and a `c\trule\tcaller\tcount\terror` line per listed caller.
-    async fn publish<St>(&self, layer: &RateLimitLayer<St>) -> redis::RedisResult<()> {
+    async fn publish(&self, layer: &LayerHandle) -> redis::RedisResult<()> {
         let mut report = self.instance.clone();
         for rule in layer.top_refused_rules() {
             let Some(top) = layer.top_refused(&rule, PUBLISHED_PER_RULE) else {

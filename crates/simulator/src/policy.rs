@@ -211,7 +211,7 @@ impl Policy {
         }
         let layer = RateLimitLayer::new(store).registry(registry);
         if let Some(file) = &self.file {
-            layer.replace_rules(file.rules().clone());
+            layer.handle().replace_rules(file.rules().clone());
         }
         Ok(layer)
     }

@@ -3,28 +3,24 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use std::sync::atomic::AtomicBool;
+
 use arc_swap::ArcSwap;
 use bytes::Bytes;
 use http::Method;
 use tower_layer::Layer;
 
 use crate::client_ip::Cidr;
+use crate::handle::{LayerHandle, Live};
 use crate::headers::HeaderStyle;
-use crate::settings::{KeyLogging, Responder, Settings};
+use crate::settings::{KeyLogging, Settings};
 use crate::{PathPattern, PathPatternError, QuotaRegistry, RateLimit, Refused, Rule, RuleSet};
 
-/// What every service made by one layer shares: the store (shared with every layer built from
-/// the same `RateLimitLayer::new`) and the current rules (this layer value's own).
+/// What every service made by one layer value shares: the store (shared with every layer built
+/// from the same `RateLimitLayer::new`) and the rules in force (this layer value's own).
 pub(crate) struct Core<St> {
     pub(crate) store: Arc<St>,
-    pub(crate) rules: ArcSwap<RuleSet>,
-    /// Whether installed rules get metric handles (feature `metrics`): kept with the rules, so
-    /// whoever replaces them (a watcher, a clone made earlier) installs them alike.
-    #[cfg(feature = "metrics")]
-    pub(crate) metrics: std::sync::atomic::AtomicBool,
-    /// Each rule's admin counters once tracked ([`RateLimitLayer::track_stats`]), shared by
-    /// every layer value built from the same `new`, so a rule keeps its counts across reloads.
-    pub(crate) stats: Arc<std::sync::OnceLock<crate::stats::StatsBook>>,
+    pub(crate) live: Arc<Live>,
 }
 
 /// Applies rate-limit rules to every request of the services it wraps.
@@ -70,7 +66,7 @@ impl<St: std::fmt::Debug> std::fmt::Debug for RateLimitLayer<St> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RateLimitLayer")
             .field("store", &self.core.store)
-            .field("rules", &self.core.rules.load())
+            .field("rules", &self.core.live.rules.load())
             .finish_non_exhaustive()
     }
 }
@@ -84,16 +80,19 @@ impl<St> Clone for RateLimitLayer<St> {
     }
 }
 
-impl<St> RateLimitLayer<St> {
+impl<St: tollgate_core::Store> RateLimitLayer<St> {
     /// A layer counting in `store`, with no rules yet.
     pub fn new(store: St) -> Self {
+        let store = Arc::new(store);
         RateLimitLayer {
             core: Arc::new(Core {
-                store: Arc::new(store),
-                rules: ArcSwap::from_pointee(RuleSet::new()),
-                #[cfg(feature = "metrics")]
-                metrics: std::sync::atomic::AtomicBool::new(false),
-                stats: Arc::default(),
+                live: Arc::new(Live {
+                    store: tollgate_core::DynStore::from_arc(Arc::clone(&store)),
+                    rules: ArcSwap::from_pointee(RuleSet::new()),
+                    metrics: AtomicBool::new(false),
+                    stats: Arc::default(),
+                }),
+                store,
             }),
             settings: Arc::new(Settings::default()),
         }
@@ -129,30 +128,19 @@ impl<St> RateLimitLayer<St> {
     /// a shared base extended per route) never changes the base or services already built. The
     /// store stays shared.
     fn update_rules(mut self, change: impl FnOnce(RuleSet) -> RuleSet) -> Self {
-        let current = RuleSet::clone(&self.core.rules.load());
-        let rules = self.prepared(change(current));
+        let live = &self.core.live;
+        let rules = live.prepared(change(RuleSet::clone(&live.rules.load())));
+        let live = Live {
+            store: live.store.clone(),
+            rules: ArcSwap::from_pointee(rules),
+            metrics: AtomicBool::new(live.metered()),
+            stats: Arc::clone(&live.stats),
+        };
         self.core = Arc::new(Core {
             store: Arc::clone(&self.core.store),
-            rules: ArcSwap::from_pointee(rules),
-            #[cfg(feature = "metrics")]
-            metrics: std::sync::atomic::AtomicBool::new(self.metrics_enabled()),
-            stats: Arc::clone(&self.core.stats),
+            live: Arc::new(live),
         });
         self
-    }
-
-    /// `rules` as this layer installs them: with each rule's metric handles when metrics are on,
-    /// without any (a set taken from a metered layer, say) when they are off.
-    fn prepared(&self, rules: RuleSet) -> RuleSet {
-        let rules = rules.with_stats(self.core.stats.get());
-        #[cfg(feature = "metrics")]
-        return if self.metrics_enabled() {
-            rules.with_metrics()
-        } else {
-            rules.without_metrics()
-        };
-        #[cfg(not(feature = "metrics"))]
-        rules
     }
 
     /// Records each rule's decisions through the `metrics` facade (feature `metrics`):
@@ -172,22 +160,20 @@ impl<St> RateLimitLayer<St> {
     ///
     /// // After installing a recorder (metrics-exporter-prometheus, say):
     /// let layer = RateLimitLayer::new(MemoryStore::new()).metrics();
-    /// assert!(layer.metrics_enabled());
+    /// assert!(layer.handle().metrics_enabled());
     /// ```
     #[cfg(feature = "metrics")]
     pub fn metrics(self) -> Self {
-        self.core
-            .metrics
+        let live = &self.core.live;
+        live.metrics
             .store(true, std::sync::atomic::Ordering::Release);
         // In place: a watcher or a clone made before this call goes on replacing these rules.
-        self.core
-            .rules
-            .rcu(|rules| RuleSet::clone(rules).with_metrics());
+        live.rules.rcu(|rules| RuleSet::clone(rules).with_metrics());
         self
     }
 
     /// Counts each rule's decisions in the layer — allowed, refused, shadow-refused — since now
-    /// and per minute over the last hour, for [`rule_stats`](Self::rule_stats) (what
+    /// and per minute over the last hour, for [`LayerHandle::stats`] (what
     /// `tollgate-admin`'s stats endpoint and status page show). A rule keeps its counts when a
     /// reload keeps it. Off (and free) until called; then a few relaxed atomic operations per
     /// rule a request meets. Independent of [`metrics`](Self::metrics): no recorder needed.
@@ -201,28 +187,22 @@ impl<St> RateLimitLayer<St> {
     /// let layer = RateLimitLayer::new(MemoryStore::new())
     ///     .rule(Rule::new("all", Quota::fixed_window(100, Duration::from_secs(1))?, Global)?)
     ///     .track_stats();
-    /// let stats = layer.rule_stats(&RuleId::new("all")?).expect("tracked");
+    /// let stats = layer.handle().stats(&RuleId::new("all")?).expect("tracked");
     /// assert_eq!(stats.since_start.checks(), 0);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn track_stats(self) -> Self {
-        let _ = self.core.stats.set(crate::stats::StatsBook::default());
+        let live = &self.core.live;
+        let _ = live.stats.set(crate::stats::StatsBook::default());
         // In place: a watcher or a clone made before this call goes on replacing these rules.
-        let book = self.core.stats.get();
-        self.core
-            .rules
+        let book = live.stats.get();
+        live.rules
             .rcu(|rules| RuleSet::clone(rules).with_stats(book));
         self
     }
 
-    /// `rule`'s counts ([`track_stats`](Self::track_stats)); `None` when not tracked, or no
-    /// rule with this id was installed since.
-    pub fn rule_stats(&self, rule: &tollgate_core::RuleId) -> Option<crate::stats::RuleStats> {
-        self.core.stats.get()?.report(rule)
-    }
-
     /// Counts each rule's refused callers (shadow refusals included) over the last hour, for
-    /// [`top_refused`](Self::top_refused): a Space-Saving summary of `k` counters per rule and
+    /// [`LayerHandle::top_refused`]: a Space-Saving summary of `k` counters per rule and
     /// five-minute slice, fed off the request path through a bounded channel to a thread of its
     /// own (a full channel drops samples and counts them; a request never waits). Memory per
     /// rule is fixed; counts are at most `refusals / k` high (see [`crate::top_refused`]).
@@ -233,7 +213,7 @@ impl<St> RateLimitLayer<St> {
     /// use tollgate_tower::top_refused::DEFAULT_TOP_K;
     ///
     /// let layer = RateLimitLayer::new(MemoryStore::new()).track_top_refused(DEFAULT_TOP_K);
-    /// let report = layer.top_refused(&RuleId::new("login")?, 10).expect("tracked");
+    /// let report = layer.handle().top_refused(&RuleId::new("login")?, 10).expect("tracked");
     /// assert!(report.callers.is_empty());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -241,56 +221,6 @@ impl<St> RateLimitLayer<St> {
         Arc::make_mut(&mut self.settings).top_refused =
             Some(Arc::new(crate::top_refused::TopRefused::start(k)));
         self
-    }
-
-    /// `rule`'s `n` most refused callers over the last hour, shown as the layer's
-    /// [`KeyLogging`] says (keyed fingerprints by default); `None` unless
-    /// [`track_top_refused`](Self::track_top_refused) was called. Samples still in the channel
-    /// are not yet counted.
-    pub fn top_refused(
-        &self,
-        rule: &tollgate_core::RuleId,
-        n: usize,
-    ) -> Option<crate::top_refused::TopRefusedReport> {
-        let top = self.settings.top_refused.as_ref()?;
-        Some(top.report(rule, n, self.settings.key_logging))
-    }
-
-    /// The rules whose refusals [`top_refused`](Self::top_refused) has counted (empty unless
-    /// tracked).
-    pub fn top_refused_rules(&self) -> Vec<tollgate_core::RuleId> {
-        self.settings
-            .top_refused
-            .as_ref()
-            .map(|top| top.rules())
-            .unwrap_or_default()
-    }
-
-    /// The feed into this layer's top-refused counter, when tracked: for refusals decided
-    /// outside the layer (`tollgate_axum::Tollgate::from_layer` uses it for typed limits).
-    pub fn top_refused_feed(&self) -> Option<crate::top_refused::TopRefusedFeed> {
-        let top = self.settings.top_refused.as_ref()?;
-        Some(crate::top_refused::TopRefusedFeed(Arc::clone(top)))
-    }
-
-    /// Whether this layer records metrics.
-    pub fn metrics_enabled(&self) -> bool {
-        #[cfg(feature = "metrics")]
-        return self.core.metrics.load(std::sync::atomic::Ordering::Acquire);
-        #[cfg(not(feature = "metrics"))]
-        false
-    }
-
-    /// Replaces every rule at once, for all services made from this layer value (and its clones
-    /// made since the last builder call), without rebuilding them: the next request sees the new
-    /// set.
-    pub fn replace_rules(&self, rules: RuleSet) {
-        self.core.rules.store(Arc::new(self.prepared(rules)));
-    }
-
-    /// The current rules.
-    pub fn current_rules(&self) -> Arc<RuleSet> {
-        self.core.rules.load_full()
     }
 
     /// Which rate-limit headers responses carry (default: the IETF fields, no legacy ones).
@@ -363,56 +293,29 @@ impl<St> RateLimitLayer<St> {
     /// use tollgate_tower::RateLimitLayer;
     /// // Gateway 3 of the fleet, say from its pod ordinal.
     /// let layer = RateLimitLayer::new(MemoryStore::new()).gateway(3);
-    /// assert_eq!(layer.gateway_index(), Some(3));
+    /// assert_eq!(layer.handle().gateway(), Some(3));
     /// ```
     pub fn gateway(mut self, index: u32) -> Self {
         Arc::make_mut(&mut self.settings).gateway = Some(index);
         self
     }
 
-    /// This gateway's number, if set.
-    pub fn gateway_index(&self) -> Option<u32> {
-        self.settings.gateway
+    /// The layer as code outside it sees it — its store (type erased), rules in force (to
+    /// read or replace), settings and what it has observed — for typed limits in handlers, the
+    /// admin API and rule-file watchers. Take it after the last builder call: a builder call
+    /// that adds rules gives the layer a rule set of its own, which an earlier handle does not
+    /// speak for.
+    pub fn handle(&self) -> LayerHandle {
+        LayerHandle {
+            live: Arc::clone(&self.core.live),
+            settings: Arc::clone(&self.settings),
+        }
     }
 
-    /// The store.
+    /// The store, as its own type (a [`FleetStore`](tollgate_core::FleetStore) to settle, a
+    /// [`FallbackStore`](tollgate_core::FallbackStore) to ask for its health).
     pub fn store(&self) -> &St {
         &self.core.store
-    }
-
-    /// The store, shared: what code outside the layer (typed limits in handlers) counts in, so
-    /// both count the same callers together.
-    pub fn shared_store(&self) -> Arc<St> {
-        Arc::clone(&self.core.store)
-    }
-
-    /// The live-quota registry, if one was given.
-    pub fn current_registry(&self) -> Option<&QuotaRegistry> {
-        self.settings.registry.as_ref()
-    }
-
-    /// Which rate-limit headers responses carry: the current rule set's style
-    /// ([`RuleSet::headers`], a rule file's `headers`), else the layer's.
-    pub fn current_header_style(&self) -> HeaderStyle {
-        self.core
-            .rules
-            .load()
-            .header_style(self.settings.header_style)
-    }
-
-    /// How keys appear in events.
-    pub fn current_key_logging(&self) -> KeyLogging {
-        self.settings.key_logging
-    }
-
-    /// The `Retry-After` of a 503 when the store is down and a rule fails closed.
-    pub fn current_unavailable_retry_after(&self) -> Duration {
-        self.settings.unavailable_retry_after
-    }
-
-    /// The responder hook, if one was given.
-    pub fn current_responder(&self) -> Option<Responder> {
-        self.settings.responder.clone()
     }
 }
 

@@ -86,6 +86,7 @@ mod escalation;
 mod exemptions;
 mod flag;
 mod future;
+mod handle;
 mod layer;
 #[cfg(feature = "metrics")]
 mod metrics;
@@ -108,6 +109,7 @@ pub use body::ResponseBody;
 pub use escalation::Escalation;
 pub use flag::Flagged;
 pub use future::ResponseFuture;
+pub use handle::LayerHandle;
 pub use layer::RateLimitLayer;
 #[cfg(feature = "metrics")]
 pub use metrics::RuleMetrics;

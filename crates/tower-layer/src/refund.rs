@@ -1,45 +1,35 @@
 //! Taking back charges that a response says should not count ("count only failed logins").
 
-use std::sync::Arc;
-
 use http::StatusCode;
 use smallvec::SmallVec;
-use tollgate_core::{Receipt, RefundError, RefundNow, Store};
+use tollgate_core::{DynStore, Receipt, RefundError, RefundNow, Store};
 
-use crate::layer::Core;
 use crate::rule::CountWhen;
 
-/// Gives receipts back to a store, whatever its type.
-pub(crate) trait Refunder: Send + Sync {
-    /// Refunds every receipt: at once when the store can, else in a spawned task.
-    fn refund(self: Arc<Self>, receipts: Vec<Receipt>);
-}
-
-impl<St: Store> Refunder for Core<St> {
-    fn refund(self: Arc<Self>, receipts: Vec<Receipt>) {
-        let mut later = Vec::new();
-        for receipt in receipts {
-            match self.store.refund_now(receipt) {
-                RefundNow::Done(Ok(())) => {}
-                RefundNow::Done(Err(error)) => log_failure(&error),
-                RefundNow::Later(receipt) => later.push(receipt),
-            }
+/// Refunds every receipt to `store`: at once when the store can, else in a spawned task.
+fn refund_all(store: DynStore, receipts: Vec<Receipt>) {
+    let mut later = Vec::new();
+    for receipt in receipts {
+        match store.refund_now(receipt) {
+            RefundNow::Done(Ok(())) => {}
+            RefundNow::Done(Err(error)) => log_failure(&error),
+            RefundNow::Later(receipt) => later.push(receipt),
         }
-        if later.is_empty() {
-            return;
-        }
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            tracing::warn!(target: "tollgate::store", "no tokio runtime to refund charges on");
-            return;
-        };
-        runtime.spawn(async move {
-            for receipt in later {
-                if let Err(error) = self.store.refund(receipt).await {
-                    log_failure(&error);
-                }
-            }
-        });
     }
+    if later.is_empty() {
+        return;
+    }
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        tracing::warn!(target: "tollgate::store", "no tokio runtime to refund charges on");
+        return;
+    };
+    runtime.spawn(async move {
+        for receipt in later {
+            if let Err(error) = store.refund(receipt).await {
+                log_failure(&error);
+            }
+        }
+    });
 }
 
 /// A refund that failed is logged and dropped: the caller keeps the charge (stricter, never
@@ -55,16 +45,13 @@ fn log_failure(failed: &RefundError) {
 /// Charges to take back unless the response says they count.
 pub(crate) struct PendingRefunds {
     charges: SmallVec<[(Receipt, CountWhen); 1]>,
-    refunder: Arc<dyn Refunder>,
+    store: DynStore,
 }
 
 impl PendingRefunds {
-    /// Charges to settle through `refunder` once the response is known.
-    pub(crate) fn new(
-        charges: SmallVec<[(Receipt, CountWhen); 1]>,
-        refunder: Arc<dyn Refunder>,
-    ) -> Self {
-        PendingRefunds { charges, refunder }
+    /// Charges to settle with `store` once the response is known.
+    pub(crate) fn new(charges: SmallVec<[(Receipt, CountWhen); 1]>, store: DynStore) -> Self {
+        PendingRefunds { charges, store }
     }
 
     /// Refunds the charges whose rule says a response with `status` does not count.
@@ -76,7 +63,7 @@ impl PendingRefunds {
             .map(|(receipt, _)| receipt)
             .collect();
         if !receipts.is_empty() {
-            self.refunder.refund(receipts);
+            refund_all(self.store, receipts);
         }
     }
 }

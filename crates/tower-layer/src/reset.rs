@@ -2,10 +2,11 @@
 
 use tollgate_core::{RuleId, Store, StoreError};
 
-use crate::RateLimitLayer;
+use crate::LayerHandle;
+
 use crate::key::{KeyValueError, key_of_values};
 
-/// What [`RateLimitLayer::reset`] cleared.
+/// What [`LayerHandle::reset`] cleared.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ResetDone {
@@ -17,7 +18,7 @@ pub struct ResetDone {
     pub cleared: Vec<RuleId>,
 }
 
-/// Why [`RateLimitLayer::reset`] cleared nothing.
+/// Why [`LayerHandle::reset`] cleared nothing.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ResetError {
@@ -42,7 +43,7 @@ pub enum ResetError {
     },
 }
 
-impl<St: Store> RateLimitLayer<St> {
+impl LayerHandle {
     /// Forgets what rule `rule` counted for the caller `values` name, one value per part of the
     /// rule's key, normalised by the rule's own key extractor exactly as a request would be
     /// (an IPv6 address becomes its /64 when the rule groups so; a header value is trimmed;
@@ -61,13 +62,13 @@ impl<St: Store> RateLimitLayer<St> {
     /// let per_ip = PeerIp::new().grouping(IpGrouping::default());
     /// let layer = RateLimitLayer::new(MemoryStore::new())
     ///     .rule(Rule::new("reads", Quota::fixed_window(50, Duration::from_secs(60))?, per_ip)?);
-    /// let done = layer.reset("reads", &["2001:db8::1"]).await?;
+    /// let done = layer.handle().reset("reads", &["2001:db8::1"]).await?;
     /// assert_eq!(done.cleared.len(), 1);
     /// # Ok(()) }
     /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(run()).unwrap();
     /// ```
     pub async fn reset(&self, rule: &str, values: &[&str]) -> Result<ResetDone, ResetError> {
-        let rules = self.current_rules();
+        let rules = self.rules();
         let Some(found) = rules
             .rules()
             .find(|candidate| candidate.id().as_str() == rule)
@@ -98,7 +99,7 @@ impl<St: Store> RateLimitLayer<St> {
                 })?;
         }
         Ok(ResetDone {
-            caller: self.current_key_logging().show(&key),
+            caller: self.key_logging().show(&key),
             cleared,
         })
     }

@@ -16,7 +16,7 @@ use crate::escalation;
 use crate::future::{ResponseFuture, finish};
 use crate::layer::Core;
 use crate::plan::Plan;
-use crate::refund::{PendingRefunds, Refunder};
+use crate::refund::PendingRefunds;
 use crate::respond;
 use crate::route::RuleSet;
 use crate::settings::Settings;
@@ -80,7 +80,7 @@ impl<S: std::fmt::Debug, St: std::fmt::Debug> std::fmt::Debug for RateLimit<S, S
         f.debug_struct("RateLimit")
             .field("inner", &self.inner)
             .field("store", &self.core.store)
-            .field("rules", &self.core.rules.load())
+            .field("rules", &self.core.live.rules.load())
             .finish_non_exhaustive()
     }
 }
@@ -104,7 +104,7 @@ where
 
     fn call(&mut self, request: Request<B>) -> Self::Future {
         let (mut parts, body) = request.into_parts();
-        let rules = self.core.rules.load_full();
+        let rules = self.core.live.rules.load_full();
         if self.settings.exemptions.covers(&parts) || rules.exempts(&parts) {
             return call_inner(&mut self.inner, parts, body, Disclosure::nothing(), None);
         }
@@ -200,8 +200,7 @@ fn pending<St: Store>(core: &Arc<Core<St>>, charges: Charges) -> Option<PendingR
     if charges.is_empty() {
         return None;
     }
-    let refunder: Arc<dyn Refunder> = Arc::clone(core) as Arc<dyn Refunder>;
-    Some(PendingRefunds::new(charges, refunder))
+    Some(PendingRefunds::new(charges, core.live.store.clone()))
 }
 
 fn call_inner<S, B, ResBody>(

@@ -834,12 +834,14 @@ async fn replace_rules_takes_effect_on_the_next_request() {
         [StatusCode::OK, StatusCode::TOO_MANY_REQUESTS]
     );
 
-    layer.replace_rules(RuleSet::new().rule(per_minute("new", 3)));
+    layer
+        .handle()
+        .replace_rules(RuleSet::new().rule(per_minute("new", 3)));
     let next = send(&service, get("/feed")).await;
     assert_eq!(next.status(), StatusCode::OK);
     assert_eq!(policies(&next), [Policy::new("new", 3, 60, 2, 60)]);
 
-    layer.replace_rules(RuleSet::new());
+    layer.handle().replace_rules(RuleSet::new());
     assert_eq!(
         statuses(&service, 5, || get("/feed")).await,
         times(5, StatusCode::OK)
@@ -1145,7 +1147,8 @@ async fn while_the_store_fails_each_rule_is_counted_as_its_policy_answers() {
     assert_eq!(closed.status(), StatusCode::SERVICE_UNAVAILABLE);
     let stats = |id: &str| {
         layer
-            .rule_stats(&RuleId::new(id).expect("id"))
+            .handle()
+            .stats(&RuleId::new(id).expect("id"))
             .expect("tracked")
             .since_start
     };

@@ -159,7 +159,8 @@ async fn a_rule_skipped_for_a_missing_key_is_counted_and_warned_about_once() {
         assert_eq!(reply.status, StatusCode::OK, "a missing key skips the rule");
     }
     let skips: Vec<u64> = rules
-        .current_rules()
+        .handle()
+        .rules()
         .rules()
         .map(Rule::keyless_skips)
         .collect();

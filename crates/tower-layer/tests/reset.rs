@@ -51,6 +51,7 @@ async fn a_reset_by_one_address_clears_its_whole_ipv6_block() {
         "same /64"
     );
     let done = layer
+        .handle()
         .reset("per-block", &["2001:db8::abcd"])
         .await
         .expect("reset");
@@ -61,7 +62,7 @@ async fn a_reset_by_one_address_clears_its_whole_ipv6_block() {
         "the block is clear"
     );
     // Another block was never counted.
-    let other = layer.reset("per-block", &["2001:db9::1"]).await;
+    let other = layer.handle().reset("per-block", &["2001:db9::1"]).await;
     assert!(other.is_ok());
 }
 
@@ -79,12 +80,16 @@ async fn header_and_combined_keys_are_named_one_value_per_part() {
     assert_eq!(status(&layer, "10.0.0.1:1", &headers).await, 200);
     assert_eq!(status(&layer, "10.0.0.1:1", &headers).await, 429);
     layer
+        .handle()
         .reset("per-key-route", &[" partner-acme ", " get  /posts "])
         .await
         .expect("reset");
     assert_eq!(status(&layer, "10.0.0.1:1", &headers).await, 200);
 
-    let missing = layer.reset("per-key-route", &["partner-acme"]).await;
+    let missing = layer
+        .handle()
+        .reset("per-key-route", &["partner-acme"])
+        .await;
     assert!(
         matches!(
             missing,
@@ -95,7 +100,10 @@ async fn header_and_combined_keys_are_named_one_value_per_part() {
         ),
         "{missing:?}"
     );
-    let extra = layer.reset("per-key-route", &["a", "GET /x", "b"]).await;
+    let extra = layer
+        .handle()
+        .reset("per-key-route", &["a", "GET /x", "b"])
+        .await;
     assert!(
         matches!(
             extra,
@@ -106,7 +114,7 @@ async fn header_and_combined_keys_are_named_one_value_per_part() {
         ),
         "{extra:?}"
     );
-    let unknown = layer.reset("nope", &["a"]).await;
+    let unknown = layer.handle().reset("nope", &["a"]).await;
     assert!(matches!(unknown, Err(ResetError::UnknownRule(_))));
 }
 
@@ -123,7 +131,11 @@ async fn a_reset_lifts_an_escalation_block_too() {
     for _ in 0..4 {
         status(&layer, "192.0.2.7:1", &[]).await;
     }
-    let done = layer.reset("login", &["192.0.2.7"]).await.expect("reset");
+    let done = layer
+        .handle()
+        .reset("login", &["192.0.2.7"])
+        .await
+        .expect("reset");
     assert_eq!(
         done.cleared.len(),
         3,
@@ -142,15 +154,17 @@ async fn admin_counters_count_each_decision_and_outlive_a_reload_that_keeps_the_
     for _ in 0..3 {
         status(&layer, "192.0.2.1:1", &[]).await;
     }
-    let stats = layer.rule_stats(&id).expect("tracked");
+    let stats = layer.handle().stats(&id).expect("tracked");
     assert_eq!(
         (stats.since_start.allowed, stats.since_start.refused),
         (2, 1)
     );
     assert_eq!(stats.last_5_minutes, stats.since_start);
-    layer.replace_rules(RuleSet::new().rule(rule().shadow()));
+    layer
+        .handle()
+        .replace_rules(RuleSet::new().rule(rule().shadow()));
     status(&layer, "192.0.2.1:1", &[]).await;
-    let stats = layer.rule_stats(&id).expect("tracked");
+    let stats = layer.handle().stats(&id).expect("tracked");
     assert_eq!(
         (
             stats.since_start.allowed,
@@ -160,7 +174,7 @@ async fn admin_counters_count_each_decision_and_outlive_a_reload_that_keeps_the_
         (2, 1, 1)
     );
     let untracked = RateLimitLayer::new(MemoryStore::new()).rule(rule());
-    assert!(untracked.rule_stats(&id).is_none());
+    assert!(untracked.handle().stats(&id).is_none());
 }
 
 #[tokio::test]
@@ -174,17 +188,27 @@ async fn a_rule_taken_out_and_put_back_counts_afresh() {
         status(&layer, "192.0.2.1:1", &[]).await;
     }
     assert_eq!(
-        layer.rule_stats(&id).expect("tracked").since_start.allowed,
+        layer
+            .handle()
+            .stats(&id)
+            .expect("tracked")
+            .since_start
+            .allowed,
         3
     );
-    layer.replace_rules(RuleSet::new());
+    layer.handle().replace_rules(RuleSet::new());
     assert!(
-        layer.rule_stats(&id).is_none(),
+        layer.handle().stats(&id).is_none(),
         "no rule in force has the id"
     );
-    layer.replace_rules(RuleSet::new().rule(rule()));
+    layer.handle().replace_rules(RuleSet::new().rule(rule()));
     assert_eq!(
-        layer.rule_stats(&id).expect("tracked").since_start.checks(),
+        layer
+            .handle()
+            .stats(&id)
+            .expect("tracked")
+            .since_start
+            .checks(),
         0
     );
 }

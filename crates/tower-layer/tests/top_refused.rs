@@ -44,7 +44,7 @@ async fn the_heaviest_refused_callers_are_listed_as_fingerprints() {
     let rule = RuleId::new("per-ip").expect("id");
     let started = Instant::now();
     let report = loop {
-        let report = layer.top_refused(&rule, 2).expect("tracked");
+        let report = layer.handle().top_refused(&rule, 2).expect("tracked");
         if report.refusals == 41 {
             break report;
         }
@@ -72,7 +72,7 @@ async fn the_heaviest_refused_callers_are_listed_as_fingerprints() {
     // A shadow rule's would-be refusals are counted under it.
     let watch = RuleId::new("watch").expect("id");
     let shadow = loop {
-        let report = layer.top_refused(&watch, 5).expect("tracked");
+        let report = layer.handle().top_refused(&watch, 5).expect("tracked");
         if report.refusals == 41 {
             break report;
         }

@@ -41,7 +41,7 @@ pub(crate) async fn render(state: &State, base: &str) -> Markup {
     let mut rows = Vec::with_capacity(rules.rules.len());
     for rule in &rules.rules {
         let id = RuleId::new(&rule.id).ok();
-        let stats = id.as_ref().and_then(|id| state.limiter.stats(id));
+        let stats = id.as_ref().and_then(|id| state.layer.stats(id));
         let top = match &id {
             Some(id) => top_refused(state, id, TOP_SHOWN).await,
             None => None,

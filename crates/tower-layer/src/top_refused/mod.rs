@@ -148,18 +148,6 @@ impl TopRefused {
     }
 }
 
-/// A handle that offers refusals decided outside the layer (typed limits in handlers) to the
-/// layer's top-refused counter: [`RateLimitLayer::top_refused_feed`](crate::RateLimitLayer::top_refused_feed).
-#[derive(Debug, Clone)]
-pub struct TopRefusedFeed(pub(crate) Arc<TopRefused>);
-
-impl TopRefusedFeed {
-    /// Counts a refusal of `key` by `rule` (a shadow refusal too); never waits.
-    pub fn offer(&self, rule: &RuleId, key: &Key) {
-        self.0.offer(rule, key);
-    }
-}
-
 impl std::fmt::Debug for TopRefused {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("TopRefused")

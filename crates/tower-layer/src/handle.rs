@@ -1,0 +1,181 @@
+//! The one handle code outside the layer holds: typed limits in handlers, the admin API, rule
+//! files. Everything it gives is the layer's own, shared, not copied.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use arc_swap::ArcSwap;
+use tollgate_core::{DynStore, Key, RuleId};
+
+use crate::headers::HeaderStyle;
+use crate::settings::{KeyLogging, Responder, Settings};
+use crate::stats::{RuleStats, StatsBook};
+use crate::top_refused::TopRefusedReport;
+use crate::{QuotaRegistry, RuleSet};
+
+/// What every service made by one layer value shares besides the typed store: the rules in
+/// force and how they are installed. It has no store type, so a [`LayerHandle`] can hold it.
+pub(crate) struct Live {
+    /// The layer's store, its type erased.
+    pub(crate) store: DynStore,
+    pub(crate) rules: ArcSwap<RuleSet>,
+    /// Whether installed rules get metric handles (feature `metrics`): kept with the rules, so
+    /// whoever replaces them (a watcher, a clone made earlier) installs them alike.
+    pub(crate) metrics: AtomicBool,
+    /// Each rule's admin counters once tracked ([`RateLimitLayer::track_stats`]), shared by
+    /// every layer value built from the same `new`, so a rule keeps its counts across reloads.
+    ///
+    /// [`RateLimitLayer::track_stats`]: crate::RateLimitLayer::track_stats
+    pub(crate) stats: Arc<std::sync::OnceLock<StatsBook>>,
+}
+
+impl Live {
+    /// Whether installed rules record metrics.
+    pub(crate) fn metered(&self) -> bool {
+        cfg!(feature = "metrics") && self.metrics.load(Ordering::Acquire)
+    }
+
+    /// `rules` as this layer installs them: with each rule's metric handles when metrics are on,
+    /// without any (a set taken from a metered layer, say) when they are off.
+    pub(crate) fn prepared(&self, rules: RuleSet) -> RuleSet {
+        let rules = rules.with_stats(self.stats.get());
+        #[cfg(feature = "metrics")]
+        return if self.metered() {
+            rules.with_metrics()
+        } else {
+            rules.without_metrics()
+        };
+        #[cfg(not(feature = "metrics"))]
+        rules
+    }
+
+    /// Installs `rules` for every request from the next one on.
+    pub(crate) fn install(&self, rules: RuleSet) {
+        self.rules.store(Arc::new(self.prepared(rules)));
+    }
+}
+
+/// A running layer as code outside it sees it: its store, its rules in force (to read or
+/// replace), its settings, and what it has observed. Made by
+/// [`RateLimitLayer::handle`](crate::RateLimitLayer::handle); cheap to clone, and every clone
+/// speaks for the same layer value (a later builder call on the layer makes a new one).
+///
+/// ```
+/// use std::time::Duration;
+/// use tollgate_core::{MemoryStore, Quota};
+/// use tollgate_tower::key::Global;
+/// use tollgate_tower::{RateLimitLayer, Rule, RuleSet};
+///
+/// let layer = RateLimitLayer::new(MemoryStore::new());
+/// let handle = layer.handle();
+/// let quota = Quota::fixed_window(100, Duration::from_secs(1))?;
+/// handle.replace_rules(RuleSet::new().rule(Rule::new("all", quota, Global)?));
+/// assert_eq!(handle.rules().rules().count(), 1);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone)]
+pub struct LayerHandle {
+    pub(crate) live: Arc<Live>,
+    pub(crate) settings: Arc<Settings>,
+}
+
+impl std::fmt::Debug for LayerHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LayerHandle")
+            .field("rules", &self.live.rules.load())
+            .finish_non_exhaustive()
+    }
+}
+
+impl LayerHandle {
+    /// The layer's store, its type erased: count here to count together with the layer.
+    pub fn store(&self) -> &DynStore {
+        &self.live.store
+    }
+
+    /// The rules in force.
+    pub fn rules(&self) -> Arc<RuleSet> {
+        self.live.rules.load_full()
+    }
+
+    /// Replaces every rule at once, for every service made from this layer value (and its
+    /// clones made since the last builder call), without rebuilding them: the next request sees
+    /// the new set.
+    pub fn replace_rules(&self, rules: RuleSet) {
+        self.live.install(rules);
+    }
+
+    /// The live-quota registry, if the layer was given one.
+    pub fn registry(&self) -> Option<&QuotaRegistry> {
+        self.settings.registry.as_ref()
+    }
+
+    /// Which rate-limit headers responses carry: the rules in force's style
+    /// ([`RuleSet::headers`], a rule file's `headers`), else the layer's.
+    pub fn header_style(&self) -> HeaderStyle {
+        self.live
+            .rules
+            .load()
+            .header_style(self.settings.header_style)
+    }
+
+    /// How keys appear in events.
+    pub fn key_logging(&self) -> KeyLogging {
+        self.settings.key_logging
+    }
+
+    /// The `Retry-After` of a 503 when the store is down and a rule fails closed.
+    pub fn unavailable_retry_after(&self) -> Duration {
+        self.settings.unavailable_retry_after
+    }
+
+    /// The layer's responder hook, if it has one.
+    pub fn responder(&self) -> Option<&Responder> {
+        self.settings.responder.as_ref()
+    }
+
+    /// Whether the layer records metrics ([`RateLimitLayer::metrics`](crate::RateLimitLayer)).
+    pub fn metrics_enabled(&self) -> bool {
+        self.live.metered()
+    }
+
+    /// This gateway's number among the gateways a split rule shares its limit with, if set
+    /// ([`RateLimitLayer::gateway`](crate::RateLimitLayer::gateway)).
+    pub fn gateway(&self) -> Option<u32> {
+        self.settings.gateway
+    }
+
+    /// `rule`'s counts ([`track_stats`](crate::RateLimitLayer::track_stats)); `None` when not
+    /// tracked, or no rule with this id was installed since.
+    pub fn stats(&self, rule: &RuleId) -> Option<RuleStats> {
+        self.live.stats.get()?.report(rule)
+    }
+
+    /// `rule`'s `n` most refused callers over the last hour, shown as the layer's
+    /// [`KeyLogging`] says; `None` unless
+    /// [`track_top_refused`](crate::RateLimitLayer::track_top_refused) was called. Samples still
+    /// in the channel are not yet counted.
+    pub fn top_refused(&self, rule: &RuleId, n: usize) -> Option<TopRefusedReport> {
+        let top = self.settings.top_refused.as_ref()?;
+        Some(top.report(rule, n, self.settings.key_logging))
+    }
+
+    /// The rules whose refusals [`top_refused`](Self::top_refused) has counted (empty unless
+    /// tracked).
+    pub fn top_refused_rules(&self) -> Vec<RuleId> {
+        self.settings
+            .top_refused
+            .as_ref()
+            .map(|top| top.rules())
+            .unwrap_or_default()
+    }
+
+    /// Offers a refusal decided outside the layer (a typed limit's) to the layer's top refused
+    /// callers, when it tracks them; a full channel drops it, never waits.
+    pub fn offer_refused(&self, rule: &RuleId, key: &Key) {
+        if let Some(top) = &self.settings.top_refused {
+            top.offer(rule, key);
+        }
+    }
+}
