@@ -40,19 +40,22 @@ use crate::{Algorithm, Charge, Decision, Quota, Timestamp};
 /// written under. Shared by token bucket, GCRA and leaky-bucket pacing, which differ only in how
 /// they read it.
 ///
+/// Its **backlog** is how far ahead of schedule the caller is, `tat − now` in µs: for a bucket,
+/// the time its spent tokens take to come back; for pacing, the time already booked ahead.
+///
 /// **When the quota changes** (a reloaded rule, a per-plan quota), the state is first rewritten
 /// in the new quota's terms, so it means the same thing:
 ///
-/// * a new emission interval: the caller still owes `ceil(debt / T_old)` units, now worth
+/// * a new emission interval: the caller still owes `ceil(backlog / T_old)` units, now worth
 ///   `T_new` each — `tat' = now + min(owed × T_new, τ_new)` — so 1,000 a day exhausted then 10 a
 ///   second waits one tenth of a second, not a day, and 100 a second exhausted then 1 a second
 ///   is still exhausted, not granted 98 at once. Pacing keeps its schedule instead (it is what
 ///   callers were promised), capped as below.
-/// * a smaller capacity (or a clock that stepped back): the debt is capped at the quota's reach
-///   (τ; for pacing, the longest backlog it can build: max delay + limit × T), so nobody waits
+/// * a smaller capacity (or a clock that stepped back): the backlog is capped at the quota's
+///   reach (τ; for pacing, the longest it can build: max delay + limit × T), so nobody waits
 ///   longer than the new quota could make them wait. That is `now' = max(now, tat − τ)`: an
 ///   exhausted caller, never a fuller one.
-/// * a larger capacity alone changes nothing: the debt keeps its meaning.
+/// * a larger capacity alone changes nothing: the backlog keeps its meaning.
 ///
 /// ```
 /// use std::time::Duration;
@@ -92,9 +95,9 @@ impl GcraState {
         self.interval
     }
 
-    /// How far ahead of schedule (µs) the caller is under `quota` at `now`: the stored debt,
-    /// rescaled to `quota`'s emission interval and capped at its reach.
-    pub fn debt(&self, quota: &Quota, now: Timestamp) -> u64 {
+    /// The backlog under `quota` at `now`: how far ahead of schedule (µs) the caller is, the
+    /// stored `tat − now` rescaled to `quota`'s emission interval and capped at its reach.
+    pub fn backlog(&self, quota: &Quota, now: Timestamp) -> u64 {
         let raw = self.tat.micros_since(now);
         let interval = quota.interval_micros();
         let keeps_schedule = quota.algorithm() == Algorithm::LeakyBucket;
@@ -108,7 +111,7 @@ impl GcraState {
     }
 
     /// Whether the state must be rewritten before `quota` can read it at `now` (another
-    /// emission interval, or a debt beyond the quota's reach).
+    /// emission interval, or a backlog beyond the quota's reach).
     pub(crate) fn needs_rewrite(&self, quota: &Quota, now: Timestamp) -> bool {
         (self.interval != quota.interval_micros() && self.tat > now)
             || self.tat.micros_since(now) > reach(quota)
@@ -133,14 +136,15 @@ impl GcraState {
     /// Rewrites the state in `quota`'s terms at `now` (see the type's docs).
     pub(crate) fn normalize(&mut self, quota: &Quota, now: Timestamp) {
         if self.tat > now {
-            self.tat = now.saturating_add_micros(self.debt(quota, now));
+            self.tat = now.saturating_add_micros(self.backlog(quota, now));
         }
         self.interval = quota.interval_micros();
     }
 }
 
-/// The largest debt `quota` can build: τ for token bucket and GCRA; for pacing the longest
-/// backlog (a request may start after the maximum delay and take up to `limit` slots).
+/// The longest backlog `quota` can build: τ for a token bucket (GCRA); for pacing the maximum
+/// delay and `limit` slots more (a request may start after the maximum delay and take up to
+/// `limit` slots).
 pub(crate) fn reach(quota: &Quota) -> u64 {
     match quota.algorithm() {
         Algorithm::LeakyBucket => quota
@@ -165,7 +169,7 @@ impl AlgorithmState for GcraState {
 
     fn earliest_start(&self, quota: &Quota, now: Timestamp) -> Timestamp {
         if quota.algorithm() == Algorithm::LeakyBucket {
-            return now.saturating_add_micros(self.debt(quota, now));
+            return now.saturating_add_micros(self.backlog(quota, now));
         }
         now
     }
@@ -207,7 +211,7 @@ impl AlgorithmState for GcraState {
     }
 
     fn usage_ppm(&self, quota: &Quota, now: Timestamp) -> u64 {
-        ppm(self.debt(quota, now), reach(quota))
+        ppm(self.backlog(quota, now), reach(quota))
     }
 }
 
@@ -222,21 +226,21 @@ fn check(
     let interval = quota.interval_micros();
     let tolerance = quota.span_micros();
     let limit = quota.limit();
-    // Debt: how far ahead of schedule this key already is (never beyond τ: see `normalize`).
-    let debt = state.tat.micros_since(now);
-    let remaining_now = tolerance.saturating_sub(debt) / interval;
-    let current = allowed(limit, remaining_now, debt);
+    // How far ahead of schedule this key already is (never beyond τ: see `normalize`).
+    let backlog = state.tat.micros_since(now);
+    let remaining_now = tolerance.saturating_sub(backlog) / interval;
+    let current = allowed(limit, remaining_now, backlog);
     if let Some(early) = screen(current, cost) {
         return early;
     }
     let added = cost * interval; // cost <= limit, so this is at most tolerance <= 2^52.
-    let new_debt = debt.saturating_add(added);
-    if new_debt > tolerance {
-        let refused = limit_reached(limit, remaining_now, debt, new_debt - tolerance);
+    let new_backlog = backlog.saturating_add(added);
+    if new_backlog > tolerance {
+        let refused = limit_reached(limit, remaining_now, backlog, new_backlog - tolerance);
         return (refused, None);
     }
-    state.tat = now.saturating_add_micros(new_debt);
-    let remaining = (tolerance - new_debt) / interval;
-    let allowed = allowed(limit, remaining, new_debt);
+    state.tat = now.saturating_add_micros(new_backlog);
+    let remaining = (tolerance - new_backlog) / interval;
+    let allowed = allowed(limit, remaining, new_backlog);
     (allowed, Some(Charge::scheduled(added, state.tat)))
 }

@@ -33,5 +33,8 @@ use crate::{Quota, Timestamp};
 
 /// Whole tokens in the bucket at `now`.
 pub fn tokens(state: &GcraState, quota: &Quota, now: Timestamp) -> u64 {
-    quota.span_micros().saturating_sub(state.debt(quota, now)) / quota.interval_micros()
+    quota
+        .span_micros()
+        .saturating_sub(state.backlog(quota, now))
+        / quota.interval_micros()
 }
