@@ -41,6 +41,7 @@
 
 pub mod fixed_window;
 pub mod gcra;
+pub mod gcra_state;
 pub mod leaky_bucket;
 pub mod sliding_window_counter;
 pub mod sliding_window_log;

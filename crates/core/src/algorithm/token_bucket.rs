@@ -15,7 +15,7 @@
 //!
 //! ```
 //! use std::time::Duration;
-//! use tollgate_core::algorithm::{gcra::GcraState, token_bucket, AlgorithmState};
+//! use tollgate_core::algorithm::{gcra_state::GcraState, token_bucket, AlgorithmState};
 //! use tollgate_core::{Quota, Rate, Timestamp};
 //!
 //! // The seeds' example: 5 tokens, one back every 6 seconds.
@@ -28,7 +28,7 @@
 //! # Ok::<(), tollgate_core::QuotaError>(())
 //! ```
 
-use super::gcra::GcraState;
+use super::gcra_state::GcraState;
 use crate::{Quota, Timestamp};
 
 /// Whole tokens in the bucket at `now`.
