@@ -202,9 +202,7 @@ impl SyncSettings {
         }
         let every = u64::try_from(self.every.as_micros()).unwrap_or(u64::MAX);
         let refilled = match quota.algorithm() {
-            crate::Algorithm::TokenBucket | crate::Algorithm::Gcra => {
-                every / quota.interval_micros().max(1)
-            }
+            crate::Algorithm::TokenBucket => every / quota.interval_micros().max(1),
             _ => 0,
         };
         quota.limit().saturating_add(refilled)

@@ -161,9 +161,30 @@ impl Decision {
         }
     }
 
-    /// [`retry_after`](Self::retry_after) in whole seconds, rounded **up**: a 300 ms wait is 1.
+    /// [`retry_after`](Self::retry_after) in whole seconds, as a refused caller is told it:
+    /// rounded **up**, and at least 1 while refused — a 300 ms wait, or none at all, is 1 (told
+    /// 0, a client retries at once and is refused again); exactly 2 s is 2, 2.001 s is 3. Zero
+    /// when allowed, and for [`Refusal::CostExceedsLimit`], which no wait cures.
+    ///
+    /// The layer's `Retry-After` field is this number, so a response body that shows it (a
+    /// custom responder's) always agrees with the header.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use tollgate_core::{Decision, Refusal};
+    ///
+    /// let refused = |wait| Decision::refused(Refusal::LimitReached, 10, 0, wait, wait);
+    /// assert_eq!(refused(Duration::from_millis(300)).retry_after_secs(), 1);
+    /// assert_eq!(refused(Duration::ZERO).retry_after_secs(), 1);
+    /// assert_eq!(refused(Duration::from_millis(2_001)).retry_after_secs(), 3);
+    /// let allowed = Decision::allowed(10, 9, Duration::from_secs(1));
+    /// assert_eq!(allowed.retry_after_secs(), 0);
+    /// ```
     pub fn retry_after_secs(&self) -> u64 {
-        whole_seconds_up(self.retry_after())
+        match self.verdict {
+            Verdict::Allowed | Verdict::Refused(Refusal::CostExceedsLimit) => 0,
+            Verdict::Refused(_) => whole_seconds_up(self.retry_after()).max(1),
+        }
     }
 
     /// [`reset_after`](Self::reset_after) in whole seconds, rounded up.
@@ -191,4 +212,60 @@ pub fn whole_seconds_up(duration: Duration) -> u64 {
 
 fn duration_micros(duration: Duration) -> u64 {
     crate::clock::micros_ceil(duration)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refused(reason: Refusal, retry_after: Duration) -> Decision {
+        Decision::refused(reason, 10, 0, Duration::from_secs(60), retry_after)
+    }
+
+    #[test]
+    fn a_refusal_a_wait_cures_says_at_least_one_second() {
+        for wait in [
+            Duration::ZERO,
+            Duration::from_nanos(1),
+            Duration::from_micros(1),
+            Duration::from_millis(300),
+            Duration::from_millis(999),
+            Duration::from_secs(1),
+        ] {
+            let decision = refused(Refusal::LimitReached, wait);
+            assert_eq!(
+                decision.retry_after_secs(),
+                1,
+                "refused, told to wait {wait:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn retry_after_rounds_up_to_whole_seconds() {
+        let secs = |wait| refused(Refusal::LimitReached, wait).retry_after_secs();
+        assert_eq!(secs(Duration::from_millis(1_001)), 2);
+        assert_eq!(secs(Duration::from_secs(2)), 2);
+        assert_eq!(secs(Duration::from_millis(2_001)), 3);
+        assert_eq!(secs(Duration::from_secs(86_400)), 86_400);
+        assert_eq!(
+            secs(Duration::MAX),
+            u64::MAX / 1_000_000 + 1,
+            "a decision holds whole µs, so the largest wait is u64::MAX µs"
+        );
+    }
+
+    #[test]
+    fn no_retry_after_when_allowed_or_when_no_wait_cures_the_refusal() {
+        let allowed = Decision::allowed(10, 9, Duration::from_secs(1));
+        assert_eq!(allowed.retry_after_secs(), 0);
+        let paced = allowed.with_delay(Duration::from_millis(300));
+        assert_eq!(
+            paced.retry_after_secs(),
+            0,
+            "a pacing delay is not a retry-after"
+        );
+        let never = refused(Refusal::CostExceedsLimit, Duration::ZERO);
+        assert_eq!(never.retry_after_secs(), 0);
+    }
 }

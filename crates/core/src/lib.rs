@@ -5,8 +5,9 @@
 //!
 //! * **what** a rule allows — a [`Quota`]: an [`Algorithm`] and its numbers, built from a [`Rate`]
 //!   that cannot be misread (`Rate::per_second(10)` means ten a second);
-//! * **the algorithms** — token bucket (computed as GCRA), GCRA, fixed window, sliding window
-//!   counter, sliding window log and leaky-bucket pacing, one module each in [`algorithm`];
+//! * **the algorithms** — token bucket (computed as GCRA, also built from a rate and a burst),
+//!   fixed window, sliding window counter, sliding window log and leaky-bucket pacing, in
+//!   [`algorithm`];
 //! * **who** is counted — a [`Key`] of bounded, unambiguous parts, under a [`RuleId`];
 //! * **the answer** — a [`Decision`]: data, never an error, with sub-second precision;
 //! * **where counts live** — the [`Store`] contract (batches, all-or-nothing, receipts and

@@ -23,10 +23,11 @@ pub const MAX_LIMIT: u64 = 1 << 40;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Algorithm {
-    /// A bucket of `capacity` tokens refilled at a steady rate ([`crate::algorithm::token_bucket`]).
+    /// A bucket of `capacity` tokens refilled at a steady rate ([`crate::algorithm::token_bucket`]),
+    /// computed as GCRA ([`crate::algorithm::gcra`]): the same behaviour, one stored number. A
+    /// GCRA's rate and burst are a refill rate and a capacity, so [`Quota::token_bucket`] and
+    /// [`Quota::gcra`] both build this.
     TokenBucket,
-    /// The generic cell rate algorithm: a rate with a burst ([`crate::algorithm::gcra`]).
-    Gcra,
     /// `limit` per epoch-aligned window ([`crate::algorithm::fixed_window`]).
     FixedWindow,
     /// A rolling window estimated from two fixed windows ([`crate::algorithm::sliding_window_counter`]).
@@ -42,7 +43,6 @@ impl Algorithm {
     pub const fn name(self) -> &'static str {
         match self {
             Algorithm::TokenBucket => "token_bucket",
-            Algorithm::Gcra => "gcra",
             Algorithm::FixedWindow => "fixed_window",
             Algorithm::SlidingWindowCounter => "sliding_window_counter",
             Algorithm::SlidingWindowLog => "sliding_window_log",
@@ -84,13 +84,24 @@ impl Quota {
     /// A token bucket of `capacity` tokens, refilled at `refill` (one token per emission
     /// interval). Capacity 5 refilled `Rate::every(6 s)` gives a burst of 5, then 10 a minute.
     pub fn token_bucket(capacity: u64, refill: Rate) -> Result<Quota, QuotaError> {
-        Quota::bucket(Algorithm::TokenBucket, "capacity", capacity, refill)
+        Quota::bucket("capacity", capacity, refill)
     }
 
     /// GCRA at `rate` with a burst of `burst` requests: emission interval T = 1/rate,
     /// tolerance τ = burst × T. `Quota::gcra(Rate::per_second(10), 5)` has T = 100 ms, τ = 500 ms.
+    ///
+    /// The same limiter as a token bucket of capacity `burst` refilled at `rate`, and the same
+    /// quota: its algorithm is [`Algorithm::TokenBucket`].
+    ///
+    /// ```
+    /// use tollgate_core::{Algorithm, Quota, Rate};
+    /// let gcra = Quota::gcra(Rate::per_second(10), 5)?;
+    /// assert_eq!(gcra, Quota::token_bucket(5, Rate::per_second(10))?);
+    /// assert_eq!(gcra.algorithm(), Algorithm::TokenBucket);
+    /// # Ok::<(), tollgate_core::QuotaError>(())
+    /// ```
     pub fn gcra(rate: Rate, burst: u64) -> Result<Quota, QuotaError> {
-        Quota::bucket(Algorithm::Gcra, "burst", burst, rate)
+        Quota::bucket("burst", burst, rate)
     }
 
     /// At most `limit` per fixed window of `window`, windows aligned to the Unix epoch.
@@ -130,12 +141,8 @@ impl Quota {
         })
     }
 
-    fn bucket(
-        algorithm: Algorithm,
-        what: &'static str,
-        limit: u64,
-        rate: Rate,
-    ) -> Result<Quota, QuotaError> {
+    /// A token bucket (GCRA) of `limit`, called `what` in errors ("capacity" or "burst").
+    fn bucket(what: &'static str, limit: u64, rate: Rate) -> Result<Quota, QuotaError> {
         check_limit(what, limit, MAX_LIMIT)?;
         let interval = checked_interval(rate)?;
         let span = limit
@@ -147,7 +154,7 @@ impl Quota {
                 max: MAX_SPAN_MICROS / interval,
             })?;
         Ok(Quota {
-            algorithm,
+            algorithm: Algorithm::TokenBucket,
             limit,
             interval_micros: interval,
             span_micros: span,
@@ -271,7 +278,7 @@ impl Quota {
     fn is_scheduled(&self) -> bool {
         matches!(
             self.algorithm,
-            Algorithm::TokenBucket | Algorithm::Gcra | Algorithm::LeakyBucket
+            Algorithm::TokenBucket | Algorithm::LeakyBucket
         )
     }
 
@@ -348,6 +355,26 @@ mod tests {
         let quota = Quota::gcra(Rate::per_second(10), 5).unwrap();
         assert_eq!(quota.emission_interval(), Some(Duration::from_millis(100)));
         assert_eq!(quota.replenish_time(), Duration::from_millis(500));
+    }
+
+    #[test]
+    fn gcra_builds_the_token_bucket_with_the_same_numbers() {
+        for (rate, burst) in [
+            (Rate::per_second(10), 5),
+            (Rate::per_hour(1), 1),
+            (Rate::per(3, Duration::from_millis(700)), 7),
+            (Rate::per_day(1_000), MAX_LIMIT / 1_000_000),
+        ] {
+            let gcra = Quota::gcra(rate, burst);
+            assert_eq!(
+                gcra,
+                Quota::token_bucket(burst, rate),
+                "{rate:?}, burst {burst}"
+            );
+        }
+        // Errors name the number as its constructor calls it.
+        let zero_burst = Quota::gcra(Rate::per_second(1), 0).unwrap_err();
+        assert_eq!(zero_burst, QuotaError::Zero { what: "burst" });
     }
 
     #[test]

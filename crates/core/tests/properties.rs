@@ -9,7 +9,7 @@ use std::time::Duration;
 use proptest::prelude::*;
 use tollgate_core::algorithm::AlgorithmState;
 use tollgate_core::algorithm::fixed_window::WindowCount;
-use tollgate_core::algorithm::gcra::GcraState;
+use tollgate_core::algorithm::gcra_state::GcraState;
 use tollgate_core::algorithm::sliding_window_counter::SlidingCounts;
 use tollgate_core::algorithm::sliding_window_log::ChargeLog;
 use tollgate_core::{Decision, Quota, Rate, Refusal, Timestamp};

@@ -60,9 +60,7 @@ impl StateFormat {
     /// The format an algorithm's state is kept in, if this store knows it.
     pub(crate) fn of(algorithm: Algorithm) -> Option<StateFormat> {
         match algorithm {
-            Algorithm::TokenBucket | Algorithm::Gcra | Algorithm::LeakyBucket => {
-                Some(StateFormat::Timestamp)
-            }
+            Algorithm::TokenBucket | Algorithm::LeakyBucket => Some(StateFormat::Timestamp),
             Algorithm::FixedWindow => Some(StateFormat::FixedWindow),
             Algorithm::SlidingWindowCounter => Some(StateFormat::SlidingCounter),
             Algorithm::SlidingWindowLog => Some(StateFormat::Log),

@@ -94,7 +94,7 @@ pub(crate) struct KeyArgs<'a> {
 /// The script's name for an algorithm.
 pub(crate) fn kind(algorithm: Algorithm) -> Option<&'static str> {
     match algorithm {
-        Algorithm::TokenBucket | Algorithm::Gcra => Some("g"),
+        Algorithm::TokenBucket => Some("g"),
         Algorithm::LeakyBucket => Some("p"),
         Algorithm::FixedWindow => Some("w"),
         Algorithm::SlidingWindowCounter => Some("s"),

@@ -26,10 +26,6 @@ fn quotas() -> Vec<(&'static str, Quota)> {
             Quota::token_bucket(LIMIT, Rate::per(1, day)).expect("valid"),
         ),
         (
-            "gcra",
-            Quota::gcra(Rate::per(1, day), LIMIT).expect("valid"),
-        ),
-        (
             "fixed-window",
             Quota::fixed_window(LIMIT, year).expect("valid"),
         ),

@@ -27,7 +27,6 @@ fn quotas() -> Vec<Quota> {
     let day = Duration::from_secs(86_400);
     vec![
         Quota::token_bucket(10, Rate::per_day(10)).expect("valid"),
-        Quota::gcra(Rate::per_day(10), 10).expect("valid"),
         Quota::leaky_bucket(Rate::per_hour(10), Duration::from_secs(9 * 360)).expect("valid"),
         Quota::fixed_window(10, day).expect("valid"),
         Quota::sliding_window_counter(10, day).expect("valid"),

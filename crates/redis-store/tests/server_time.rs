@@ -151,7 +151,6 @@ fn time_going_backwards_grants_nothing_for_any_algorithm() {
     let minute = Duration::from_secs(60);
     let quotas = [
         Quota::token_bucket(3, Rate::per_minute(3)).expect("valid"),
-        Quota::gcra(Rate::per_minute(3), 3).expect("valid"),
         Quota::fixed_window(3, minute).expect("valid"),
         Quota::sliding_window_counter(3, minute).expect("valid"),
         Quota::sliding_window_log(3, minute).expect("valid"),

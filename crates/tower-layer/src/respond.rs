@@ -20,7 +20,8 @@ use crate::{RefusalAction, Rule};
 /// use tollgate_core::MemoryStore;
 /// use tollgate_tower::{RateLimitLayer, Refused};
 ///
-/// // Answer refusals as a JSON error of the service's own shape, keeping tollgate's headers.
+/// // Answer refusals as a JSON error of the service's own shape, keeping tollgate's headers
+/// // (`retry_after_secs` is the number the `Retry-After` header carries).
 /// let layer = RateLimitLayer::new(MemoryStore::new()).responder(|refused: &Refused| {
 ///     let body = format!(r#"{{"error":"slow_down","retry_in":{}}}"#, refused.decision().retry_after_secs());
 ///     let mut response = http::Response::new(Bytes::from(body));

@@ -17,9 +17,13 @@
 //! exact and cheap; its only cost is that "bursts of 5, then 10 a second" must be expressed as a
 //! rate and a burst. A cost larger than B can never fit and is refused as such.
 //!
+//! This file is the check alone, a function of the TAT; the state it runs on (and how that
+//! state is read under a changed quota) is [`GcraState`](super::gcra_state::GcraState), which
+//! pacing shares.
+//!
 //! ```
 //! use std::time::Duration;
-//! use tollgate_core::algorithm::{gcra::GcraState, AlgorithmState};
+//! use tollgate_core::algorithm::{gcra_state::GcraState, AlgorithmState};
 //! use tollgate_core::{Quota, Rate, Timestamp};
 //!
 //! let quota = Quota::gcra(Rate::per_second(10), 5)?;
@@ -33,188 +37,15 @@
 //! # Ok::<(), tollgate_core::QuotaError>(())
 //! ```
 
-use super::{AlgorithmState, allowed, leaky_bucket, limit_reached, ppm, screen};
-use crate::{Algorithm, Charge, Decision, Quota, Timestamp};
+use super::{allowed, limit_reached, screen};
+use crate::{Charge, Decision, Quota, Timestamp};
 
-/// One timestamp per key, the theoretical arrival time, with the emission interval it was
-/// written under. Shared by token bucket, GCRA and leaky-bucket pacing, which differ only in how
-/// they read it.
-///
-/// **When the quota changes** (a reloaded rule, a per-plan quota), the state is first rewritten
-/// in the new quota's terms, so it means the same thing:
-///
-/// * a new emission interval: the caller still owes `ceil(debt / T_old)` units, now worth
-///   `T_new` each — `tat' = now + min(owed × T_new, τ_new)` — so 1,000 a day exhausted then 10 a
-///   second waits one tenth of a second, not a day, and 100 a second exhausted then 1 a second
-///   is still exhausted, not granted 98 at once. Pacing keeps its schedule instead (it is what
-///   callers were promised), capped as below.
-/// * a smaller capacity (or a clock that stepped back): the debt is capped at the quota's reach
-///   (τ; for pacing, the longest backlog it can build: max delay + limit × T), so nobody waits
-///   longer than the new quota could make them wait. That is `now' = max(now, tat − τ)`: an
-///   exhausted caller, never a fuller one.
-/// * a larger capacity alone changes nothing: the debt keeps its meaning.
-///
-/// ```
-/// use std::time::Duration;
-/// use tollgate_core::algorithm::{gcra::GcraState, AlgorithmState};
-/// use tollgate_core::{Quota, Rate, Timestamp};
-///
-/// let now = Timestamp::from_secs(86_400);
-/// let daily = Quota::token_bucket(1_000, Rate::per_day(1_000))?;
-/// let mut state = GcraState::default();
-/// assert!(state.check(&daily, now, 1_000, now).0.is_allowed()); // exhausted for a day
-/// let per_second = Quota::token_bucket(10, Rate::per_second(10))?;
-/// let (refused, _) = state.check(&per_second, now, 1, now);
-/// assert_eq!(refused.retry_after(), Duration::from_millis(100)); // not 86,400 s
-/// # Ok::<(), tollgate_core::QuotaError>(())
-/// ```
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
-pub struct GcraState {
-    tat: Timestamp,
-    /// The emission interval (µs) the TAT was written under; 0 for a state never written.
-    interval: u64,
-}
-
-impl GcraState {
-    /// A state with this theoretical arrival time, written under emission interval `interval`
-    /// (µs).
-    pub const fn new(tat: Timestamp, interval: u64) -> Self {
-        GcraState { tat, interval }
-    }
-
-    /// The theoretical arrival time.
-    pub const fn tat(&self) -> Timestamp {
-        self.tat
-    }
-
-    /// The emission interval (µs) the TAT was written under; 0 for a state never written.
-    pub const fn interval(&self) -> u64 {
-        self.interval
-    }
-
-    /// How far ahead of schedule (µs) the caller is under `quota` at `now`: the stored debt,
-    /// rescaled to `quota`'s emission interval and capped at its reach.
-    pub fn debt(&self, quota: &Quota, now: Timestamp) -> u64 {
-        let raw = self.tat.micros_since(now);
-        let interval = quota.interval_micros();
-        let keeps_schedule = quota.algorithm() == Algorithm::LeakyBucket;
-        let rescaled =
-            if raw == 0 || self.interval == 0 || self.interval == interval || keeps_schedule {
-                raw
-            } else {
-                raw.div_ceil(self.interval).saturating_mul(interval)
-            };
-        rescaled.min(reach(quota))
-    }
-
-    /// Whether the state must be rewritten before `quota` can read it at `now` (another
-    /// emission interval, or a debt beyond the quota's reach).
-    pub(crate) fn needs_rewrite(&self, quota: &Quota, now: Timestamp) -> bool {
-        (self.interval != quota.interval_micros() && self.tat > now)
-            || self.tat.micros_since(now) > reach(quota)
-    }
-
-    /// The check on a state already in `quota`'s terms at `now` (see
-    /// [`needs_rewrite`](Self::needs_rewrite)): the in-memory fast path skips the rewrite.
-    #[inline(always)]
-    pub(crate) fn check_normalized(
-        &mut self,
-        quota: &Quota,
-        now: Timestamp,
-        cost: u64,
-        not_before: Timestamp,
-    ) -> (Decision, Option<Charge>) {
-        if quota.algorithm() == Algorithm::LeakyBucket {
-            return leaky_bucket::check(self, quota, now, cost, not_before);
-        }
-        check(self, quota, now, cost)
-    }
-
-    /// Rewrites the state in `quota`'s terms at `now` (see the type's docs).
-    pub(crate) fn normalize(&mut self, quota: &Quota, now: Timestamp) {
-        if self.tat > now {
-            self.tat = now.saturating_add_micros(self.debt(quota, now));
-        }
-        self.interval = quota.interval_micros();
-    }
-}
-
-/// The largest debt `quota` can build: τ for token bucket and GCRA; for pacing the longest
-/// backlog (a request may start after the maximum delay and take up to `limit` slots).
-pub(crate) fn reach(quota: &Quota) -> u64 {
-    match quota.algorithm() {
-        Algorithm::LeakyBucket => quota
-            .span_micros()
-            .saturating_add(quota.limit().saturating_mul(quota.interval_micros())),
-        _ => quota.span_micros(),
-    }
-}
-
-impl AlgorithmState for GcraState {
-    #[inline(always)]
-    fn check(
-        &mut self,
-        quota: &Quota,
-        now: Timestamp,
-        cost: u64,
-        not_before: Timestamp,
-    ) -> (Decision, Option<Charge>) {
-        self.normalize(quota, now);
-        self.check_normalized(quota, now, cost, not_before)
-    }
-
-    fn earliest_start(&self, quota: &Quota, now: Timestamp) -> Timestamp {
-        if quota.algorithm() == Algorithm::LeakyBucket {
-            return now.saturating_add_micros(self.debt(quota, now));
-        }
-        now
-    }
-
-    /// Gives back what is left of the charge: `min(micros, until − now, tat − now)` — nothing
-    /// once `until` has passed (the charge has been paid back by time), and never more than the
-    /// caller owes. Tokens are alike, so receipts may be refunded in any order. Nothing when the
-    /// emission interval has changed since.
-    ///
-    /// Pacing gives back only the latest booking, the part of `[until − micros, until)` not yet
-    /// past: an earlier booking's slot is already promised to the bookings after it.
-    ///
-    /// A receipt in flight across a smaller capacity (or a clock that stepped back) can still
-    /// give back its whole cost, up to what the caller owes, though the cut already forgave part
-    /// of what was owed; at most its own cost, once.
-    fn refund(&mut self, quota: &Quota, charge: &Charge, now: Timestamp) {
-        let Charge::Scheduled { micros, until } = *charge else {
-            return;
-        };
-        if self.interval != 0 && self.interval != quota.interval_micros() {
-            return;
-        }
-        let held = if quota.algorithm() == Algorithm::LeakyBucket {
-            if until < self.tat {
-                return;
-            }
-            let booked = Timestamp::from_micros(until.as_micros().saturating_sub(micros));
-            self.tat.micros_since(booked.max(now))
-        } else {
-            micros
-                .min(until.micros_since(now))
-                .min(self.tat.micros_since(now))
-        };
-        self.tat = Timestamp::from_micros(self.tat.as_micros().saturating_sub(held));
-    }
-
-    fn idle_at(&self, _quota: &Quota) -> Timestamp {
-        self.tat
-    }
-
-    fn usage_ppm(&self, quota: &Quota, now: Timestamp) -> u64 {
-        ppm(self.debt(quota, now), reach(quota))
-    }
-}
-
-/// The GCRA check (token bucket and GCRA quotas) on a state already in `quota`'s terms.
+/// The GCRA check of a token bucket quota on the theoretical arrival time `tat`, already in
+/// `quota`'s terms (see [`GcraState`](super::gcra_state::GcraState)): moves it on by the cost if
+/// allowed.
 #[inline(always)]
-fn check(
-    state: &mut GcraState,
+pub(super) fn check(
+    tat: &mut Timestamp,
     quota: &Quota,
     now: Timestamp,
     cost: u64,
@@ -222,21 +53,21 @@ fn check(
     let interval = quota.interval_micros();
     let tolerance = quota.span_micros();
     let limit = quota.limit();
-    // Debt: how far ahead of schedule this key already is (never beyond τ: see `normalize`).
-    let debt = state.tat.micros_since(now);
-    let remaining_now = tolerance.saturating_sub(debt) / interval;
-    let current = allowed(limit, remaining_now, debt);
+    // How far ahead of schedule this key already is (never beyond τ: see `normalize`).
+    let backlog = tat.micros_since(now);
+    let remaining_now = tolerance.saturating_sub(backlog) / interval;
+    let current = allowed(limit, remaining_now, backlog);
     if let Some(early) = screen(current, cost) {
         return early;
     }
     let added = cost * interval; // cost <= limit, so this is at most tolerance <= 2^52.
-    let new_debt = debt.saturating_add(added);
-    if new_debt > tolerance {
-        let refused = limit_reached(limit, remaining_now, debt, new_debt - tolerance);
+    let new_backlog = backlog.saturating_add(added);
+    if new_backlog > tolerance {
+        let refused = limit_reached(limit, remaining_now, backlog, new_backlog - tolerance);
         return (refused, None);
     }
-    state.tat = now.saturating_add_micros(new_debt);
-    let remaining = (tolerance - new_debt) / interval;
-    let allowed = allowed(limit, remaining, new_debt);
-    (allowed, Some(Charge::scheduled(added, state.tat)))
+    *tat = now.saturating_add_micros(new_backlog);
+    let remaining = (tolerance - new_backlog) / interval;
+    let allowed = allowed(limit, remaining, new_backlog);
+    (allowed, Some(Charge::scheduled(added, *tat)))
 }

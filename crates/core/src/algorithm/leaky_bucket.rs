@@ -19,7 +19,7 @@
 //!
 //! ```
 //! use std::time::Duration;
-//! use tollgate_core::algorithm::{gcra::GcraState, AlgorithmState};
+//! use tollgate_core::algorithm::{gcra_state::GcraState, AlgorithmState};
 //! use tollgate_core::{Quota, Rate, Timestamp};
 //!
 //! let quota = Quota::leaky_bucket(Rate::per_second(10), Duration::from_millis(200))?;
@@ -31,11 +31,14 @@
 //! # Ok::<(), tollgate_core::QuotaError>(())
 //! ```
 
-use super::{allowed, gcra::GcraState, limit_reached, screen};
+use super::{allowed, limit_reached, screen};
 use crate::{Charge, Decision, Quota, Timestamp, Verdict};
 
+/// The pacing check on the next free slot `tat`, already in `quota`'s terms (see
+/// [`GcraState`](super::gcra_state::GcraState), the state it shares with the token bucket):
+/// books the request's slots if it may wait that long.
 pub(super) fn check(
-    state: &mut GcraState,
+    tat: &mut Timestamp,
     quota: &Quota,
     now: Timestamp,
     cost: u64,
@@ -51,12 +54,12 @@ pub(super) fn check(
             0
         }
     };
-    let backlog = state.tat().micros_since(now);
+    let backlog = tat.micros_since(now);
     let current = allowed(limit, slots_left(backlog), backlog);
     if let Some(early) = screen(current, cost) {
         return early;
     }
-    let scheduled_until = state.tat().max(now);
+    let scheduled_until = (*tat).max(now);
     let start = scheduled_until.max(not_before);
     let delay = start.micros_since(now);
     if delay > max_delay {
@@ -64,7 +67,7 @@ pub(super) fn check(
         return (refused, None);
     }
     let next_free = start.saturating_add_micros(cost * interval);
-    *state = GcraState::new(next_free, interval);
+    *tat = next_free;
     // The charge includes any gap left by `not_before`, so a refund restores the schedule.
     let added = next_free.micros_since(scheduled_until);
     let new_backlog = next_free.micros_since(now);

@@ -2,8 +2,7 @@
 //!
 //! | algorithm | state per key | worst case admitted | accuracy | use it for |
 //! |---|---|---|---|---|
-//! | [token bucket](token_bucket) | one timestamp + its interval (computed as GCRA) | B + R × t in any span t (capacity B, rate R) | exact | most API limits |
-//! | [GCRA](gcra) | one timestamp + its interval | the same, with B the burst | exact | the same, in rate + burst terms |
+//! | [token bucket](token_bucket), computed as [GCRA](gcra) | one timestamp + its interval | B + R × t in any span t (capacity or burst B, rate R) | exact | most API limits |
 //! | [fixed window](fixed_window) | window start, length, count | 2 × limit within one window's span, across a boundary | coarse | cheap counters |
 //! | [sliding window counter](sliding_window_counter) | window start, length, two counts | 2 × limit − 1 in one rolling window (the estimate's blind spot); about the limit for spread-out traffic | estimate | "N in any rolling day" |
 //! | [sliding window log](sliding_window_log) | one entry per charge | the limit, in any rolling window | exact | small, strict limits |
@@ -42,6 +41,7 @@
 
 pub mod fixed_window;
 pub mod gcra;
+pub mod gcra_state;
 pub mod leaky_bucket;
 pub mod sliding_window_counter;
 pub mod sliding_window_log;

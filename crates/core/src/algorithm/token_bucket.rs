@@ -15,7 +15,7 @@
 //!
 //! ```
 //! use std::time::Duration;
-//! use tollgate_core::algorithm::{gcra::GcraState, token_bucket, AlgorithmState};
+//! use tollgate_core::algorithm::{gcra_state::GcraState, token_bucket, AlgorithmState};
 //! use tollgate_core::{Quota, Rate, Timestamp};
 //!
 //! // The seeds' example: 5 tokens, one back every 6 seconds.
@@ -28,10 +28,13 @@
 //! # Ok::<(), tollgate_core::QuotaError>(())
 //! ```
 
-use super::gcra::GcraState;
+use super::gcra_state::GcraState;
 use crate::{Quota, Timestamp};
 
 /// Whole tokens in the bucket at `now`.
 pub fn tokens(state: &GcraState, quota: &Quota, now: Timestamp) -> u64 {
-    quota.span_micros().saturating_sub(state.debt(quota, now)) / quota.interval_micros()
+    quota
+        .span_micros()
+        .saturating_sub(state.backlog(quota, now))
+        / quota.interval_micros()
 }

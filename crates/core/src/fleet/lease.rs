@@ -188,7 +188,7 @@ impl Leases {
         let missing = item.cost().saturating_sub(held);
         let quota = item.quota();
         let retry = match quota.algorithm() {
-            Algorithm::TokenBucket | Algorithm::Gcra => {
+            Algorithm::TokenBucket => {
                 Duration::from_micros(missing.saturating_mul(quota.interval_micros()))
             }
             _ => answer.reset_after(),

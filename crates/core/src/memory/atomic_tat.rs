@@ -9,7 +9,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::stored::{Meta, StoredState};
-use crate::algorithm::gcra::GcraState;
+use crate::algorithm::gcra_state::GcraState;
 use crate::{Charge, Decision, Quota, Refusal, Timestamp};
 
 /// A packed [`GcraState`] and its [`Meta`].

@@ -313,7 +313,7 @@ impl<C: Clock> Inner<C> {
     ) -> Option<ItemDecision> {
         let one_timestamp = matches!(
             item.quota().algorithm(),
-            Algorithm::TokenBucket | Algorithm::Gcra | Algorithm::LeakyBucket
+            Algorithm::TokenBucket | Algorithm::LeakyBucket
         );
         if !one_timestamp {
             return None;

@@ -301,7 +301,7 @@ pub(crate) fn reset(shard: &mut Shard, at: Location, key: &[u8]) {
         }
     }
     for algorithm in [
-        Algorithm::Gcra,
+        Algorithm::TokenBucket,
         Algorithm::FixedWindow,
         Algorithm::SlidingWindowCounter,
         Algorithm::SlidingWindowLog,

@@ -132,7 +132,6 @@ fn one_of_each() -> Vec<Quota> {
     let window = secs(60);
     [
         Quota::token_bucket(10, Rate::per_second(1)),
-        Quota::gcra(Rate::per_second(1), 10),
         Quota::fixed_window(10, window),
         Quota::sliding_window_counter(10, window),
         Quota::sliding_window_log(10, window),

@@ -33,16 +33,16 @@ end
 -- Token bucket, GCRA and pacing: one theoretical arrival time (TAT) and the emission interval
 -- it was written under.
 
--- The largest debt a quota can build: τ; for pacing, the longest backlog.
+-- The longest backlog a quota can build: τ; for pacing, the maximum delay and `limit` slots.
 local function reach(q, kind)
   if kind == 'p' then return q.span + q.limit * q.interval end
   return q.span
 end
 
--- How far ahead of schedule the caller is under `q` (GcraState::debt): the stored debt,
--- rescaled to q's emission interval (whole units owed, rounded up; pacing keeps its schedule)
--- and capped at q's reach.
-local function debt(s, q, kind)
+-- The backlog under `q` (GcraState::backlog): how far ahead of schedule the caller is, the
+-- stored tat − now rescaled to q's emission interval (whole units owed, rounded up; pacing keeps
+-- its schedule) and capped at q's reach.
+local function backlog_of(s, q, kind)
   local raw = math.max(s.tat - now, 0)
   local limit = reach(q, kind)
   if raw > 0 and s.interval ~= 0 and s.interval ~= q.interval and kind ~= 'p' then
@@ -56,28 +56,28 @@ end
 
 local function normalize_tat(s, q, kind)
   local changed = (s.interval ~= q.interval and s.tat > now) or (s.tat - now > reach(q, kind))
-  if s.tat > now then s.tat = now + debt(s, q, kind) end
+  if s.tat > now then s.tat = now + backlog_of(s, q, kind) end
   s.interval = q.interval
   if changed then s.dirty = true end
 end
 
 -- When a pacing request could start at the earliest.
 local function earliest_start(s, q)
-  return now + debt(s, q, 'p')
+  return now + backlog_of(s, q, 'p')
 end
 
 local function gcra(s, q, cost)
-  local d = math.max(s.tat - now, 0)
-  local remaining_now = idiv(math.max(q.span - d, 0), q.interval)
-  local early = screen(allowed(q.limit, remaining_now, d), cost)
+  local backlog = math.max(s.tat - now, 0)
+  local remaining_now = idiv(math.max(q.span - backlog, 0), q.interval)
+  local early = screen(allowed(q.limit, remaining_now, backlog), cost)
   if early then return early end
   local added = cost * q.interval
-  local new_debt = d + added
-  if new_debt > q.span then
-    return refused(q.limit, remaining_now, d, new_debt - q.span)
+  local new_backlog = backlog + added
+  if new_backlog > q.span then
+    return refused(q.limit, remaining_now, backlog, new_backlog - q.span)
   end
-  s.tat = now + new_debt
-  return allowed(q.limit, idiv(q.span - new_debt, q.interval), new_debt), {1, added, s.tat}
+  s.tat = now + new_backlog
+  return allowed(q.limit, idiv(q.span - new_backlog, q.interval), new_backlog), {1, added, s.tat}
 end
 
 -- Leaky bucket as pacing: the next free slot; the decision carries the delay.

@@ -113,7 +113,11 @@ impl Problem {
     /// 429: `policy` is used up; retrying after `retry_after` (sent rounded up, at least 1 s,
     /// see [`retry_after_secs`](crate::headers::retry_after_secs)) can succeed.
     pub fn rate_limited(policy: &str, retry_after: Duration) -> Problem {
-        let secs = retry_after_secs(retry_after);
+        Problem::rate_limited_secs(policy, retry_after_secs(retry_after))
+    }
+
+    /// [`rate_limited`](Self::rate_limited), told to retry after `secs` whole seconds.
+    fn rate_limited_secs(policy: &str, secs: u64) -> Problem {
         let mut detail = String::from("Too many requests under the rate limit policy ");
         push_quoted(&mut detail, policy);
         let _ = write!(detail, ". Retry after {}.", seconds(secs));
@@ -199,7 +203,9 @@ impl Problem {
 
     /// The problem for a refused policy: [`cost_exceeds_limit`](Problem::cost_exceeds_limit)
     /// for [`Refusal::CostExceedsLimit`], [`rate_limited`](Problem::rate_limited) for any
-    /// other refusal; `None` when the decision allowed the request.
+    /// other refusal, told to retry after the decision's
+    /// [`retry_after_secs`](tollgate_core::Decision::retry_after_secs) (the `Retry-After` the
+    /// layer sends); `None` when the decision allowed the request.
     ///
     /// ```
     /// use std::time::Duration;
@@ -220,7 +226,8 @@ impl Problem {
             Refusal::CostExceedsLimit => {
                 Problem::cost_exceeds_limit(report.name, report.quota.limit())
             }
-            _ => Problem::rate_limited(report.name, report.decision.retry_after()),
+            // The decision's own number, as `Retry-After` and a responder have it.
+            _ => Problem::rate_limited_secs(report.name, report.decision.retry_after_secs()),
         })
     }
 

@@ -8,7 +8,10 @@ use tollgate_core::{Decision, Refusal};
 
 use crate::headers::sf::sf_seconds_up;
 
-/// Seconds to send in `Retry-After` for a wait: rounded **up**, and at least 1.
+/// Seconds to send in `Retry-After` for a wait that is not a decision's (a store that is down,
+/// a problem built by hand): rounded **up**, and at least 1, as
+/// [`Decision::retry_after_secs`] rounds a refusal's — for a decision, use that (the layer
+/// does, see [`refusal_retry_after_secs`]).
 ///
 /// A 300 ms wait is `1` (never `0`: a client told `0` retries at once and is refused again),
 /// exactly 2 s is `2`, 2.001 s is `3`. A zero wait also gives `1`, because this is only asked
@@ -31,7 +34,8 @@ pub fn retry_after_secs(wait: Duration) -> u64 {
 ///
 /// * allowed: `None` (there is nothing to retry);
 /// * refused with [`Refusal::LimitReached`] (or any refusal a later request can pass):
-///   [`retry_after_secs`] of [`Decision::retry_after`], so always at least 1;
+///   [`Decision::retry_after_secs`], so always at least 1, and the number a responder reads
+///   from the decision;
 /// * refused with [`Refusal::CostExceedsLimit`]: `None`, because the same request can never
 ///   fit, however long the caller waits; advertising a delay would invite a retry loop.
 ///
@@ -53,7 +57,9 @@ pub fn retry_after_secs(wait: Duration) -> u64 {
 pub fn refusal_retry_after_secs(decision: &Decision) -> Option<u64> {
     match decision.refusal()? {
         Refusal::CostExceedsLimit => None,
-        _ => Some(retry_after_secs(decision.retry_after())),
+        // A decision's wait is at most u64::MAX µs, about 1.8 × 10^13 s: always an sf-integer,
+        // so the number is sent as the decision says it, never clamped.
+        _ => Some(decision.retry_after_secs()),
     }
 }
 
@@ -102,6 +108,32 @@ mod tests {
         assert_eq!(refusal_retry_after_secs(&decision), Some(1));
         let decision = refused(Refusal::LimitReached, Duration::from_millis(1001));
         assert_eq!(refusal_retry_after_secs(&decision), Some(2));
+    }
+
+    #[test]
+    fn the_header_is_the_decision_s_own_number() {
+        let mut waits: Vec<Duration> = (0..=3_000).step_by(7).map(Duration::from_millis).collect();
+        waits.extend([
+            Duration::from_nanos(1),
+            Duration::from_micros(999_999),
+            Duration::from_micros(1_000_001),
+            Duration::from_secs(86_400),
+            Duration::MAX,
+        ]);
+        for wait in waits {
+            let decision = refused(Refusal::LimitReached, wait);
+            assert_eq!(
+                refusal_retry_after_secs(&decision),
+                Some(decision.retry_after_secs()),
+                "{wait:?}"
+            );
+            // Waits that are not decisions' round the same way.
+            assert_eq!(
+                retry_after_secs(decision.retry_after()),
+                decision.retry_after_secs(),
+                "{wait:?}"
+            );
+        }
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //! and each of these cases is a way a store has lost track of one in the past:
 //!
 //! * **The quota on the item is edited** (a longer or shorter period, a higher or lower limit, a
-//!   token bucket read as GCRA or as pacing). The caller keeps what it owed, capped at what the
+//!   token bucket read as pacing). The caller keeps what it owed, capped at what the
 //!   new quota could make it owe: it is never refused for ever, never waits longer than the new
 //!   quota could make it wait, and is never granted more than it had.
 //! * **Keys of one rule carry different quotas** (a partner on a bigger plan). Each key is judged
@@ -57,13 +57,12 @@ fn name(quota: &Quota) -> &'static str {
 /// One quota of each algorithm, all with `limit`, each giving the whole limit back over
 /// `period`: buckets refill it, pacing schedules `limit` slots across it, windows last it.
 /// Always in the same order, so two calls zip into (old, new) pairs of one algorithm.
-fn each_over(limit: u64, period: Duration) -> [Quota; 6] {
+fn each_over(limit: u64, period: Duration) -> [Quota; 5] {
     let rate = Rate::per(limit, period);
     let slots = u32::try_from(limit).expect("small limits");
     let max_delay = period / slots * (slots - 1);
     [
         Quota::token_bucket(limit, rate),
-        Quota::gcra(rate, limit),
         Quota::fixed_window(limit, period),
         Quota::sliding_window_counter(limit, period),
         Quota::sliding_window_log(limit, period),
@@ -75,11 +74,10 @@ fn each_over(limit: u64, period: Duration) -> [Quota; 6] {
 /// One quota of each algorithm with `limit`, at a pace that does not depend on the limit
 /// (buckets and pacing 10 a second, windows a minute): raising or lowering the limit is then the
 /// only change. Same order as [`each_over`].
-fn each_with_limit(limit: u64) -> [Quota; 6] {
+fn each_with_limit(limit: u64) -> [Quota; 5] {
     let rate = Rate::per_second(10);
     [
         Quota::token_bucket(limit, rate),
-        Quota::gcra(rate, limit),
         Quota::fixed_window(limit, secs(60)),
         Quota::sliding_window_counter(limit, secs(60)),
         Quota::sliding_window_log(limit, secs(60)),
@@ -382,8 +380,9 @@ pub async fn token_bucket_refilled_more_slowly_at_the_same_capacity_grants_nothi
     }
 }
 
-/// A token bucket and a GCRA with the same numbers are the same limiter: switching the item from
-/// one to the other, mid-refill, carries the state over to the microsecond.
+/// A token bucket and a GCRA with the same numbers are the same limiter (one quota, whichever
+/// constructor built it): switching the item from one to the other, mid-refill, carries the
+/// state over to the microsecond.
 pub async fn token_bucket_and_gcra_with_the_same_numbers_share_one_state<S: Store>(
     make: &impl Fn(ManualClock) -> S,
 ) {
@@ -572,9 +571,7 @@ pub async fn a_lowered_limit_refuses_no_longer_than_the_new_quota_would<S: Store
             "{algorithm}: 6 used, limit lowered to 3: refused"
         );
         let bound = match small.algorithm() {
-            Algorithm::TokenBucket | Algorithm::Gcra => {
-                small.emission_interval().expect("a bucket")
-            }
+            Algorithm::TokenBucket => small.emission_interval().expect("a bucket"),
             _ => longest_wait(&small),
         };
         assert!(
@@ -751,7 +748,6 @@ pub async fn a_bucket_refund_after_its_share_of_the_schedule_passed_gives_nothin
     let id = rule("late-bucket-refund");
     let quotas = [
         Quota::token_bucket(1, Rate::per_hour(1)),
-        Quota::gcra(Rate::per_hour(1), 1),
         Quota::leaky_bucket(Rate::per_hour(1), Duration::ZERO),
     ];
     for quota in quotas {
@@ -845,10 +841,6 @@ pub async fn a_bucket_refund_after_the_emission_interval_changed_gives_nothing<S
             Quota::token_bucket(LIMIT, Rate::per_second(1)),
         ),
         (
-            Quota::gcra(Rate::per_second(10), LIMIT),
-            Quota::gcra(Rate::per_second(1), LIMIT),
-        ),
-        (
             Quota::leaky_bucket(Rate::per_second(10), ms(900)),
             Quota::leaky_bucket(Rate::per_second(1), secs(9)),
         ),
@@ -906,7 +898,6 @@ pub async fn a_clock_stepping_back_an_hour_does_not_freeze_a_bucket<S: Store>(
 ) {
     let quotas = [
         Quota::token_bucket(LIMIT, Rate::per_second(1)),
-        Quota::gcra(Rate::per_second(1), LIMIT),
         Quota::leaky_bucket(Rate::per_second(1), secs(9)),
     ];
     for quota in quotas {
