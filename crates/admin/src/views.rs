@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use tollgate_config::{QUOTA_FIELDS, RuleFile, WatchStatus};
 use tollgate_core::{Mode, OnStoreFailure};
 use tollgate_tower::Rule;
-use tollgate_tower::stats::{Counts, RuleStats};
+use tollgate_tower::observe::stats::{Counts, RuleStats};
 use utoipa::ToSchema;
 
 use crate::health::StoreReport;
@@ -98,8 +98,8 @@ pub(crate) struct CallerView {
     pub(crate) error: u64,
 }
 
-impl From<tollgate_tower::top_refused::TopCaller> for CallerView {
-    fn from(caller: tollgate_tower::top_refused::TopCaller) -> Self {
+impl From<tollgate_tower::observe::top_refused::TopCaller> for CallerView {
+    fn from(caller: tollgate_tower::observe::top_refused::TopCaller) -> Self {
         CallerView {
             caller: caller.caller,
             count: caller.count,

@@ -5,8 +5,8 @@ use tollgate_core::{
     Decision, Item, Key, Mode, OnStoreFailure, Quota, Receipt, RefundNow, RuleId, Store, StoreError,
 };
 use tollgate_tower::Refused;
-use tollgate_tower::events::record_refusal;
 use tollgate_tower::headers::PolicyReport;
+use tollgate_tower::observe::RuleWatch;
 
 use crate::{Limit, LimitRejection, Tollgate};
 
@@ -18,8 +18,7 @@ pub(crate) struct Check {
     cost: u64,
     mode: Mode,
     on_store_failure: OnStoreFailure,
-    #[cfg(feature = "metrics")]
-    metrics: Option<std::sync::Arc<tollgate_tower::RuleMetrics>>,
+    watch: RuleWatch,
 }
 
 impl Check {
@@ -37,8 +36,7 @@ impl Check {
             cost,
             mode: L::mode(),
             on_store_failure: L::on_store_failure(),
-            #[cfg(feature = "metrics")]
-            metrics: resolved.metrics,
+            watch: resolved.watch,
         })
     }
 
@@ -66,22 +64,12 @@ pub(crate) async fn charge(
         Err(error) => return store_failed(tollgate, &checks, &error),
     };
     for (check, answer) in checks.iter().zip(batch.items()) {
-        #[cfg(feature = "metrics")]
-        if let Some(metrics) = &check.metrics {
-            metrics.record(answer.decision(), check.item().is_enforcing());
-        }
-        if !answer.decision().is_allowed() {
-            let enforced = check.item().is_enforcing();
-            if let Some(layer) = tollgate.layer() {
-                layer.offer_refused(&check.rule, &check.key);
-            }
-            record_refusal(
-                &check.rule,
-                &check.key,
-                answer.decision(),
-                enforced,
-                tollgate.logging(),
-            );
+        let (decision, enforcing) = (answer.decision(), check.item().is_enforcing());
+        check
+            .watch
+            .decided(decision, enforcing, answer.refused_locally());
+        if !decision.is_allowed() {
+            check.watch.refused(&check.key, decision, enforcing);
         }
     }
     if let Some((position, answer)) = batch.worst_refusal(&items) {

@@ -10,6 +10,7 @@ use http::request::Parts;
 use parking_lot::RwLock;
 use tollgate_core::{DynStore, Quota, RuleId, Store};
 use tollgate_tower::headers::HeaderStyle;
+use tollgate_tower::observe::RuleWatch;
 use tollgate_tower::{KeyLogging, LayerHandle, QuotaRegistry, RateLimitLayer, Responder};
 
 use crate::{Limit, LimitRejection, TollgateSource};
@@ -234,8 +235,7 @@ impl Tollgate {
         Ok(Resolved {
             rule: declared.rule,
             quota,
-            #[cfg(feature = "metrics")]
-            metrics: declared.metrics,
+            watch: declared.watch,
         })
     }
 
@@ -257,30 +257,27 @@ type Declared = Result<DeclaredLimit, String>;
 struct DeclaredLimit {
     rule: RuleId,
     default_quota: Quota,
-    #[cfg(feature = "metrics")]
-    metrics: Option<std::sync::Arc<tollgate_tower::RuleMetrics>>,
+    watch: RuleWatch,
 }
 
 /// A typed limit as one request uses it.
 pub(crate) struct Resolved {
     pub(crate) rule: RuleId,
     pub(crate) quota: Quota,
-    /// Its counters, made once per type when metrics are on.
-    #[cfg(feature = "metrics")]
-    pub(crate) metrics: Option<std::sync::Arc<tollgate_tower::RuleMetrics>>,
+    /// What the layer's observers keep for it (its events, metrics, top refused callers),
+    /// made once per type.
+    pub(crate) watch: RuleWatch,
 }
 
 fn declare<L: Limit>(tollgate: &Tollgate) -> Declared {
     let rule = RuleId::new(L::ID).map_err(|error| format!("limit id {:?}: {error}", L::ID))?;
     let quota = L::default_quota().map_err(|error| format!("limit {:?}: {error}", L::ID))?;
-    #[cfg(not(feature = "metrics"))]
-    let _ = tollgate;
+    let watch = match tollgate.layer() {
+        Some(layer) => layer.watch(&rule),
+        None => RuleWatch::log_only(&rule, tollgate.logging()),
+    };
     Ok(DeclaredLimit {
-        #[cfg(feature = "metrics")]
-        metrics: tollgate
-            .layer()
-            .is_some_and(LayerHandle::metrics_enabled)
-            .then(|| std::sync::Arc::new(tollgate_tower::RuleMetrics::new(&rule))),
+        watch,
         rule,
         default_quota: quota,
     })

@@ -16,10 +16,6 @@ pub(super) struct Live {
     /// The layer: where the rules go, its registry (where `[[limit]]` quotas go), its store's
     /// names, and whether it records metrics now (it may be turned on after the watcher starts).
     layer: LayerHandle,
-    /// `tollgate_config_loads_total{result="success"}` and `{result="error"}`, made at the first
-    /// load counted.
-    #[cfg(feature = "metrics")]
-    loads: std::sync::OnceLock<[metrics::Counter; 2]>,
     state: Mutex<State>,
 }
 
@@ -37,27 +33,14 @@ impl Live {
         Live {
             extractors,
             layer,
-            #[cfg(feature = "metrics")]
-            loads: std::sync::OnceLock::new(),
             state: Mutex::new(State::default()),
         }
     }
 
-    /// Counts one load of a rule file or fleet document, `success` or `error`, when the layer
-    /// records metrics.
+    /// Tells the layer's observers of one load of a rule file or fleet document, `success` or
+    /// `error` (counted as `tollgate_config_loads_total` when the layer records metrics).
     pub(super) fn count_load(&self, success: bool) {
-        #[cfg(feature = "metrics")]
-        if self.layer.metrics_enabled() {
-            let [loaded, refused] = self.loads.get_or_init(|| {
-                let load = |result: &'static str| {
-                    metrics::counter!(tollgate_core::metrics::CONFIG_LOADS, "result" => result)
-                };
-                [load("success"), load("error")]
-            });
-            if success { loaded } else { refused }.increment(1);
-        }
-        #[cfg(not(feature = "metrics"))]
-        let _ = success;
+        self.layer.rules_loaded(success);
     }
 
     /// A file's mistakes that only this layer can see: `[[limit]]`s without a registry, and

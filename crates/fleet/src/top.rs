@@ -16,7 +16,7 @@
 //! **Error bound.** Like one gateway's, a caller's fleet `count` is never below its true count
 //! and at most `error` above it: each gateway adds its own count and error for the caller, or —
 //! where it did not list the caller — the most an unlisted caller may have had there
-//! ([`TopRefusedReport::unlisted`](tollgate_tower::top_refused::TopRefusedReport::unlisted)), to
+//! ([`TopRefusedReport::unlisted`](tollgate_tower::observe::top_refused::TopRefusedReport::unlisted)), to
 //! both.
 
 use std::collections::HashMap;

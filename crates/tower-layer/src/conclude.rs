@@ -9,11 +9,10 @@ use http::Response;
 use http::request::Parts;
 use smallvec::SmallVec;
 use tollgate_core::{
-    BatchDecision, Decision, Item, ItemDecision, OnStoreFailure, Receipt, Refusal, StoreError,
+    BatchDecision, Decision, Item, ItemDecision, Key, OnStoreFailure, Receipt, Refusal, StoreError,
 };
 
 use crate::disclosure::Disclosure;
-use crate::events;
 use crate::flag::Flagged;
 use crate::plan::{Plan, is_enforcing};
 use crate::respond::{self, Refused};
@@ -82,7 +81,13 @@ pub(crate) fn conclude(
         if decision.is_allowed() {
             continue;
         }
-        events::refusal(settings, rule, &planned.key, decision, is_enforcing(rule));
+        refusal(
+            rules,
+            planned.rule,
+            &planned.key,
+            decision,
+            is_enforcing(rule),
+        );
         if matches!(rule.on_refusal, RefusalAction::Flag) && batch.is_allowed() {
             Flagged::add(request, rule.id.clone(), *decision);
         }
@@ -133,21 +138,17 @@ pub(crate) fn conclude(
     }
 }
 
-/// Counts a rule's own decision in its metrics and admin counters, when the set has them (a
-/// refusal made without the store as `refused_locally` in the metrics, as refused in the
-/// counters).
+/// Tells the rule's observers of its own decision (a refusal made without the store too).
 fn count(rules: &RuleSet, at: RuleRef, answer: &ItemDecision, enforcing: bool) {
-    let decision = answer.decision();
-    #[cfg(feature = "metrics")]
-    if let Some(metrics) = rules.metrics_for(at) {
-        if answer.refused_locally() {
-            metrics.record_refused_locally();
-        } else {
-            metrics.record(decision, enforcing);
-        }
+    if let Some(watch) = rules.watch(at) {
+        watch.decided(answer.decision(), enforcing, answer.refused_locally());
     }
-    if let Some(stats) = rules.stats_for(at) {
-        stats.record(decision, enforcing);
+}
+
+/// Tells the rule's observers it refused `key` (`enforced`: the request was refused).
+fn refusal(rules: &RuleSet, at: RuleRef, key: &Key, decision: &Decision, enforced: bool) {
+    if let Some(watch) = rules.watch(at) {
+        watch.refused(key, decision, enforced);
     }
 }
 
@@ -182,7 +183,7 @@ fn blocked(
     let until = block.retry_after();
     let limit = planned.quota.limit();
     let decision = Decision::refused(Refusal::LimitReached, limit, 0, until, until);
-    events::refusal(settings, rule, &planned.key, &decision, true);
+    refusal(rules, planned.rule, &planned.key, &decision, true);
     count(
         rules,
         planned.rule,
@@ -230,9 +231,9 @@ fn store_failed(
 ) -> Conclusion {
     // Each rule counted as its failure policy answers the request.
     for (planned, rule) in plan.rules(rules) {
-        if let Some(stats) = rules.stats_for(planned.rule) {
+        if let Some(watch) = rules.watch(planned.rule) {
             let closed = rule.on_store_failure == OnStoreFailure::Closed;
-            stats.record_outcome(!closed, is_enforcing(rule));
+            watch.store_failed(!closed, is_enforcing(rule));
         }
     }
     let closed = plan

@@ -2,16 +2,18 @@
 //! files. Everything it gives is the layer's own, shared, not copied.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use arc_swap::ArcSwap;
-use tollgate_core::{DynStore, Key, RuleId};
+use tollgate_core::{DynStore, RuleId};
 
 use crate::headers::HeaderStyle;
+use crate::notices::RuleNotices;
+use crate::observe::stats::RuleStats;
+use crate::observe::top_refused::TopRefusedReport;
+use crate::observe::watch::Watched;
+use crate::observe::{Observers, RuleWatch};
 use crate::settings::{KeyLogging, Responder, Settings};
-use crate::stats::{RuleStats, StatsBook};
-use crate::top_refused::TopRefusedReport;
 use crate::{QuotaRegistry, RuleSet};
 
 /// What every service made by one layer value shares besides the typed store: the rules in
@@ -20,39 +22,29 @@ pub(crate) struct Live {
     /// The layer's store, its type erased.
     pub(crate) store: DynStore,
     pub(crate) rules: ArcSwap<RuleSet>,
-    /// Whether installed rules get metric handles (feature `metrics`): kept with the rules, so
-    /// whoever replaces them (a watcher, a clone made earlier) installs them alike.
-    pub(crate) metrics: AtomicBool,
-    /// Each rule's admin counters once tracked ([`RateLimitLayer::track_stats`]), shared by
-    /// every layer value built from the same `new`, so a rule keeps its counts across reloads.
-    ///
-    /// [`RateLimitLayer::track_stats`]: crate::RateLimitLayer::track_stats
-    pub(crate) stats: Arc<std::sync::OnceLock<StatsBook>>,
+    /// Who watches the decisions: kept with the rules, so whoever replaces them (a watcher, a
+    /// clone made earlier) installs them alike; shared by every layer value built from the same
+    /// `new`, so a rule keeps its admin counts across reloads.
+    pub(crate) observers: Arc<Observers>,
 }
 
 impl Live {
-    /// Whether installed rules record metrics.
-    pub(crate) fn metered(&self) -> bool {
-        cfg!(feature = "metrics") && self.metrics.load(Ordering::Acquire)
-    }
-
-    /// `rules` as this layer installs them: with each rule's metric handles when metrics are on,
-    /// without any (a set taken from a metered layer, say) when they are off.
-    pub(crate) fn prepared(&self, rules: RuleSet) -> RuleSet {
-        let rules = rules.with_stats(self.stats.get());
-        #[cfg(feature = "metrics")]
-        return if self.metered() {
-            rules.with_metrics()
-        } else {
-            rules.without_metrics()
-        };
-        #[cfg(not(feature = "metrics"))]
-        rules
+    /// `rules` as this layer installs them: with what each observer keeps for each rule.
+    pub(crate) fn prepared(&self, rules: RuleSet, logging: KeyLogging) -> RuleSet {
+        rules.observed_by(&self.observers, logging)
     }
 
     /// Installs `rules` for every request from the next one on.
-    pub(crate) fn install(&self, rules: RuleSet) {
-        self.rules.store(Arc::new(self.prepared(rules)));
+    pub(crate) fn install(&self, rules: RuleSet, logging: KeyLogging) {
+        self.rules.store(Arc::new(self.prepared(rules, logging)));
+    }
+
+    /// Installs the rules in force again, in place, so each rule gets what the observers keep
+    /// now (after one was turned on); a watcher or an earlier clone goes on replacing them.
+    pub(crate) fn observe_again(&self, logging: KeyLogging) {
+        let observers = &self.observers;
+        self.rules
+            .rcu(|rules| RuleSet::clone(rules).observed_by(observers, logging));
     }
 }
 
@@ -103,7 +95,7 @@ impl LayerHandle {
     /// clones made since the last builder call), without rebuilding them: the next request sees
     /// the new set.
     pub fn replace_rules(&self, rules: RuleSet) {
-        self.live.install(rules);
+        self.live.install(rules, self.settings.key_logging);
     }
 
     /// The live-quota registry, if the layer was given one.
@@ -137,7 +129,7 @@ impl LayerHandle {
 
     /// Whether the layer records metrics ([`RateLimitLayer::metrics`](crate::RateLimitLayer)).
     pub fn metrics_enabled(&self) -> bool {
-        self.live.metered()
+        self.live.observers.metered()
     }
 
     /// This gateway's number among the gateways a split rule shares its limit with, if set
@@ -149,7 +141,7 @@ impl LayerHandle {
     /// `rule`'s counts ([`track_stats`](crate::RateLimitLayer::track_stats)); `None` when not
     /// tracked, or no rule with this id was installed since.
     pub fn stats(&self, rule: &RuleId) -> Option<RuleStats> {
-        self.live.stats.get()?.report(rule)
+        self.live.observers.stats.get()?.report(rule)
     }
 
     /// `rule`'s `n` most refused callers over the last hour, shown as the layer's
@@ -157,25 +149,37 @@ impl LayerHandle {
     /// [`track_top_refused`](crate::RateLimitLayer::track_top_refused) was called. Samples still
     /// in the channel are not yet counted.
     pub fn top_refused(&self, rule: &RuleId, n: usize) -> Option<TopRefusedReport> {
-        let top = self.settings.top_refused.as_ref()?;
+        let top = self.live.observers.top_refused.get()?;
         Some(top.report(rule, n, self.settings.key_logging))
     }
 
     /// The rules whose refusals [`top_refused`](Self::top_refused) has counted (empty unless
     /// tracked).
     pub fn top_refused_rules(&self) -> Vec<RuleId> {
-        self.settings
+        self.live
+            .observers
             .top_refused
-            .as_ref()
+            .get()
             .map(|top| top.rules())
             .unwrap_or_default()
     }
 
-    /// Offers a refusal decided outside the layer (a typed limit's) to the layer's top refused
-    /// callers, when it tracks them; a full channel drops it, never waits.
-    pub fn offer_refused(&self, rule: &RuleId, key: &Key) {
-        if let Some(top) = &self.settings.top_refused {
-            top.offer(rule, key);
-        }
+    /// What the layer's observers keep for `rule`, for decisions made outside the layer (a
+    /// typed limit's in a handler): its refusals are logged, summed up, counted in metrics and
+    /// among the top refused callers as the layer's are (not in the admin counters, which show
+    /// the layer's rules). Make it once per rule, not per request.
+    pub fn watch(&self, rule: &RuleId) -> RuleWatch {
+        let notices = Arc::new(RuleNotices::default());
+        let logging = self.settings.key_logging;
+        self.live
+            .observers
+            .watch(rule, notices, logging, Watched::TypedLimit)
+    }
+
+    /// Tells the layer's observers that a rule file or fleet document was loaded (`ok`) or
+    /// refused for its mistakes (counted as `tollgate_config_loads_total` when the layer
+    /// records metrics).
+    pub fn rules_loaded(&self, ok: bool) {
+        self.live.observers.rules_loaded(ok);
     }
 }

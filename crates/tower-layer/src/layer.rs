@@ -3,8 +3,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use std::sync::atomic::AtomicBool;
-
 use arc_swap::ArcSwap;
 use bytes::Bytes;
 use http::Method;
@@ -13,6 +11,9 @@ use tower_layer::Layer;
 use crate::client_ip::Cidr;
 use crate::handle::{LayerHandle, Live};
 use crate::headers::HeaderStyle;
+use crate::observe::Observer;
+use crate::observe::stats::StatsBook;
+use crate::observe::top_refused::TopRefused;
 use crate::settings::{KeyLogging, Settings};
 use crate::{PathPattern, PathPatternError, QuotaRegistry, RateLimit, Refused, Rule, RuleSet};
 
@@ -89,8 +90,7 @@ impl<St: tollgate_core::Store> RateLimitLayer<St> {
                 live: Arc::new(Live {
                     store: tollgate_core::DynStore::from_arc(Arc::clone(&store)),
                     rules: ArcSwap::from_pointee(RuleSet::new()),
-                    metrics: AtomicBool::new(false),
-                    stats: Arc::default(),
+                    observers: Arc::default(),
                 }),
                 store,
             }),
@@ -129,12 +129,12 @@ impl<St: tollgate_core::Store> RateLimitLayer<St> {
     /// store stays shared.
     fn update_rules(mut self, change: impl FnOnce(RuleSet) -> RuleSet) -> Self {
         let live = &self.core.live;
-        let rules = live.prepared(change(RuleSet::clone(&live.rules.load())));
+        let current = RuleSet::clone(&live.rules.load());
+        let rules = live.prepared(change(current), self.settings.key_logging);
         let live = Live {
             store: live.store.clone(),
             rules: ArcSwap::from_pointee(rules),
-            metrics: AtomicBool::new(live.metered()),
-            stats: Arc::clone(&live.stats),
+            observers: Arc::clone(&live.observers),
         };
         self.core = Arc::new(Core {
             store: Arc::clone(&self.core.store),
@@ -165,10 +165,8 @@ impl<St: tollgate_core::Store> RateLimitLayer<St> {
     #[cfg(feature = "metrics")]
     pub fn metrics(self) -> Self {
         let live = &self.core.live;
-        live.metrics
-            .store(true, std::sync::atomic::Ordering::Release);
-        // In place: a watcher or a clone made before this call goes on replacing these rules.
-        live.rules.rcu(|rules| RuleSet::clone(rules).with_metrics());
+        (live.observers.metrics).store(true, std::sync::atomic::Ordering::Release);
+        live.observe_again(self.settings.key_logging);
         self
     }
 
@@ -193,11 +191,8 @@ impl<St: tollgate_core::Store> RateLimitLayer<St> {
     /// ```
     pub fn track_stats(self) -> Self {
         let live = &self.core.live;
-        let _ = live.stats.set(crate::stats::StatsBook::default());
-        // In place: a watcher or a clone made before this call goes on replacing these rules.
-        let book = live.stats.get();
-        live.rules
-            .rcu(|rules| RuleSet::clone(rules).with_stats(book));
+        let _ = live.observers.stats.set(StatsBook::default());
+        live.observe_again(self.settings.key_logging);
         self
     }
 
@@ -205,21 +200,37 @@ impl<St: tollgate_core::Store> RateLimitLayer<St> {
     /// [`LayerHandle::top_refused`]: a Space-Saving summary of `k` counters per rule and
     /// five-minute slice, fed off the request path through a bounded channel to a thread of its
     /// own (a full channel drops samples and counts them; a request never waits). Memory per
-    /// rule is fixed; counts are at most `refusals / k` high (see [`crate::top_refused`]).
+    /// rule is fixed; counts are at most `refusals / k` high (see [`crate::observe::top_refused`]).
     ///
     /// ```
     /// use tollgate_core::{MemoryStore, RuleId};
     /// use tollgate_tower::RateLimitLayer;
-    /// use tollgate_tower::top_refused::DEFAULT_TOP_K;
+    /// use tollgate_tower::observe::top_refused::DEFAULT_TOP_K;
     ///
     /// let layer = RateLimitLayer::new(MemoryStore::new()).track_top_refused(DEFAULT_TOP_K);
     /// let report = layer.handle().top_refused(&RuleId::new("login")?, 10).expect("tracked");
     /// assert!(report.callers.is_empty());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn track_top_refused(mut self, k: usize) -> Self {
-        Arc::make_mut(&mut self.settings).top_refused =
-            Some(Arc::new(crate::top_refused::TopRefused::start(k)));
+    pub fn track_top_refused(self, k: usize) -> Self {
+        let live = &self.core.live;
+        let _ = live
+            .observers
+            .top_refused
+            .get_or_init(|| Arc::new(TopRefused::start(k)));
+        live.observe_again(self.settings.key_logging);
+        self
+    }
+
+    /// Adds an observer of every rule's decisions (see [`observe`](crate::observe)): asked
+    /// now, and whenever rules are installed, for what it keeps per rule. Like the built-in
+    /// ones, it is shared by the layer values built from the same `new`.
+    pub fn observe(self, observer: impl Observer) -> Self {
+        let live = &self.core.live;
+        (live.observers.custom.lock())
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(Arc::new(observer));
+        live.observe_again(self.settings.key_logging);
         self
     }
 
@@ -274,6 +285,8 @@ impl<St: tollgate_core::Store> RateLimitLayer<St> {
     /// How keys appear in `tollgate::refusal` events (default: hashed).
     pub fn key_logging(mut self, logging: KeyLogging) -> Self {
         Arc::make_mut(&mut self.settings).key_logging = logging;
+        // The rules' refusal events show keys this way from now on.
+        self.core.live.observe_again(logging);
         self
     }
 

@@ -75,7 +75,6 @@
 //!   [`PeerAddr`](key::PeerAddr) request extension (see its example of a hyper serve loop).
 
 pub mod client_ip;
-pub mod events;
 pub mod headers;
 pub mod key;
 
@@ -88,9 +87,8 @@ mod flag;
 mod future;
 mod handle;
 mod layer;
-#[cfg(feature = "metrics")]
-mod metrics;
 mod notices;
+pub mod observe;
 mod overrides;
 mod path_pattern;
 mod plan;
@@ -102,8 +100,6 @@ mod route;
 mod rule;
 mod service;
 mod settings;
-pub mod stats;
-pub mod top_refused;
 
 pub use body::ResponseBody;
 pub use escalation::Escalation;
@@ -111,8 +107,6 @@ pub use flag::Flagged;
 pub use future::ResponseFuture;
 pub use handle::LayerHandle;
 pub use layer::RateLimitLayer;
-#[cfg(feature = "metrics")]
-pub use metrics::RuleMetrics;
 pub use overrides::QuotaOverrides;
 pub use path_pattern::{PathPattern, PathPatternError};
 pub use registry::QuotaRegistry;

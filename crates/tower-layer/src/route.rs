@@ -10,6 +10,9 @@ use crate::client_ip::Cidr;
 use crate::exemptions::Exemptions;
 use crate::headers::HeaderStyle;
 use crate::key::MatchedPattern;
+use crate::observe::watch::Watched;
+use crate::observe::{Observers, RuleWatch};
+use crate::settings::KeyLogging;
 use crate::{PathPattern, PathPatternError, Rule};
 
 /// Where a rule sits in a [`RuleSet`], so a request's plan can outlive a borrow of the set.
@@ -35,13 +38,9 @@ pub struct RuleSet {
     routes: Vec<Route>,
     exemptions: Exemptions,
     header_style: Option<HeaderStyle>,
-    /// Each rule's counters, by position (`everywhere`, then `routes`), made when the set is
-    /// installed in a layer whose metrics are on.
-    #[cfg(feature = "metrics")]
-    metrics: Option<Arc<[crate::metrics::RuleMetrics]>>,
-    /// Each rule's admin counters, by position, made when the set is installed in a layer that
-    /// tracks them ([`RateLimitLayer::track_stats`](crate::RateLimitLayer::track_stats)).
-    stats: Option<Arc<[Arc<crate::stats::RuleCounters>]>>,
+    /// What the layer's observers keep for each rule, by position (`everywhere`, then
+    /// `routes`), made when the set is installed.
+    watches: Option<Arc<[RuleWatch]>>,
 }
 
 impl RuleSet {
@@ -58,14 +57,10 @@ impl RuleSet {
         self
     }
 
-    /// Metric handles are by position: a set whose rules moved drops them (the layer that
-    /// installs it makes new ones).
+    /// Watches are by position: a set whose rules moved drops them (the layer that installs it
+    /// makes new ones).
     fn positions_changed(&mut self) {
-        #[cfg(feature = "metrics")]
-        {
-            self.metrics = None;
-        }
-        self.stats = None;
+        self.watches = None;
     }
 
     /// Adds a rule for requests with `method` whose path matches `pattern` (a `GET` row also
@@ -117,29 +112,23 @@ impl RuleSet {
         self
     }
 
-    /// The set with counters for each of its rules (feature `metrics`).
-    #[cfg(feature = "metrics")]
-    pub(crate) fn with_metrics(mut self) -> Self {
-        let handles: Vec<crate::metrics::RuleMetrics> = self
+    /// The set with what `observers` keep for each of its rules (made now, once: the request
+    /// path only uses them).
+    pub(crate) fn observed_by(mut self, observers: &Observers, logging: KeyLogging) -> Self {
+        let watches: Vec<RuleWatch> = self
             .rules()
-            .map(|rule| crate::metrics::RuleMetrics::new(&rule.id))
+            .map(|rule| {
+                let notices = Arc::clone(&rule.notices);
+                observers.watch(&rule.id, notices, logging, Watched::LayerRule)
+            })
             .collect();
-        self.metrics = Some(handles.into());
+        self.watches = Some(watches.into());
         self
     }
 
-    /// The set with `book`'s counters for each of its rules, or without any.
-    pub(crate) fn with_stats(mut self, book: Option<&crate::stats::StatsBook>) -> Self {
-        self.stats = book.map(|book| self.rules().map(|rule| book.counters(&rule.id)).collect());
-        self
-    }
-
-    /// The admin counters of the rule `at` names, when the set has them.
-    pub(crate) fn stats_for(&self, at: RuleRef) -> Option<&crate::stats::RuleCounters> {
-        self.stats
-            .as_ref()?
-            .get(self.position(at))
-            .map(|counters| &**counters)
+    /// What the layer's observers keep for the rule `at` names, once the set is installed.
+    pub(crate) fn watch(&self, at: RuleRef) -> Option<&RuleWatch> {
+        self.watches.as_ref()?.get(self.position(at))
     }
 
     /// Where the rule `at` names is among [`rules`](Self::rules).
@@ -148,19 +137,6 @@ impl RuleSet {
             RuleRef::Everywhere(index) => index,
             RuleRef::Route(index) => self.everywhere.len() + index,
         }
-    }
-
-    /// The set without metric handles.
-    #[cfg(feature = "metrics")]
-    pub(crate) fn without_metrics(mut self) -> Self {
-        self.metrics = None;
-        self
-    }
-
-    /// The counters of the rule `at` names, when the set has them.
-    #[cfg(feature = "metrics")]
-    pub(crate) fn metrics_for(&self, at: RuleRef) -> Option<&crate::metrics::RuleMetrics> {
-        self.metrics.as_ref()?.get(self.position(at))
     }
 
     /// Whether the set exempts `request` from limiting.

@@ -71,8 +71,6 @@ pub(crate) struct Settings {
     pub(crate) unavailable_retry_after: Duration,
     pub(crate) exemptions: Exemptions,
     pub(crate) registry: Option<QuotaRegistry>,
-    /// The top refused callers' counter, when tracked.
-    pub(crate) top_refused: Option<Arc<crate::top_refused::TopRefused>>,
     /// This gateway's number, for split rules' parts.
     pub(crate) gateway: Option<u32>,
 }
@@ -86,7 +84,6 @@ impl Default for Settings {
             unavailable_retry_after: Duration::from_secs(1),
             exemptions: Exemptions::default(),
             registry: None,
-            top_refused: None,
             gateway: None,
         }
     }

@@ -17,6 +17,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use tollgate_core::{Decision, RuleId};
 
+use super::RuleObserver;
+
 use self::minutes::{MINUTES, MinuteCounts};
 
 /// Decisions of one kind each.
@@ -45,7 +47,7 @@ impl Counts {
     }
 }
 
-/// One rule's counts: [`RateLimitLayer::rule_stats`](crate::RateLimitLayer::rule_stats).
+/// One rule's counts: [`LayerHandle::stats`](crate::LayerHandle::stats).
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct RuleStats {
@@ -120,6 +122,16 @@ impl RuleCounters {
 /// own them, so a reload that keeps a rule keeps its counts (the new set takes them while the
 /// old one still holds them), and a rule no installed set has any more is forgotten — re-added
 /// later, it counts afresh.
+impl RuleObserver for RuleCounters {
+    fn decided(&self, decision: &Decision, enforcing: bool, _refused_locally: bool) {
+        self.record(decision, enforcing);
+    }
+
+    fn store_failed(&self, let_through: bool, enforcing: bool) {
+        self.record_outcome(let_through, enforcing);
+    }
+}
+
 #[derive(Debug, Default)]
 pub(crate) struct StatsBook {
     rules: Mutex<HashMap<RuleId, Weak<RuleCounters>>>,

@@ -148,6 +148,18 @@ impl TopRefused {
     }
 }
 
+/// One rule's feed into the top refused callers.
+pub(crate) struct RuleTop {
+    pub(crate) rule: RuleId,
+    pub(crate) top: Arc<TopRefused>,
+}
+
+impl super::RuleObserver for RuleTop {
+    fn refused(&self, key: &Key, _decision: &tollgate_core::Decision, _enforced: bool) {
+        self.top.offer(&self.rule, key);
+    }
+}
+
 impl std::fmt::Debug for TopRefused {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("TopRefused")

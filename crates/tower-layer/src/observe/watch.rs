@@ -1,0 +1,141 @@
+//! The layer's observers, and what they keep for one rule.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+
+use smallvec::SmallVec;
+use tollgate_core::{Decision, Key, RuleId};
+
+use super::log::RuleLog;
+use super::stats::StatsBook;
+use super::top_refused::{RuleTop, TopRefused};
+use super::{Observer, RuleObserver};
+use crate::notices::RuleNotices;
+use crate::settings::KeyLogging;
+
+/// Every observer of one layer (shared by the layer values built from one `new`, so a clone
+/// that turns one on turns it on for the rest): the built-in ones, each on when asked for, and
+/// the service's own.
+#[derive(Default)]
+pub(crate) struct Observers {
+    /// Metrics (feature `metrics`): whether installed rules get metric handles.
+    pub(crate) metrics: AtomicBool,
+    /// The admin counters, once tracked.
+    pub(crate) stats: OnceLock<StatsBook>,
+    /// The top refused callers, once tracked.
+    pub(crate) top_refused: OnceLock<Arc<TopRefused>>,
+    /// The service's own ([`RateLimitLayer::observe`](crate::RateLimitLayer::observe)).
+    pub(crate) custom: Mutex<Vec<Arc<dyn Observer>>>,
+}
+
+/// Which decisions a watch is for: a layer's rule, or a typed limit in a handler (which the
+/// admin counters do not count: they show the layer's rules).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Watched {
+    LayerRule,
+    TypedLimit,
+}
+
+impl Observers {
+    /// Whether installed rules record metrics.
+    pub(crate) fn metered(&self) -> bool {
+        cfg!(feature = "metrics") && self.metrics.load(Ordering::Acquire)
+    }
+
+    /// What every observer keeps for `rule`.
+    pub(crate) fn watch(
+        &self,
+        rule: &RuleId,
+        notices: Arc<RuleNotices>,
+        logging: KeyLogging,
+        watched: Watched,
+    ) -> RuleWatch {
+        let mut observers: SmallVec<[Arc<dyn RuleObserver>; 4]> = SmallVec::new();
+        observers.push(Arc::new(RuleLog {
+            rule: rule.clone(),
+            notices,
+            logging,
+        }));
+        #[cfg(feature = "metrics")]
+        if self.metered() {
+            observers.push(Arc::new(super::metrics::RuleMetrics::new(rule)));
+        }
+        if let (Some(book), Watched::LayerRule) = (self.stats.get(), watched) {
+            observers.push(book.counters(rule));
+        }
+        if let Some(top) = self.top_refused.get() {
+            observers.push(Arc::new(RuleTop {
+                rule: rule.clone(),
+                top: Arc::clone(top),
+            }));
+        }
+        let custom = self.custom.lock().unwrap_or_else(PoisonError::into_inner);
+        observers.extend(custom.iter().map(|observer| observer.rule(rule)));
+        RuleWatch { observers }
+    }
+
+    /// A rule file or fleet document was loaded (`ok`) or refused.
+    pub(crate) fn rules_loaded(&self, ok: bool) {
+        #[cfg(feature = "metrics")]
+        if self.metered() {
+            super::metrics::count_load(ok);
+        }
+        let custom = self.custom.lock().unwrap_or_else(PoisonError::into_inner);
+        for observer in custom.iter() {
+            observer.rules_loaded(ok);
+        }
+    }
+}
+
+/// What every observer of a layer keeps for one rule: the request path calls it for each
+/// decision. Typed limits in handlers get theirs from
+/// [`LayerHandle::watch`](crate::LayerHandle::watch), so their decisions are observed as the
+/// layer's are.
+#[derive(Clone)]
+pub struct RuleWatch {
+    observers: SmallVec<[Arc<dyn RuleObserver>; 4]>,
+}
+
+impl std::fmt::Debug for RuleWatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RuleWatch")
+            .field("observers", &self.observers.len())
+            .finish()
+    }
+}
+
+impl RuleWatch {
+    /// What a rule is watched with when there is no layer to ask: its refusal events and their
+    /// once-a-minute summary (typed limits of a `tollgate_axum::Tollgate` made without a
+    /// layer use it).
+    pub fn log_only(rule: &RuleId, logging: KeyLogging) -> RuleWatch {
+        let mut observers: SmallVec<[Arc<dyn RuleObserver>; 4]> = SmallVec::new();
+        observers.push(Arc::new(RuleLog {
+            rule: rule.clone(),
+            notices: Arc::default(),
+            logging,
+        }));
+        RuleWatch { observers }
+    }
+
+    /// The store decided for the rule (see [`RuleObserver::decided`]).
+    pub fn decided(&self, decision: &Decision, enforcing: bool, refused_locally: bool) {
+        for observer in &self.observers {
+            observer.decided(decision, enforcing, refused_locally);
+        }
+    }
+
+    /// The rule refused `key` (see [`RuleObserver::refused`]).
+    pub fn refused(&self, key: &Key, decision: &Decision, enforced: bool) {
+        for observer in &self.observers {
+            observer.refused(key, decision, enforced);
+        }
+    }
+
+    /// The store could not answer (see [`RuleObserver::store_failed`]).
+    pub fn store_failed(&self, let_through: bool, enforcing: bool) {
+        for observer in &self.observers {
+            observer.store_failed(let_through, enforcing);
+        }
+    }
+}
