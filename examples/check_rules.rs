@@ -35,7 +35,7 @@ fn main() -> ExitCode {
             "account",
             ExtensionKey::new(|account: &AccountId| account.0.clone()),
         )
-        .responder("challenge", |_, _| {
+        .responder("challenge", |_refused| {
             let mut response =
                 axum::http::Response::new(axum::body::Bytes::from_static(b"challenge"));
             *response.status_mut() = axum::http::StatusCode::FORBIDDEN;

@@ -29,7 +29,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             "account",
             HeaderKey::new(axum::http::HeaderName::from_static("authorization")),
         )
-        .responder("challenge", |_, _| {
+        .responder("challenge", |_refused| {
             let mut response =
                 axum::http::Response::new(axum::body::Bytes::from_static(b"challenge"));
             *response.status_mut() = axum::http::StatusCode::FORBIDDEN;

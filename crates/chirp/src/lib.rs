@@ -174,7 +174,7 @@ pub fn app<St: Store>(layer: &RateLimitLayer<St>) -> Router {
 pub fn extractors() -> Extractors {
     Extractors::new()
         .with("account", ExtensionKey::new(|account: &Account| account.0.clone()))
-        .responder("challenge", |_rule, _decision| {
+        .responder("challenge", |_refused| {
             let body = r#"{"type":"https://chirp.example/problems/challenge","title":"Please complete the challenge","status":403,"challenge":"captcha"}"#;
             let mut response = axum::http::Response::new(axum::body::Bytes::from_static(body.as_bytes()));
             *response.status_mut() = axum::http::StatusCode::FORBIDDEN;

@@ -37,7 +37,7 @@ use tollgate_tower::key::{
 ///
 /// let extractors = Extractors::new()
 ///     .with("account", ExtensionKey::new(|account: &AccountId| account.0.clone()))
-///     .responder("challenge", |_rule, _decision| {
+///     .responder("challenge", |_refused| {
 ///         http::Response::builder()
 ///             .status(StatusCode::FORBIDDEN)
 ///             .body(bytes::Bytes::from_static(b"solve the challenge"))
@@ -49,7 +49,7 @@ use tollgate_tower::key::{
 #[derive(Clone, Default)]
 pub struct Extractors {
     named: HashMap<String, Arc<dyn KeyExtractor>>,
-    responders: HashMap<String, tollgate_tower::RespondFn>,
+    responders: HashMap<String, tollgate_tower::Responder>,
     predicates: HashMap<String, tollgate_tower::CountWhen>,
 }
 
@@ -67,15 +67,13 @@ impl Extractors {
     }
 
     /// Files may say `on_refusal = { respond = "<name>" }` for `respond`: the response a
-    /// refused request gets instead of a 429 (a challenge page, a `403` naming a challenge).
+    /// refused request gets instead of a 429 (a challenge page, a `403` naming a challenge),
+    /// built from the [`Refused`](tollgate_tower::Refused) the layer's own responder would see.
     #[must_use]
     pub fn responder(
         mut self,
         name: &str,
-        respond: impl Fn(
-            &tollgate_core::RuleId,
-            &tollgate_core::Decision,
-        ) -> http::Response<bytes::Bytes>
+        respond: impl Fn(&tollgate_tower::Refused) -> http::Response<bytes::Bytes>
         + Send
         + Sync
         + 'static,
@@ -101,7 +99,7 @@ impl Extractors {
     }
 
     /// The responder registered as `name`, or a sentence listing the known ones.
-    pub(crate) fn find_responder(&self, name: &str) -> Result<tollgate_tower::RespondFn, String> {
+    pub(crate) fn find_responder(&self, name: &str) -> Result<tollgate_tower::Responder, String> {
         self.responders
             .get(name)
             .cloned()

@@ -13,7 +13,7 @@ use http::{Method, Request, Response, StatusCode};
 use http_body_util::Empty;
 use proptest::prelude::*;
 use tollgate_config::{Extractors, RuleFile};
-use tollgate_core::{Decision, Key, MemoryStore, OnStoreFailure, Quota, Rate, RuleId};
+use tollgate_core::{Key, MemoryStore, OnStoreFailure, Quota, Rate};
 use tollgate_tower::client_ip::{ProxyHeader, TrustedProxies};
 use tollgate_tower::headers::HeaderStyle;
 use tollgate_tower::key::{ClientIp, ExtensionKey, Global, HeaderKey};
@@ -30,7 +30,7 @@ fn extractors() -> Extractors {
 }
 
 /// How Chirp answers a refused sign-up: a challenge, not a 429.
-fn challenge(_rule: &RuleId, _decision: &Decision) -> Response<Bytes> {
+fn challenge(_refused: &tollgate_tower::Refused) -> Response<Bytes> {
     let mut response = Response::new(Bytes::from_static(b"{\"challenge\":\"captcha\"}"));
     *response.status_mut() = StatusCode::FORBIDDEN;
     response

@@ -26,10 +26,13 @@ fn extractors() -> Extractors {
             "account",
             HeaderKey::new(http::HeaderName::from_static("authorization")),
         )
-        .responder("challenge", |rule, _decision| {
+        .responder("challenge", |refused| {
             Response::builder()
                 .status(StatusCode::FORBIDDEN)
-                .body(Bytes::from(format!("challenge for {}", rule.as_str())))
+                .body(Bytes::from(format!(
+                    "challenge for {}",
+                    refused.rule().as_str()
+                )))
                 .unwrap_or_default()
         })
         .predicate("unauthorized", |status| status == StatusCode::UNAUTHORIZED)
@@ -455,7 +458,7 @@ fn rules_written_back_as_toml_load_again_to_the_same_rules() {
             "account",
             HeaderKey::new(http::HeaderName::from_static("authorization")),
         )
-        .responder("challenge", |_, _| http::Response::default());
+        .responder("challenge", |_| http::Response::default());
     let file = RuleFile::parse("chirp.toml", text, &extractors).expect("valid");
     let written = file.to_toml();
     let again = RuleFile::parse("written.toml", &written, &extractors)

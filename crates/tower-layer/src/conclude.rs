@@ -14,8 +14,9 @@ use tollgate_core::{
 
 use crate::disclosure::Disclosure;
 use crate::flag::Flagged;
-use crate::plan::{Plan, is_enforcing};
-use crate::respond::{self, Refused};
+use crate::plan::Plan;
+use crate::refused::Refused;
+use crate::respond;
 use crate::route::{RuleRef, RuleSet};
 use crate::rule::CountWhen;
 use crate::settings::Settings;
@@ -70,7 +71,7 @@ pub(crate) fn conclude(
         if refused_locally && !answer.refused_locally() {
             continue;
         }
-        count(rules, planned.rule, answer, is_enforcing(rule));
+        count(rules, planned.rule, answer, rule.can_refuse());
     }
     if let Some((position, block)) = gate {
         return blocked(settings, rules, plan, position, block);
@@ -86,7 +87,7 @@ pub(crate) fn conclude(
             planned.rule,
             &planned.key,
             decision,
-            is_enforcing(rule),
+            rule.can_refuse(),
         );
         if matches!(rule.on_refusal, RefusalAction::Flag) && batch.is_allowed() {
             Flagged::add(request, rule.id.clone(), *decision);
@@ -233,12 +234,12 @@ fn store_failed(
     for (planned, rule) in plan.rules(rules) {
         if let Some(watch) = rules.watch(planned.rule) {
             let closed = rule.on_store_failure == OnStoreFailure::Closed;
-            watch.store_failed(!closed, is_enforcing(rule));
+            watch.store_failed(!closed, rule.can_refuse());
         }
     }
     let closed = plan
         .rules(rules)
-        .find(|(_, rule)| is_enforcing(rule) && rule.on_store_failure == OnStoreFailure::Closed);
+        .find(|(_, rule)| rule.can_refuse() && rule.on_store_failure == OnStoreFailure::Closed);
     match closed {
         Some((_, rule)) => {
             tracing::error!(

@@ -25,7 +25,6 @@ use tollgate_core::{
 };
 
 use crate::Rule;
-use crate::layer::Core;
 use crate::settings::KeyLogging;
 
 /// How a rule escalates: after `after_refusals` refusals within `within`, the caller is blocked
@@ -108,7 +107,7 @@ impl Escalated {
 /// The same future is polled once here and, if the store cannot answer at once, finished in a
 /// spawned task, so a strike is never sent twice.
 pub(crate) fn record_refusal<St: Store>(
-    core: &Arc<Core<St>>,
+    store: &Arc<St>,
     rule: &Rule,
     key: &Key,
     logging: KeyLogging,
@@ -116,14 +115,14 @@ pub(crate) fn record_refusal<St: Store>(
     let Some(escalated) = rule.escalation.clone() else {
         return;
     };
-    let (core, key, policy) = (Arc::clone(core), key.clone(), rule.on_store_failure);
+    let (store, key, policy) = (Arc::clone(store), key.clone(), rule.on_store_failure);
     let home = rule.store.clone();
     let mut recording = Box::pin(async move {
         let counted = Counted {
             policy,
             store: home.as_deref(),
         };
-        if let Err(error) = strike(&core.store, &escalated, &key, counted, logging).await {
+        if let Err(error) = strike(&store, &escalated, &key, counted, logging).await {
             log_failure(&escalated, &error);
         }
     });

@@ -3,11 +3,11 @@
 use http::StatusCode;
 use http::request::Parts;
 use smallvec::SmallVec;
-use tollgate_core::{Counting, Item, Key, Mode, Quota};
+use tollgate_core::{Counting, Item, Key, Quota};
 
 use crate::escalation::Escalated;
 use crate::route::{RuleRef, RuleSet};
-use crate::{MissingKey, QuotaRegistry, RefusalAction, Rule};
+use crate::{MissingKey, QuotaRegistry, Rule};
 
 /// One rule's part of a request.
 #[derive(Debug, Clone)]
@@ -92,7 +92,7 @@ impl Plan {
             };
             let item = Item::new(&rule.id, planned.quota, &planned.key)
                 .with_cost(planned.cost)
-                .with_mode(store_mode(rule))
+                .with_mode(rule.store_mode())
                 .with_store_failure(rule.on_store_failure)
                 .with_counting(counting)
                 .with_sub_buckets(rule.sub_buckets)
@@ -126,7 +126,7 @@ impl Plan {
     ) -> impl Iterator<Item = (usize, &'a Planned, &'a Rule, &'a Escalated)> {
         self.rules(rules)
             .enumerate()
-            .filter(|(_, (_, rule))| is_enforcing(rule))
+            .filter(|(_, (_, rule))| rule.can_refuse())
             .filter_map(|(at, (planned, rule))| {
                 Some((at, planned, rule, rule.escalation.as_ref()?))
             })
@@ -149,7 +149,7 @@ fn without_key(rule: &Rule, request: &Parts) -> Result<(), Unplanned> {
     if rule.on_missing_key != MissingKey::SkipAlways
         && let Some(why) = rule.key.misconfiguration(request)
     {
-        let enforcing = is_enforcing(rule);
+        let enforcing = rule.can_refuse();
         rule.notices.misconfigured(&rule.id, why, enforcing);
         return if enforcing {
             Err(Unplanned::Misconfigured)
@@ -158,7 +158,7 @@ fn without_key(rule: &Rule, request: &Parts) -> Result<(), Unplanned> {
         };
     }
     match rule.on_missing_key {
-        MissingKey::Refuse(status) if is_enforcing(rule) => Err(Unplanned::MissingKey {
+        MissingKey::Refuse(status) if rule.can_refuse() => Err(Unplanned::MissingKey {
             status,
             rule: rule.id.clone(),
         }),
@@ -166,18 +166,5 @@ fn without_key(rule: &Rule, request: &Parts) -> Result<(), Unplanned> {
             rule.notices.skipped_without_key(&rule.id);
             Ok(())
         }
-    }
-}
-
-/// Whether a rule can stop a request: enforced and not a flag rule.
-pub(crate) fn is_enforcing(rule: &Rule) -> bool {
-    matches!(store_mode(rule), Mode::Enforce | Mode::Gate)
-}
-
-/// How a rule is sent to the store.
-pub(crate) fn store_mode(rule: &Rule) -> Mode {
-    match rule.on_refusal {
-        RefusalAction::Flag => Mode::Shadow,
-        _ => rule.mode,
     }
 }

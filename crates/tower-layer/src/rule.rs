@@ -6,12 +6,13 @@ use std::sync::Arc;
 use bytes::Bytes;
 use http::StatusCode;
 use http::request::Parts;
-use tollgate_core::{Counting, Decision, Mode, OnStoreFailure, Quota, RuleId, RuleIdError};
+use tollgate_core::{Counting, Mode, OnStoreFailure, Quota, RuleId, RuleIdError};
 
 use crate::QuotaOverrides;
 use crate::escalation::{Escalated, Escalation};
 use crate::key::KeyExtractor;
 use crate::notices::RuleNotices;
+use crate::settings::Responder;
 
 /// One rate limit, as the layer applies it: the policy name, the algorithm and quota, who is
 /// counted, the cost of a request, the mode, what a refusal does, what a missing key does, what
@@ -359,7 +360,16 @@ impl Rule {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn can_refuse(&self) -> bool {
-        crate::plan::is_enforcing(self)
+        matches!(self.store_mode(), Mode::Enforce | Mode::Gate)
+    }
+
+    /// How the rule is sent to the store: a flag rule as a shadow one (it never stops a
+    /// request).
+    pub(crate) fn store_mode(&self) -> Mode {
+        match self.on_refusal {
+            RefusalAction::Flag => Mode::Shadow,
+            _ => self.mode,
+        }
     }
 
     /// Whether the policy is shown in headers.
@@ -399,9 +409,6 @@ pub(crate) enum Cost {
     Computed(Arc<dyn Fn(&Parts) -> u64 + Send + Sync>),
 }
 
-/// Builds a rule's own refusal response from the rule and its decision.
-pub type RespondFn = Arc<dyn Fn(&RuleId, &Decision) -> http::Response<Bytes> + Send + Sync>;
-
 /// What a refusal by a rule does.
 #[derive(Clone, Default)]
 #[non_exhaustive]
@@ -410,17 +417,32 @@ pub enum RefusalAction {
     /// responder).
     #[default]
     Reject,
-    /// Answer with this response instead (a challenge, such as a CAPTCHA page).
-    Respond(RespondFn),
+    /// Answer with this response instead (a challenge, such as a CAPTCHA page), built from what
+    /// the layer's own responder would see: the [`Refused`](crate::Refused) with its rule,
+    /// decision and rate-limit headers (`Retry-After` included), so a challenge can carry them.
+    Respond(Responder),
     /// Let the request through, marked with a [`Flagged`](crate::Flagged) extension naming the
     /// rule, so downstream code can, say, put a new account into review.
     Flag,
 }
 
 impl RefusalAction {
-    /// Answers refusals with `respond(rule, decision)`.
+    /// Answers refusals with `respond(refused)`.
+    ///
+    /// ```
+    /// use bytes::Bytes;
+    /// use tollgate_tower::{RefusalAction, Refused};
+    ///
+    /// // A challenge page that keeps tollgate's headers (Retry-After, RateLimit).
+    /// let challenge = RefusalAction::respond(|refused: &Refused| {
+    ///     let mut page = http::Response::new(Bytes::from_static(b"<form>solve me</form>"));
+    ///     page.headers_mut().extend(refused.headers().clone());
+    ///     page
+    /// });
+    /// # let _ = challenge;
+    /// ```
     pub fn respond(
-        respond: impl Fn(&RuleId, &Decision) -> http::Response<Bytes> + Send + Sync + 'static,
+        respond: impl Fn(&crate::Refused) -> http::Response<Bytes> + Send + Sync + 'static,
     ) -> Self {
         RefusalAction::Respond(Arc::new(respond))
     }

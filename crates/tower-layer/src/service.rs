@@ -182,7 +182,7 @@ fn strike<St: Store>(
 ) {
     let refused = refused_by.and_then(|position| plan.rules(rules).nth(position));
     if let Some((planned, rule)) = refused {
-        escalation::record_refusal(core, rule, &planned.key, settings.key_logging);
+        escalation::record_refusal(&core.store, rule, &planned.key, settings.key_logging);
     }
 }
 

@@ -9,7 +9,7 @@ use tollgate_core::{FingerprintSecret, Key};
 use crate::QuotaRegistry;
 use crate::exemptions::Exemptions;
 use crate::headers::HeaderStyle;
-use crate::respond::Refused;
+use crate::refused::Refused;
 
 /// Renders a refusal the service's own way (custom JSON, a gRPC status): the hook
 /// [`RateLimitLayer::responder`](crate::RateLimitLayer::responder) sets.

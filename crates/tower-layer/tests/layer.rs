@@ -446,14 +446,14 @@ async fn a_flag_rule_lets_the_request_through_marked_flagged() {
 
 #[tokio::test]
 async fn a_rules_own_response_is_used_even_with_a_layer_responder() {
-    let challenge = per_minute("signups", 1).on_refusal(RefusalAction::respond(
-        |rule: &RuleId, decision: &Decision| {
+    let challenge =
+        per_minute("signups", 1).on_refusal(RefusalAction::respond(|refused: &Refused| {
+            let (rule, decision) = (refused.rule(), refused.decision());
             let body = format!("captcha for {rule}, remaining {}", decision.remaining());
             let mut response = Response::new(Bytes::from(body));
             *response.status_mut() = StatusCode::FORBIDDEN;
             response
-        },
-    ));
+        }));
     let layer = layer_with([challenge]).responder(|_: &Refused| Response::new(Bytes::new()));
     let service = layer.layer(service_fn(ok));
 
@@ -464,6 +464,33 @@ async fn a_rules_own_response_is_used_even_with_a_layer_responder() {
     let challenged = send(&service, get("/signup")).await;
     assert_eq!(challenged.status(), StatusCode::FORBIDDEN);
     assert_eq!(challenged.body(), "captcha for signups, remaining 0");
+}
+
+#[tokio::test]
+async fn a_rules_own_responder_is_handed_the_headers_the_layers_is() {
+    // A challenge rule hides its policy unless it asks to disclose it; this one asks.
+    let challenge = per_minute("signups", 1)
+        .on_refusal(RefusalAction::respond(|refused: &Refused| {
+            let mut page = Response::new(Bytes::from_static(b"solve the challenge"));
+            *page.status_mut() = StatusCode::FORBIDDEN;
+            page.headers_mut().extend(refused.headers().clone());
+            page
+        }))
+        .disclose(true);
+    let service = layer_with([challenge]).layer(service_fn(ok));
+
+    assert_eq!(
+        send(&service, get("/signup")).await.status(),
+        StatusCode::OK
+    );
+    let challenged = send(&service, get("/signup")).await;
+    assert_eq!(challenged.status(), StatusCode::FORBIDDEN);
+    assert_eq!(names(&challenged), ["signups"], "the RateLimit fields");
+    assert_eq!(
+        challenged.headers().get(RETRY_AFTER).expect("Retry-After"),
+        "60",
+        "the same Retry-After the default 429 carries"
+    );
 }
 
 #[tokio::test]

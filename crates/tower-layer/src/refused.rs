@@ -1,0 +1,103 @@
+//! A refusal as the responder hooks see it.
+
+use bytes::Bytes;
+use http::{HeaderMap, Response};
+use tollgate_core::{Decision, Quota, RuleId};
+
+use crate::disclosure::Disclosure;
+use crate::headers::{
+    HeaderStyle, PolicyReport, Problem, insert_retry_after, refusal_retry_after_secs,
+};
+
+/// A refusal, as the layer's responder hook sees it: which rule refused, its decision, the
+/// rate-limit headers the layer would send, and the response it would send by default.
+///
+/// ```
+/// use bytes::Bytes;
+/// use tollgate_core::MemoryStore;
+/// use tollgate_tower::{RateLimitLayer, Refused};
+///
+/// // Answer refusals as a JSON error of the service's own shape, keeping tollgate's headers
+/// // (`retry_after_secs` is the number the `Retry-After` header carries).
+/// let layer = RateLimitLayer::new(MemoryStore::new()).responder(|refused: &Refused| {
+///     let body = format!(r#"{{"error":"slow_down","retry_in":{}}}"#, refused.decision().retry_after_secs());
+///     let mut response = http::Response::new(Bytes::from(body));
+///     *response.status_mut() = http::StatusCode::TOO_MANY_REQUESTS;
+///     response.headers_mut().extend(refused.headers().clone());
+///     response
+/// });
+/// # let _ = layer;
+/// ```
+#[derive(Debug, Clone)]
+pub struct Refused {
+    rule: RuleId,
+    quota: Quota,
+    decision: Decision,
+    headers: HeaderMap,
+}
+
+impl Refused {
+    /// A refusal by `rule` with `decision`; `headers` are the rate-limit fields to send, to which
+    /// `Retry-After` is added (whole seconds, rounded up; none when the cost can never fit).
+    pub(crate) fn new(
+        rule: &RuleId,
+        quota: Quota,
+        decision: Decision,
+        mut headers: HeaderMap,
+    ) -> Self {
+        if let Some(secs) = refusal_retry_after_secs(&decision) {
+            insert_retry_after(&mut headers, secs);
+        }
+        Refused {
+            rule: rule.clone(),
+            quota,
+            decision,
+            headers,
+        }
+    }
+
+    /// The refusal of policy `rule` under `quota` with `decision`, with the rate-limit fields
+    /// `style` asks for (this policy alone): what code outside the layer — a typed limit in a
+    /// handler — uses to answer exactly as the layer would.
+    pub fn for_policy(rule: &RuleId, quota: Quota, decision: Decision, style: HeaderStyle) -> Self {
+        let headers = Disclosure::of(style, [(rule, quota, &decision)]).to_headers();
+        Refused::new(rule, quota, decision, headers)
+    }
+
+    /// The quota in force when refused.
+    pub fn quota(&self) -> &Quota {
+        &self.quota
+    }
+
+    /// The refusing rule.
+    pub fn rule(&self) -> &RuleId {
+        &self.rule
+    }
+
+    /// Its decision.
+    pub fn decision(&self) -> &Decision {
+        &self.decision
+    }
+
+    /// The headers a refusal carries: `Retry-After` (unless the cost can never fit) and the
+    /// `RateLimit` / `RateLimit-Policy` (and, if asked, legacy) fields, refusing policy first.
+    /// A responder should send them.
+    pub fn headers(&self) -> &HeaderMap {
+        &self.headers
+    }
+
+    /// The response the layer sends without a responder: `429 Too Many Requests`, `Retry-After`
+    /// in whole seconds rounded up, the rate-limit headers and an RFC 9457 problem body (its own
+    /// problem type when the cost can never fit).
+    pub fn default_response(&self) -> Response<Bytes> {
+        let report = PolicyReport::new(self.rule.as_str(), &self.quota, &self.decision);
+        let problem = Problem::for_refusal(&report).unwrap_or_else(|| {
+            Problem::rate_limited(self.rule.as_str(), self.decision.retry_after())
+        });
+        let mut response = problem.into_response();
+        for (name, value) in &self.headers {
+            response.headers_mut().insert(name, value.clone());
+        }
+        response
+    }
+}
