@@ -3,10 +3,8 @@
 use std::sync::Arc;
 
 use axum::Json;
-use axum::Router;
 use axum::body::Bytes;
-use axum::extract::{DefaultBodyLimit, Path, Query, State as Shared};
-use axum::routing::{get, post};
+use axum::extract::{Path, Query, State as Shared};
 use serde::Deserialize;
 use tollgate_config::{
     POLICY_FIELDS, QUOTA_FIELDS, RuleFile, is_patchable, parse_rule, patch_rule,
@@ -19,44 +17,17 @@ use crate::auth::{Operator, Viewer};
 use crate::changes::ChangeError;
 use crate::error::{ApiError, ErrorBody};
 use crate::page;
+use crate::report::{health_of, top_refused};
 use crate::state::State;
 use crate::views::{
-    CallerView, ChangeView, FleetHealth, HealthView, KeyValues, ResetRequest, ResetView, RuleView,
-    RulesHealth, RulesView, StatsView, TopView,
+    ChangeView, HealthView, KeyValues, ResetRequest, ResetView, RuleView, RulesView, StatsView,
 };
-
-/// The largest request body taken: a rule is a few hundred bytes.
-const MAX_BODY: usize = 64 * 1024;
 
 /// How long a reset waits for the store.
 const RESET_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// The most top refused callers one request may ask for.
 const MAX_TOP: usize = 100;
-
-/// The router over `state`.
-pub(crate) fn router(state: Arc<State>) -> Router {
-    Router::new()
-        .route("/v1/rules", get(list_rules))
-        .route(
-            "/v1/rules/{id}",
-            get(get_rule)
-                .put(put_rule)
-                .patch(patch_rule_fields)
-                .delete(withdraw_rule),
-        )
-        .route("/v1/rules/{id}/stats", get(rule_stats))
-        .route("/v1/rules/{id}/reset", post(reset_caller))
-        .route("/v1/health", get(health))
-        .route("/v1/openapi.json", get(openapi))
-        .route("/", get(status_page))
-        .route("/login", get(page::login_form).post(page::log_in))
-        .route("/logout", post(page::log_out))
-        .fallback(|| async { ApiError::NotFound("no such admin route".to_owned()) })
-        .layer(DefaultBodyLimit::max(MAX_BODY))
-        .layer(axum::middleware::map_response(crate::error::as_json))
-        .with_state(state)
-}
 
 type Answer<T> = Result<Json<T>, ApiError>;
 
@@ -288,34 +259,6 @@ pub(crate) struct TopQuery {
     top: Option<usize>,
 }
 
-/// The top refused callers of `rule`: the fleet's when configured (this gateway's when Redis
-/// cannot answer), else this gateway's.
-pub(crate) async fn top_refused(state: &State, rule: &RuleId, n: usize) -> Option<TopView> {
-    #[cfg(feature = "fleet")]
-    if let Some(fleet) = &state.fleet_top {
-        match fleet.report(rule, n).await {
-            Ok(callers) => {
-                return Some(TopView {
-                    scope: "fleet".to_owned(),
-                    callers: callers.into_iter().map(CallerView::from).collect(),
-                    refusals: None,
-                    dropped: None,
-                });
-            }
-            Err(error) => {
-                tracing::warn!(target: "tollgate::admin", %error, "cannot read the fleet's top refused callers; showing this gateway's");
-            }
-        }
-    }
-    let report = state.layer.top_refused(rule, n)?;
-    Some(TopView {
-        scope: "gateway".to_owned(),
-        callers: report.callers.into_iter().map(CallerView::from).collect(),
-        refusals: Some(report.refusals),
-        dropped: Some(report.dropped),
-    })
-}
-
 /// Forgets what a rule counted for one caller.
 #[utoipa::path(post, path = "/v1/rules/{id}/reset", tag = "rules", security(("bearer" = [])),
     params(("id" = String, Path, description = "The rule's id")),
@@ -373,64 +316,6 @@ pub(crate) async fn reset_caller(
                (status = 401, description = "No token, or a wrong one", body = ErrorBody)))]
 pub(crate) async fn health(_: Operator, Shared(state): Shared<Arc<State>>) -> Json<HealthView> {
     Json(health_of(&state).await)
-}
-
-/// Where the limiter stands.
-pub(crate) async fn health_of(state: &State) -> HealthView {
-    let store = (state.health)().await;
-    let status = state.watch_status();
-    let rules = RulesHealth {
-        versions: state.versions(),
-        last_error: status
-            .as_ref()
-            .and_then(|status| status.last_error.as_ref())
-            .map(ToString::to_string),
-        changes_error: status
-            .as_ref()
-            .and_then(|status| status.overlay_error.as_ref())
-            .map(ToString::to_string),
-    };
-    let fleet = fleet_health(state);
-    let healthy = store.reachable
-        && store.breaker_open != Some(true)
-        && rules.last_error.is_none()
-        && rules.changes_error.is_none()
-        && fleet.as_ref().is_none_or(|fleet| fleet.refused.is_none());
-    HealthView {
-        status: if healthy { "ok" } else { "degraded" }.to_owned(),
-        store,
-        rules,
-        fleet,
-    }
-}
-
-fn fleet_health(state: &State) -> Option<FleetHealth> {
-    #[cfg(feature = "fleet")]
-    if let crate::changes::Changes::Fleet { fleet, .. } = &state.changes {
-        let status = fleet.status();
-        return Some(FleetHealth {
-            version: status.version,
-            in_redis: status.in_redis,
-            subscribed: status.subscribed,
-            refused: status
-                .refused
-                .map(|(version, why)| format!("version {version}: {why}")),
-            last_redis_error: status.last_redis_error,
-        });
-    }
-    let _ = state;
-    None
-}
-
-/// This API as an OpenAPI 3.1 document.
-#[utoipa::path(get, path = "/v1/openapi.json", tag = "health", security(("bearer" = [])),
-    responses((status = 200, description = "The OpenAPI 3.1 document of this API", content_type = "application/json"),
-               (status = 401, description = "No token, or a wrong one", body = ErrorBody)))]
-pub(crate) async fn openapi(_: Operator) -> ([(axum::http::HeaderName, &'static str); 1], String) {
-    (
-        [(axum::http::header::CONTENT_TYPE, "application/json")],
-        crate::openapi::openapi_json(),
-    )
 }
 
 /// The status page.

@@ -67,6 +67,8 @@ mod handlers;
 mod health;
 mod openapi;
 mod page;
+mod report;
+mod router;
 mod session;
 mod state;
 mod token;
@@ -164,7 +166,7 @@ impl Admin {
 
     /// The router; mount it with `Router::nest` (or serve it on its own port).
     pub fn router(self) -> axum::Router {
-        handlers::router(Arc::new(self.state))
+        router::router(Arc::new(self.state))
     }
 }
 

@@ -3,6 +3,8 @@
 use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
+use crate::auth::Operator;
+use crate::error::ErrorBody;
 use crate::handlers;
 
 #[derive(OpenApi)]
@@ -21,7 +23,7 @@ use crate::handlers;
         handlers::rule_stats,
         handlers::reset_caller,
         handlers::health,
-        handlers::openapi,
+        openapi,
         handlers::status_page,
         crate::page::login::login_form,
         crate::page::login::log_in,
@@ -80,4 +82,15 @@ pub fn openapi_json() -> String {
     AdminApi::openapi()
         .to_pretty_json()
         .unwrap_or_else(|error| format!("{{\"error\": \"{error}\"}}"))
+}
+
+/// This API as an OpenAPI 3.1 document.
+#[utoipa::path(get, path = "/v1/openapi.json", tag = "health", security(("bearer" = [])),
+    responses((status = 200, description = "The OpenAPI 3.1 document of this API", content_type = "application/json"),
+               (status = 401, description = "No token, or a wrong one", body = ErrorBody)))]
+pub(crate) async fn openapi(_: Operator) -> ([(axum::http::HeaderName, &'static str); 1], String) {
+    (
+        [(axum::http::header::CONTENT_TYPE, "application/json")],
+        openapi_json(),
+    )
 }

@@ -9,8 +9,8 @@ use http::Response;
 use pin_project_lite::pin_project;
 
 use crate::ResponseBody;
-use crate::disclosure::Disclosure;
-use crate::refund::PendingRefunds;
+use crate::pipeline::disclosure::Disclosure;
+use crate::pipeline::refund::PendingRefunds;
 
 /// A boxed response future, for the paths that must wait (a remote store, a pacing delay).
 pub(crate) type BoxedResponse<B, E> =

@@ -8,11 +8,11 @@ use arc_swap::ArcSwap;
 use tollgate_core::{DynStore, RuleId};
 
 use crate::headers::HeaderStyle;
-use crate::notices::RuleNotices;
 use crate::observe::stats::RuleStats;
 use crate::observe::top_refused::TopRefusedReport;
 use crate::observe::watch::Watched;
 use crate::observe::{Observers, RuleWatch};
+use crate::rules::notices::RuleNotices;
 use crate::settings::{KeyLogging, Responder, Settings};
 use crate::{QuotaRegistry, RuleSet};
 

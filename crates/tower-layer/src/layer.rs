@@ -14,15 +14,9 @@ use crate::headers::HeaderStyle;
 use crate::observe::Observer;
 use crate::observe::stats::StatsBook;
 use crate::observe::top_refused::TopRefused;
+use crate::service::Core;
 use crate::settings::{KeyLogging, Settings};
 use crate::{PathPattern, PathPatternError, QuotaRegistry, RateLimit, Refused, Rule, RuleSet};
-
-/// What every service made by one layer value shares: the store (shared with every layer built
-/// from the same `RateLimitLayer::new`) and the rules in force (this layer value's own).
-pub(crate) struct Core<St> {
-    pub(crate) store: Arc<St>,
-    pub(crate) live: Arc<Live>,
-}
 
 /// Applies rate-limit rules to every request of the services it wraps.
 ///

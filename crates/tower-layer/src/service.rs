@@ -10,16 +10,23 @@ use tollgate_core::Store;
 use tower_service::Service;
 
 use crate::ResponseBody;
-use crate::conclude::{Charges, Conclusion, conclude};
-use crate::disclosure::Disclosure;
-use crate::escalation;
 use crate::future::{ResponseFuture, finish};
-use crate::layer::Core;
-use crate::plan::Plan;
-use crate::refund::PendingRefunds;
-use crate::respond;
-use crate::route::RuleSet;
+use crate::handle::Live;
+use crate::pipeline::conclude::{Charges, Conclusion, conclude};
+use crate::pipeline::disclosure::Disclosure;
+use crate::pipeline::plan::Plan;
+use crate::pipeline::refund::PendingRefunds;
+use crate::pipeline::respond;
+use crate::pipeline::strike;
+use crate::rules::rule_set::RuleSet;
 use crate::settings::Settings;
+
+/// What every service made by one layer value shares: the store (shared with every layer built
+/// from the same `RateLimitLayer::new`) and the rules in force (this layer value's own).
+pub(crate) struct Core<St> {
+    pub(crate) store: Arc<St>,
+    pub(crate) live: Arc<Live>,
+}
 
 /// Rate-limits requests to `S`; made by [`RateLimitLayer`](crate::RateLimitLayer).
 ///
@@ -182,7 +189,7 @@ fn strike<St: Store>(
 ) {
     let refused = refused_by.and_then(|position| plan.rules(rules).nth(position));
     if let Some((planned, rule)) = refused {
-        escalation::record_refusal(&core.store, rule, &planned.key, settings.key_logging);
+        strike::record_refusal(&core.store, rule, &planned.key, settings.key_logging);
     }
 }
 

@@ -7,9 +7,9 @@ use bytes::Bytes;
 use tollgate_core::{FingerprintSecret, Key};
 
 use crate::QuotaRegistry;
-use crate::exemptions::Exemptions;
 use crate::headers::HeaderStyle;
-use crate::refused::Refused;
+use crate::pipeline::refused::Refused;
+use crate::rules::exemptions::Exemptions;
 
 /// Renders a refusal the service's own way (custom JSON, a gRPC status): the hook
 /// [`RateLimitLayer::responder`](crate::RateLimitLayer::responder) sets.

@@ -3,7 +3,7 @@
 use maud::{DOCTYPE, Markup, PreEscaped, html};
 use tollgate_core::RuleId;
 
-use crate::handlers::{health_of, top_refused};
+use crate::report::{health_of, top_refused};
 use crate::state::State;
 use crate::views::{CountsView, RuleView, TopView};
 

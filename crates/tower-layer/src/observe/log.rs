@@ -7,7 +7,7 @@ use std::sync::Arc;
 use tollgate_core::{Decision, Key, RuleId};
 
 use super::RuleObserver;
-use crate::notices::RuleNotices;
+use crate::rules::notices::RuleNotices;
 use crate::settings::KeyLogging;
 
 /// One rule's log: its refusal events and their summary.

@@ -10,7 +10,7 @@ use super::log::RuleLog;
 use super::stats::StatsBook;
 use super::top_refused::{RuleTop, TopRefused};
 use super::{Observer, RuleObserver};
-use crate::notices::RuleNotices;
+use crate::rules::notices::RuleNotices;
 use crate::settings::KeyLogging;
 
 /// Every observer of one layer (shared by the layer values built from one `new`, so a clone

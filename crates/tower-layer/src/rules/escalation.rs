@@ -14,18 +14,11 @@
 //!   so escalation costs no extra round trip for a request that is not refused; recording a
 //!   strike after a refusal is one more call, for refused requests only.
 
-use std::future::Future;
-use std::sync::Arc;
-use std::task::{Context, Waker};
 use std::time::Duration;
 
 use tollgate_core::{
     DerivedSuffix, Item, Key, Mode, OnStoreFailure, Quota, QuotaError, Rate, RuleId, RuleIdError,
-    Store, StoreError,
 };
-
-use crate::Rule;
-use crate::settings::KeyLogging;
 
 /// How a rule escalates: after `after_refusals` refusals within `within`, the caller is blocked
 /// for `block_for`.
@@ -68,8 +61,8 @@ impl Escalation {
 #[derive(Debug, Clone)]
 pub(crate) struct Escalated {
     escalation: Escalation,
-    strikes_rule: RuleId,
-    block_rule: RuleId,
+    pub(crate) strikes_rule: RuleId,
+    pub(crate) block_rule: RuleId,
 }
 
 impl Escalated {
@@ -86,7 +79,7 @@ impl Escalated {
         [&self.strikes_rule, &self.block_rule]
     }
 
-    fn block<'a>(&'a self, key: &'a Key) -> Item<'a> {
+    pub(crate) fn block<'a>(&'a self, key: &'a Key) -> Item<'a> {
         Item::new(&self.block_rule, self.escalation.block, key)
     }
 
@@ -98,100 +91,7 @@ impl Escalated {
             .with_store_failure(policy)
     }
 
-    fn strike<'a>(&'a self, key: &'a Key) -> Item<'a> {
+    pub(crate) fn strike<'a>(&'a self, key: &'a Key) -> Item<'a> {
         Item::new(&self.strikes_rule, self.escalation.strikes, key)
     }
-}
-
-/// Records a refusal of `key` by `rule`: one strike, and a block once the strikes run out.
-/// The same future is polled once here and, if the store cannot answer at once, finished in a
-/// spawned task, so a strike is never sent twice.
-pub(crate) fn record_refusal<St: Store>(
-    store: &Arc<St>,
-    rule: &Rule,
-    key: &Key,
-    logging: KeyLogging,
-) {
-    let Some(escalated) = rule.escalation.clone() else {
-        return;
-    };
-    let (store, key, policy) = (Arc::clone(store), key.clone(), rule.on_store_failure);
-    let home = rule.store.clone();
-    let mut recording = Box::pin(async move {
-        let counted = Counted {
-            policy,
-            store: home.as_deref(),
-        };
-        if let Err(error) = strike(&store, &escalated, &key, counted, logging).await {
-            log_failure(&escalated, &error);
-        }
-    });
-    let first_poll = recording
-        .as_mut()
-        .poll(&mut Context::from_waker(Waker::noop()));
-    if first_poll.is_pending() {
-        match tokio::runtime::Handle::try_current() {
-            Ok(runtime) => drop(runtime.spawn(recording)),
-            Err(_) => tracing::warn!(
-                target: "tollgate::store",
-                "no tokio runtime to finish recording an escalation strike on"
-            ),
-        }
-    }
-}
-
-/// Where and how an escalating rule's strikes and block are counted: under the rule's own
-/// failure plan, in the store the rule names.
-#[derive(Clone, Copy)]
-struct Counted<'a> {
-    policy: OnStoreFailure,
-    store: Option<&'a str>,
-}
-
-impl Counted<'_> {
-    fn apply<'i>(&self, item: Item<'i>) -> Item<'i>
-    where
-        Self: 'i,
-    {
-        let item = item.with_store_failure(self.policy);
-        match self.store {
-            Some(name) => item.with_store(name),
-            None => item,
-        }
-    }
-}
-
-/// Charges a strike and, once the strikes run out, the block; both under the rule's own failure
-/// plan (so a gateway counting locally through an outage blocks locally too) and in the rule's
-/// own store (a home region's strikes and block live beside its count, where the request's
-/// read of the block looks).
-async fn strike<St: Store>(
-    store: &St,
-    escalated: &Escalated,
-    key: &Key,
-    counted: Counted<'_>,
-    logging: KeyLogging,
-) -> Result<(), StoreError> {
-    let strike = counted.apply(escalated.strike(key));
-    let strike = store.check_one(&strike).await?;
-    if !strike.decision().is_allowed() {
-        let block = counted.apply(escalated.block(key));
-        store.check_one(&block).await?;
-        tracing::warn!(
-            target: "tollgate::refusal",
-            rule = %escalated.block_rule,
-            key = %logging.show(key),
-            "caller kept sending after refusals and is blocked"
-        );
-    }
-    Ok(())
-}
-
-fn log_failure(escalated: &Escalated, error: &StoreError) {
-    tracing::warn!(
-        target: "tollgate::store",
-        rule = %escalated.strikes_rule,
-        error = %error,
-        "could not record a strike for escalation"
-    );
 }

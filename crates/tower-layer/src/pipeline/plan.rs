@@ -5,8 +5,8 @@ use http::request::Parts;
 use smallvec::SmallVec;
 use tollgate_core::{Counting, Item, Key, Quota};
 
-use crate::escalation::Escalated;
-use crate::route::{RuleRef, RuleSet};
+use crate::rules::escalation::Escalated;
+use crate::rules::rule_set::{RuleRef, RuleSet};
 use crate::{MissingKey, QuotaRegistry, Rule};
 
 /// One rule's part of a request.

@@ -4,7 +4,7 @@ use http::StatusCode;
 use smallvec::SmallVec;
 use tollgate_core::{DynStore, Receipt, RefundError, RefundNow, Store};
 
-use crate::rule::CountWhen;
+use crate::rules::rule::CountWhen;
 
 /// Refunds every receipt to `store`: at once when the store can, else in a spawned task.
 fn refund_all(store: DynStore, receipts: Vec<Receipt>) {

@@ -4,10 +4,10 @@ use bytes::Bytes;
 use http::{HeaderMap, Response};
 use tollgate_core::{Decision, Quota, RuleId};
 
-use crate::disclosure::Disclosure;
 use crate::headers::{
     HeaderStyle, PolicyReport, Problem, insert_retry_after, refusal_retry_after_secs,
 };
+use crate::pipeline::disclosure::Disclosure;
 
 /// A refusal, as the layer's responder hook sees it: which rule refused, its decision, the
 /// rate-limit headers the layer would send, and the response it would send by default.

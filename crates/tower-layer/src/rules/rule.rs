@@ -9,9 +9,9 @@ use http::request::Parts;
 use tollgate_core::{Counting, Mode, OnStoreFailure, Quota, RuleId, RuleIdError};
 
 use crate::QuotaOverrides;
-use crate::escalation::{Escalated, Escalation};
 use crate::key::KeyExtractor;
-use crate::notices::RuleNotices;
+use crate::rules::escalation::{Escalated, Escalation};
+use crate::rules::notices::RuleNotices;
 use crate::settings::Responder;
 
 /// One rate limit, as the layer applies it: the policy name, the algorithm and quota, who is

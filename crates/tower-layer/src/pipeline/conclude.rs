@@ -12,13 +12,13 @@ use tollgate_core::{
     BatchDecision, Decision, Item, ItemDecision, Key, OnStoreFailure, Receipt, Refusal, StoreError,
 };
 
-use crate::disclosure::Disclosure;
-use crate::flag::Flagged;
-use crate::plan::Plan;
-use crate::refused::Refused;
-use crate::respond;
-use crate::route::{RuleRef, RuleSet};
-use crate::rule::CountWhen;
+use crate::pipeline::disclosure::Disclosure;
+use crate::pipeline::flag::Flagged;
+use crate::pipeline::plan::Plan;
+use crate::pipeline::refused::Refused;
+use crate::pipeline::respond;
+use crate::rules::rule::CountWhen;
+use crate::rules::rule_set::{RuleRef, RuleSet};
 use crate::settings::Settings;
 use crate::{RefusalAction, Rule};
 

@@ -4,8 +4,8 @@ use bytes::Bytes;
 use http::Response;
 
 use crate::headers::Problem;
-use crate::plan::Unplanned;
-use crate::refused::Refused;
+use crate::pipeline::plan::Unplanned;
+use crate::pipeline::refused::Refused;
 use crate::settings::Settings;
 use crate::{RefusalAction, Rule};
 

@@ -7,11 +7,11 @@ use http::Method;
 use http::request::Parts;
 
 use crate::client_ip::Cidr;
-use crate::exemptions::Exemptions;
 use crate::headers::HeaderStyle;
 use crate::key::MatchedPattern;
 use crate::observe::watch::Watched;
 use crate::observe::{Observers, RuleWatch};
+use crate::rules::exemptions::Exemptions;
 use crate::settings::KeyLogging;
 use crate::{PathPattern, PathPatternError, Rule};
 

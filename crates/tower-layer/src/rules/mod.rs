@@ -1,0 +1,13 @@
+//! The rule model: what a rule says (rule.rs), the set of rules a layer applies and its route
+//! table (rule_set.rs), the patterns routes and exemptions match (path_pattern.rs,
+//! exemptions.rs), per-caller and live quotas (overrides.rs, registry.rs), escalation
+//! (escalation.rs), and what an operator must hear about a rule (notices.rs).
+
+pub(crate) mod escalation;
+pub(crate) mod exemptions;
+pub(crate) mod notices;
+pub(crate) mod overrides;
+pub(crate) mod path_pattern;
+pub(crate) mod registry;
+pub(crate) mod rule;
+pub(crate) mod rule_set;
