@@ -16,30 +16,17 @@ pub const RATELIMIT_POLICY: HeaderName = HeaderName::from_static("ratelimit-poli
 pub const RATELIMIT: HeaderName = HeaderName::from_static("ratelimit");
 
 /// The two IETF field values for a list of policies, named so they cannot be swapped.
-///
-/// ```
-/// use std::time::Duration;
-/// use tollgate_core::{Decision, Quota};
-/// use tollgate_tower::headers::{PolicyReport, rate_limit_fields};
-///
-/// let quota = Quota::fixed_window(100, Duration::from_secs(60))?;
-/// let decision = Decision::allowed(100, 50, Duration::from_millis(29_200));
-/// let fields = rate_limit_fields(&[PolicyReport::new("burst", &quota, &decision)]).unwrap();
-/// assert_eq!(fields.policy, r#""burst";q=100;w=60"#);
-/// assert_eq!(fields.rate_limit, r#""burst";r=50;t=30"#);
-/// # Ok::<(), tollgate_core::QuotaError>(())
-/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RateLimitFields {
+pub(crate) struct RateLimitFields {
     /// The value of [`RATELIMIT_POLICY`].
-    pub policy: HeaderValue,
+    pub(crate) policy: HeaderValue,
     /// The value of [`RATELIMIT`].
-    pub rate_limit: HeaderValue,
+    pub(crate) rate_limit: HeaderValue,
 }
 
 /// Both IETF field values for `policies`, in the order given; `None` when there are none to show
 /// (an empty list is not sent at all).
-pub fn rate_limit_fields(policies: &[PolicyReport<'_>]) -> Option<RateLimitFields> {
+pub(crate) fn rate_limit_fields(policies: &[PolicyReport<'_>]) -> Option<RateLimitFields> {
     Some(RateLimitFields {
         policy: rate_limit_policy_value(policies)?,
         rate_limit: rate_limit_value(policies)?,
@@ -48,23 +35,7 @@ pub fn rate_limit_fields(policies: &[PolicyReport<'_>]) -> Option<RateLimitField
 
 /// The `RateLimit-Policy` value: per policy, `q` and `w` from [`PolicyTerms::of`] its quota.
 /// `None` for an empty list.
-///
-/// ```
-/// use std::time::Duration;
-/// use tollgate_core::{Decision, Quota};
-/// use tollgate_tower::headers::{PolicyReport, rate_limit_policy_value};
-///
-/// let burst = Quota::fixed_window(100, Duration::from_secs(60))?;
-/// let daily = Quota::fixed_window(1000, Duration::from_secs(86_400))?;
-/// let allowed = Decision::allowed(100, 99, Duration::from_secs(60));
-/// let value = rate_limit_policy_value(&[
-///     PolicyReport::new("burst", &burst, &allowed),
-///     PolicyReport::new("daily", &daily, &allowed),
-/// ]);
-/// assert_eq!(value.unwrap(), r#""burst";q=100;w=60, "daily";q=1000;w=86400"#);
-/// # Ok::<(), tollgate_core::QuotaError>(())
-/// ```
-pub fn rate_limit_policy_value(policies: &[PolicyReport<'_>]) -> Option<HeaderValue> {
+pub(crate) fn rate_limit_policy_value(policies: &[PolicyReport<'_>]) -> Option<HeaderValue> {
     sf_list(policies, |out, report| {
         let terms = PolicyTerms::of(report.quota);
         push_integer_param(out, "q", terms.quota);
@@ -77,7 +48,7 @@ pub fn rate_limit_policy_value(policies: &[PolicyReport<'_>]) -> Option<HeaderVa
 ///
 /// [`Decision::remaining`]: tollgate_core::Decision::remaining
 /// [`Decision::reset_after`]: tollgate_core::Decision::reset_after
-pub fn rate_limit_value(policies: &[PolicyReport<'_>]) -> Option<HeaderValue> {
+pub(crate) fn rate_limit_value(policies: &[PolicyReport<'_>]) -> Option<HeaderValue> {
     sf_list(policies, |out, report| {
         push_integer_param(out, "r", report.decision.remaining());
         push_integer_param(out, "t", sf_seconds_up(report.decision.reset_after()));
@@ -86,7 +57,10 @@ pub fn rate_limit_value(policies: &[PolicyReport<'_>]) -> Option<HeaderValue> {
 
 /// Sets [`RATELIMIT_POLICY`] and [`RATELIMIT`] in `headers` for `policies`, replacing any values
 /// already there. Does nothing, and returns `false`, for an empty list.
-pub fn insert_rate_limit_fields(headers: &mut HeaderMap, policies: &[PolicyReport<'_>]) -> bool {
+pub(crate) fn insert_rate_limit_fields(
+    headers: &mut HeaderMap,
+    policies: &[PolicyReport<'_>],
+) -> bool {
     let Some(fields) = rate_limit_fields(policies) else {
         return false;
     };
@@ -340,5 +314,42 @@ mod tests {
             parse(&headers[RATELIMIT_POLICY]),
             [("new".to_owned(), params(&[("q", 5), ("w", 10)]))]
         );
+    }
+
+    #[test]
+    fn the_example_of_ratelimitfields() -> Result<(), Box<dyn std::error::Error>> {
+        use super::rate_limit_fields;
+        use crate::headers::PolicyReport;
+        use std::time::Duration;
+        use tollgate_core::{Decision, Quota};
+
+        let quota = Quota::fixed_window(100, Duration::from_secs(60))?;
+        let decision = Decision::allowed(100, 50, Duration::from_millis(29_200));
+        let fields = rate_limit_fields(&[PolicyReport::new("burst", &quota, &decision)])
+            .expect("the example's value");
+        assert_eq!(fields.policy, r#""burst";q=100;w=60"#);
+        assert_eq!(fields.rate_limit, r#""burst";r=50;t=30"#);
+        Ok(())
+    }
+
+    #[test]
+    fn the_example_of_rate_limit_policy_value() -> Result<(), Box<dyn std::error::Error>> {
+        use super::rate_limit_policy_value;
+        use crate::headers::PolicyReport;
+        use std::time::Duration;
+        use tollgate_core::{Decision, Quota};
+
+        let burst = Quota::fixed_window(100, Duration::from_secs(60))?;
+        let daily = Quota::fixed_window(1000, Duration::from_secs(86_400))?;
+        let allowed = Decision::allowed(100, 99, Duration::from_secs(60));
+        let value = rate_limit_policy_value(&[
+            PolicyReport::new("burst", &burst, &allowed),
+            PolicyReport::new("daily", &daily, &allowed),
+        ]);
+        assert_eq!(
+            value.expect("the example's value"),
+            r#""burst";q=100;w=60, "daily";q=1000;w=86400"#
+        );
+        Ok(())
     }
 }

@@ -22,21 +22,7 @@ pub const X_RATELIMIT_RESET: HeaderName = HeaderName::from_static("x-ratelimit-r
 ///
 /// Legacy fields have room for a single policy, so callers pass the most relevant one (the first
 /// in the middleware's list: the refusing policy on a 429).
-///
-/// ```
-/// use std::time::Duration;
-/// use tollgate_core::{Decision, Quota};
-/// use tollgate_tower::headers::{PolicyReport, legacy_fields, X_RATELIMIT_RESET};
-///
-/// let quota = Quota::fixed_window(100, Duration::from_secs(60))?;
-/// let decision = Decision::allowed(100, 7, Duration::from_millis(12_300));
-/// let [limit, remaining, reset] = legacy_fields(&PolicyReport::new("burst", &quota, &decision));
-/// assert_eq!(limit.1, "100");
-/// assert_eq!(remaining.1, "7");
-/// assert_eq!(reset, (X_RATELIMIT_RESET, "13".parse()?));
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-pub fn legacy_fields(policy: &PolicyReport<'_>) -> [(HeaderName, HeaderValue); 3] {
+pub(crate) fn legacy_fields(policy: &PolicyReport<'_>) -> [(HeaderName, HeaderValue); 3] {
     [
         (X_RATELIMIT_LIMIT, HeaderValue::from(policy.quota.limit())),
         (
@@ -52,7 +38,7 @@ pub fn legacy_fields(policy: &PolicyReport<'_>) -> [(HeaderName, HeaderValue); 3
 
 /// Sets the three legacy fields in `headers` for the **first** of `policies`, replacing any
 /// values already there. Does nothing, and returns `false`, for an empty list.
-pub fn insert_legacy_fields(headers: &mut HeaderMap, policies: &[PolicyReport<'_>]) -> bool {
+pub(crate) fn insert_legacy_fields(headers: &mut HeaderMap, policies: &[PolicyReport<'_>]) -> bool {
     let Some(first) = policies.first() else {
         return false;
     };
@@ -122,5 +108,22 @@ mod tests {
         let mut headers = HeaderMap::new();
         assert!(!insert_legacy_fields(&mut headers, &[]));
         assert!(headers.is_empty());
+    }
+
+    #[test]
+    fn the_example_of_legacy_fields() -> Result<(), Box<dyn std::error::Error>> {
+        use super::legacy_fields;
+        use crate::headers::{PolicyReport, X_RATELIMIT_RESET};
+        use std::time::Duration;
+        use tollgate_core::{Decision, Quota};
+
+        let quota = Quota::fixed_window(100, Duration::from_secs(60))?;
+        let decision = Decision::allowed(100, 7, Duration::from_millis(12_300));
+        let [limit, remaining, reset] =
+            legacy_fields(&PolicyReport::new("burst", &quota, &decision));
+        assert_eq!(limit.1, "100");
+        assert_eq!(remaining.1, "7");
+        assert_eq!(reset, (X_RATELIMIT_RESET, "13".parse()?));
+        Ok(())
     }
 }

@@ -26,7 +26,7 @@
 //!   ([`Decision::reset_after`](tollgate_core::Decision::reset_after), rounded **up** with
 //!   [`whole_seconds_up`](tollgate_core::whole_seconds_up)).
 //!
-//! Every number is clamped to [`MAX_SF_INTEGER`] (sf-integers have at most 15 digits), and a
+//! Every number is clamped to 999,999,999,999,999 (sf-integers have at most 15 digits), and a
 //! name that needs it is escaped, so the fields always parse.
 //!
 //! # From algorithms to `q` and `w`
@@ -45,15 +45,13 @@
 //! | GCRA | the burst | τ = burst × emission interval, rounded up, ≥ 1 |
 //! | leaky bucket (pacing) | the slots that can be scheduled ahead | `limit` emission intervals, rounded up, ≥ 1 |
 //!
-//! [`PolicyTerms::of`] computes this mapping.
-//!
 //! # `Retry-After`
 //!
 //! A wait is sent in whole seconds rounded **up** (300 ms → `1`, exactly 2 s → `2`, 2.001 s →
 //! `3`), and a refusal always says at least `Retry-After: 1`: a client told `0` would retry at
 //! once and be refused again. A refusal for [`Refusal::CostExceedsLimit`](tollgate_core::Refusal::CostExceedsLimit) carries no
 //! `Retry-After` at all, because the same request can never fit however long the caller waits
-//! (see [`refusal_retry_after_secs`]).
+//! (see [`Decision::retry_after_secs`](tollgate_core::Decision::retry_after_secs)).
 //!
 //! # Problem bodies
 //!
@@ -80,9 +78,7 @@
 //! use std::time::Duration;
 //! use http::{HeaderMap, StatusCode, header::RETRY_AFTER};
 //! use tollgate_core::{Decision, Quota, Rate, Refusal};
-//! use tollgate_tower::headers::{
-//!     HeaderStyle, PolicyReport, Problem, insert_retry_after, refusal_retry_after_secs,
-//! };
+//! use tollgate_tower::headers::{HeaderStyle, PolicyReport, Problem};
 //!
 //! let burst = Quota::token_bucket(100, Rate::per_second(2))?; // refills in 50 s
 //! let daily = Quota::fixed_window(1000, Duration::from_secs(86_400))?;
@@ -113,9 +109,7 @@
 //!
 //! // Retry-After on its own, for middleware that writes its own body.
 //! let mut plain = HeaderMap::new();
-//! if let Some(secs) = refusal_retry_after_secs(&daily_no) {
-//!     insert_retry_after(&mut plain, secs);
-//! }
+//! plain.insert(RETRY_AFTER, daily_no.retry_after_secs().into());
 //! assert_eq!(plain[RETRY_AFTER], "1");
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
@@ -130,17 +124,9 @@ mod retry_after;
 mod sf;
 mod style;
 
-pub use ietf::{
-    RATELIMIT, RATELIMIT_POLICY, RateLimitFields, insert_rate_limit_fields, rate_limit_fields,
-    rate_limit_policy_value, rate_limit_value,
-};
-pub use legacy::{
-    X_RATELIMIT_LIMIT, X_RATELIMIT_REMAINING, X_RATELIMIT_RESET, insert_legacy_fields,
-    legacy_fields,
-};
-pub use policy::PolicyTerms;
+pub use ietf::{RATELIMIT, RATELIMIT_POLICY};
+pub use legacy::{X_RATELIMIT_LIMIT, X_RATELIMIT_REMAINING, X_RATELIMIT_RESET};
 pub use problem::{PROBLEM_JSON, Problem, ProblemType};
 pub use report::PolicyReport;
-pub use retry_after::{insert_retry_after, refusal_retry_after_secs, retry_after_secs};
-pub use sf::MAX_SF_INTEGER;
+pub(crate) use retry_after::{insert_retry_after, refusal_retry_after_secs};
 pub use style::HeaderStyle;

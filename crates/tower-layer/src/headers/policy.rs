@@ -12,7 +12,7 @@ use tollgate_core::{Algorithm, Quota};
 use crate::headers::sf::{sf_integer, sf_seconds_up};
 
 /// The numbers a `RateLimit-Policy` item advertises for one quota, already rounded and clamped
-/// for the field: `q` at most [`MAX_SF_INTEGER`](crate::headers::MAX_SF_INTEGER), `w` at least
+/// for the field: `q` at most [`MAX_SF_INTEGER`](crate::headers::sf::MAX_SF_INTEGER), `w` at least
 /// one second.
 ///
 /// | algorithm | `q` | `w` (seconds, rounded up) |
@@ -21,31 +21,17 @@ use crate::headers::sf::{sf_integer, sf_seconds_up};
 /// | token bucket | the capacity | the time an empty bucket takes to refill (τ), at least 1 |
 /// | GCRA | the burst | τ = burst × emission interval, at least 1 |
 /// | leaky bucket (pacing) | the slots that can be scheduled ahead | `limit` emission intervals, at least 1 |
-///
-/// ```
-/// use std::time::Duration;
-/// use tollgate_core::{Quota, Rate};
-/// use tollgate_tower::headers::PolicyTerms;
-///
-/// let hourly = Quota::fixed_window(1000, Duration::from_secs(3600))?;
-/// assert_eq!(PolicyTerms::of(&hourly), PolicyTerms { quota: 1000, window_secs: 3600 });
-///
-/// // A burst of 5, refilled at 10 a second: empty to full in 500 ms, advertised as 1 s.
-/// let bursty = Quota::gcra(Rate::per_second(10), 5)?;
-/// assert_eq!(PolicyTerms::of(&bursty), PolicyTerms { quota: 5, window_secs: 1 });
-/// # Ok::<(), tollgate_core::QuotaError>(())
-/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct PolicyTerms {
+pub(crate) struct PolicyTerms {
     /// `q`: how much can be spent in one window (or at once, for scheduled algorithms).
-    pub quota: u64,
+    pub(crate) quota: u64,
     /// `w`: the window, or the time to get the whole quota back, in whole seconds (≥ 1).
-    pub window_secs: u64,
+    pub(crate) window_secs: u64,
 }
 
 impl PolicyTerms {
     /// The terms advertised for `quota` (see the table above).
-    pub fn of(quota: &Quota) -> PolicyTerms {
+    pub(crate) fn of(quota: &Quota) -> PolicyTerms {
         let window = match quota.algorithm() {
             Algorithm::FixedWindow
             | Algorithm::SlidingWindowCounter
@@ -140,8 +126,35 @@ mod tests {
         let quota = Quota::fixed_window(tollgate_core::quota::MAX_LIMIT, Duration::from_secs(1));
         let (q, w) = terms(quota.unwrap());
         assert_eq!(q, tollgate_core::quota::MAX_LIMIT);
-        assert!(q <= crate::headers::MAX_SF_INTEGER);
+        assert!(q <= crate::headers::sf::MAX_SF_INTEGER);
         assert_eq!(w, 1);
-        assert_eq!(window_secs(Duration::MAX), crate::headers::MAX_SF_INTEGER);
+        assert_eq!(window_secs(Duration::MAX), crate::headers::sf::MAX_SF_INTEGER);
+    }
+
+    #[test]
+    fn the_example_of_policyterms() -> Result<(), Box<dyn std::error::Error>> {
+        use super::PolicyTerms;
+        use std::time::Duration;
+        use tollgate_core::{Quota, Rate};
+
+        let hourly = Quota::fixed_window(1000, Duration::from_secs(3600))?;
+        assert_eq!(
+            PolicyTerms::of(&hourly),
+            PolicyTerms {
+                quota: 1000,
+                window_secs: 3600
+            }
+        );
+
+        // A burst of 5, refilled at 10 a second: empty to full in 500 ms, advertised as 1 s.
+        let bursty = Quota::gcra(Rate::per_second(10), 5)?;
+        assert_eq!(
+            PolicyTerms::of(&bursty),
+            PolicyTerms {
+                quota: 5,
+                window_secs: 1
+            }
+        );
+        Ok(())
     }
 }

@@ -16,17 +16,8 @@ use crate::headers::sf::sf_seconds_up;
 /// A 300 ms wait is `1` (never `0`: a client told `0` retries at once and is refused again),
 /// exactly 2 s is `2`, 2.001 s is `3`. A zero wait also gives `1`, because this is only asked
 /// when the caller has been turned away. Absurd waits are capped at
-/// [`MAX_SF_INTEGER`](crate::headers::MAX_SF_INTEGER) seconds instead of overflowing.
-///
-/// ```
-/// use std::time::Duration;
-/// use tollgate_tower::headers::retry_after_secs;
-///
-/// assert_eq!(retry_after_secs(Duration::from_millis(300)), 1);
-/// assert_eq!(retry_after_secs(Duration::from_secs(2)), 2);
-/// assert_eq!(retry_after_secs(Duration::ZERO), 1);
-/// ```
-pub fn retry_after_secs(wait: Duration) -> u64 {
+/// [`MAX_SF_INTEGER`](crate::headers::sf::MAX_SF_INTEGER) seconds instead of overflowing.
+pub(crate) fn retry_after_secs(wait: Duration) -> u64 {
     sf_seconds_up(wait).max(1)
 }
 
@@ -38,23 +29,7 @@ pub fn retry_after_secs(wait: Duration) -> u64 {
 ///   from the decision;
 /// * refused with [`Refusal::CostExceedsLimit`]: `None`, because the same request can never
 ///   fit, however long the caller waits; advertising a delay would invite a retry loop.
-///
-/// ```
-/// use std::time::Duration;
-/// use tollgate_core::{Decision, Refusal};
-/// use tollgate_tower::headers::refusal_retry_after_secs;
-///
-/// let full = Decision::refused(
-///     Refusal::LimitReached, 10, 0, Duration::from_secs(60), Duration::from_millis(1200),
-/// );
-/// assert_eq!(refusal_retry_after_secs(&full), Some(2));
-///
-/// let never = Decision::refused(
-///     Refusal::CostExceedsLimit, 10, 10, Duration::ZERO, Duration::ZERO,
-/// );
-/// assert_eq!(refusal_retry_after_secs(&never), None);
-/// ```
-pub fn refusal_retry_after_secs(decision: &Decision) -> Option<u64> {
+pub(crate) fn refusal_retry_after_secs(decision: &Decision) -> Option<u64> {
     match decision.refusal()? {
         Refusal::CostExceedsLimit => None,
         // A decision's wait is at most u64::MAX µs, about 1.8 × 10^13 s: always an sf-integer,
@@ -64,16 +39,7 @@ pub fn refusal_retry_after_secs(decision: &Decision) -> Option<u64> {
 }
 
 /// Sets `Retry-After` in `headers` to `secs` (replacing any value already there).
-///
-/// ```
-/// use http::{HeaderMap, header::RETRY_AFTER};
-/// use tollgate_tower::headers::insert_retry_after;
-///
-/// let mut headers = HeaderMap::new();
-/// insert_retry_after(&mut headers, 30);
-/// assert_eq!(headers[RETRY_AFTER], "30");
-/// ```
-pub fn insert_retry_after(headers: &mut HeaderMap, secs: u64) {
+pub(crate) fn insert_retry_after(headers: &mut HeaderMap, secs: u64) {
     headers.insert(RETRY_AFTER, HeaderValue::from(secs));
 }
 
@@ -95,7 +61,7 @@ mod tests {
         assert_eq!(retry_after_secs(Duration::from_secs(86_400)), 86_400);
         assert_eq!(
             retry_after_secs(Duration::MAX),
-            crate::headers::MAX_SF_INTEGER
+            crate::headers::sf::MAX_SF_INTEGER
         );
     }
 
@@ -151,5 +117,50 @@ mod tests {
         insert_retry_after(&mut headers, retry_after_secs(Duration::from_millis(300)));
         assert_eq!(headers.get_all(RETRY_AFTER).iter().count(), 1);
         assert_eq!(headers[RETRY_AFTER], "1");
+    }
+
+    #[test]
+    fn the_example_of_retry_after_secs() {
+        use super::retry_after_secs;
+        use std::time::Duration;
+
+        assert_eq!(retry_after_secs(Duration::from_millis(300)), 1);
+        assert_eq!(retry_after_secs(Duration::from_secs(2)), 2);
+        assert_eq!(retry_after_secs(Duration::ZERO), 1);
+    }
+
+    #[test]
+    fn the_example_of_refusal_retry_after_secs() {
+        use super::refusal_retry_after_secs;
+        use std::time::Duration;
+        use tollgate_core::{Decision, Refusal};
+
+        let full = Decision::refused(
+            Refusal::LimitReached,
+            10,
+            0,
+            Duration::from_secs(60),
+            Duration::from_millis(1200),
+        );
+        assert_eq!(refusal_retry_after_secs(&full), Some(2));
+
+        let never = Decision::refused(
+            Refusal::CostExceedsLimit,
+            10,
+            10,
+            Duration::ZERO,
+            Duration::ZERO,
+        );
+        assert_eq!(refusal_retry_after_secs(&never), None);
+    }
+
+    #[test]
+    fn the_example_of_insert_retry_after() {
+        use super::insert_retry_after;
+        use http::{HeaderMap, header::RETRY_AFTER};
+
+        let mut headers = HeaderMap::new();
+        insert_retry_after(&mut headers, 30);
+        assert_eq!(headers[RETRY_AFTER], "30");
     }
 }

@@ -7,7 +7,7 @@ use std::time::Duration;
 use tollgate_core::whole_seconds_up;
 
 /// The largest sf-integer: RFC 8941 allows at most 15 decimal digits.
-pub const MAX_SF_INTEGER: u64 = 999_999_999_999_999;
+pub(crate) const MAX_SF_INTEGER: u64 = 999_999_999_999_999;
 
 /// `value`, clamped to what an sf-integer can carry.
 pub(crate) const fn sf_integer(value: u64) -> u64 {
