@@ -7,8 +7,6 @@ use std::sync::OnceLock;
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
 
-use crate::Key;
-
 /// The secret that makes key fingerprints unguessable: an HMAC-SHA-256 key.
 ///
 /// A fingerprint made without a secret (a plain hash) of a small space — every IPv4 address,
@@ -75,11 +73,12 @@ impl FingerprintSecret {
         PROCESS.get_or_init(FingerprintSecret::random)
     }
 
-    /// The fingerprint of `key`: the first 8 bytes of HMAC-SHA-256(secret, key), in hex.
-    pub(crate) fn fingerprint(&self, key: &Key) -> String {
+    /// The fingerprint of a key's stored bytes: the first 8 bytes of HMAC-SHA-256(secret,
+    /// key), in hex.
+    pub(crate) fn fingerprint(&self, key: &[u8]) -> String {
         // HMAC takes a key of any length, so this cannot fail.
         let mut mac = Hmac::<Sha256>::new_from_slice(&self.0).expect("any key length");
-        mac.update(key.as_bytes());
+        mac.update(key);
         mac.finalize()
             .into_bytes()
             .iter()
@@ -98,6 +97,7 @@ impl fmt::Debug for FingerprintSecret {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Key;
 
     #[test]
     fn fingerprints_depend_on_the_secret_and_the_key() {

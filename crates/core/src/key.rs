@@ -88,7 +88,7 @@ impl Key {
     /// assert_ne!(fingerprint, Key::new("user78").fingerprint(secret));
     /// ```
     pub fn fingerprint(&self, secret: &FingerprintSecret) -> String {
-        secret.fingerprint(self)
+        secret.fingerprint(self.as_bytes())
     }
 
     /// Whether the parts were too long and the key is their digest.

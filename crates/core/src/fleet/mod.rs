@@ -12,6 +12,7 @@
 
 mod background;
 mod check;
+mod counters;
 mod lease;
 mod leasing;
 mod stats;

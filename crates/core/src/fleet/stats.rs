@@ -1,18 +1,9 @@
 //! What a fleet store has done: its counters, read as [`FleetStats`] and published as metrics.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 
 use super::store::FleetStore;
 use crate::{Clock, Store};
-
-/// The counters behind [`FleetStats`], bumped on the check path and in the background.
-#[derive(Default)]
-pub(super) struct Counters {
-    pub(super) decided_locally: AtomicU64,
-    pub(super) store_calls: AtomicU64,
-    pub(super) receipts_given_back: AtomicU64,
-    pub(super) failed_pushes: AtomicU64,
-}
 
 /// What a [`FleetStore`] has done since it was built.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -3,8 +3,8 @@
 
 use std::sync::Arc;
 
+use super::counters::Counters;
 use super::lease::Leases;
-use super::stats::Counters;
 use super::sync::Syncs;
 use crate::{BlockedCache, Clock, Key, MemoryStore, RuleId, Store, SubBuckets, SystemClock};
 #[cfg(doc)] // Named in the docs only.

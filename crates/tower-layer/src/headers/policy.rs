@@ -128,7 +128,10 @@ mod tests {
         assert_eq!(q, tollgate_core::quota::MAX_LIMIT);
         assert!(q <= crate::headers::sf::MAX_SF_INTEGER);
         assert_eq!(w, 1);
-        assert_eq!(window_secs(Duration::MAX), crate::headers::sf::MAX_SF_INTEGER);
+        assert_eq!(
+            window_secs(Duration::MAX),
+            crate::headers::sf::MAX_SF_INTEGER
+        );
     }
 
     #[test]
