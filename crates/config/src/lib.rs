@@ -381,7 +381,12 @@ impl RuleFile {
         &self,
         layer: &tollgate_tower::RateLimitLayer<St>,
     ) -> Result<(), ConfigErrors> {
-        if let Some(errors) = self.unknown_stores(&|name| layer.store().knows_store(name)) {
+        let capabilities = layer.store().capabilities();
+        let knows = |name: &str| {
+            let named = tollgate_core::FleetModes::new().with_store(name);
+            capabilities.supports(&named).is_ok()
+        };
+        if let Some(errors) = self.unknown_stores(&knows) {
             return Err(errors);
         }
         layer.handle().replace_rules(self.rules.clone());

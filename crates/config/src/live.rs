@@ -49,7 +49,12 @@ impl Live {
         if let (None, Some(errors)) = (self.layer.registry(), file.limits_need_registry()) {
             return Err(errors);
         }
-        match file.unknown_stores(&|name| self.layer.store().knows_store(name)) {
+        let capabilities = self.layer.store().capabilities();
+        let knows = |name: &str| {
+            let named = tollgate_core::FleetModes::new().with_store(name);
+            capabilities.supports(&named).is_ok()
+        };
+        match file.unknown_stores(&knows) {
             Some(errors) => Err(errors),
             None => Ok(()),
         }

@@ -49,6 +49,7 @@
 
 pub mod algorithm;
 mod blocked;
+mod capabilities;
 mod clock;
 mod counting;
 mod decision;
@@ -57,6 +58,7 @@ mod error;
 mod fallback;
 mod fingerprint;
 mod fleet;
+mod fleet_modes;
 mod item;
 mod key;
 mod memory;
@@ -76,6 +78,7 @@ mod sub_buckets;
 pub mod testing;
 
 pub use blocked::{BlockedCache, BlockedStats, DEFAULT_MAX_BLOCKED};
+pub use capabilities::{Capabilities, Unsupported};
 pub use clock::{Clock, SystemClock, Timestamp};
 pub use counting::{Counting, LeaseSettings, SplitSettings, SyncSettings};
 pub use decision::{Decision, Refusal, Verdict, whole_seconds_up};
@@ -87,7 +90,8 @@ pub use fallback::{
 };
 pub use fingerprint::{FingerprintSecret, FingerprintSecretError};
 pub use fleet::{FleetStats, FleetStore};
-pub use item::{Item, MAX_SUB_BUCKETS, Take};
+pub use fleet_modes::{FleetModes, MAX_SUB_BUCKETS};
+pub use item::{Item, Take};
 pub use key::{Key, KeyBuilder};
 pub use memory::{DEFAULT_MAX_KEYS, MemoryStats, MemoryStore, MemoryStoreBuilder};
 pub use policy::{Mode, OnStoreFailure};
