@@ -312,9 +312,9 @@ impl fmt::Display for Unsupported {
                 if self.known.is_empty() {
                     write!(
                         f,
-                        "no store is named {name:?}: the store has no named stores; give it a \
-                         `tollgate_core::Stores` with `.with({name:?}, ..)` (without one the \
-                         rule would be counted in the default store)"
+                        "no store is named {name:?}, and there are no named stores: make the \
+                         store a `tollgate_core::Stores` holding one, `.with({name:?}, ..)` \
+                         (otherwise the rule would be counted in the default store)"
                     )
                 } else {
                     write!(

@@ -367,7 +367,10 @@ fn an_unknown_name_is_refused_through_every_wrapper() {
         .capabilities()
         .supports(&hoem)
         .unwrap_err();
-    assert!(plain.to_string().contains("no named stores"), "{plain}");
+    assert!(
+        plain.to_string().contains("there are no named stores"),
+        "{plain}"
+    );
 }
 
 /// Asking for nothing (exact counting, one key, no cache, the default store) is what every
