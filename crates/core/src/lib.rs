@@ -19,6 +19,10 @@
 //!   limit, local, closed) when the primary cannot;
 //! * **callers already refused** — [`BlockedCache`]: refuses, on this gateway and without a
 //!   store call, a caller the store has refused until a time not yet reached;
+//! * **what a stack can do** — [`FleetModes`], what an item asks of the wrappers (counting
+//!   across a fleet, sub-buckets, cached refusals, a named store), and [`Capabilities`], what a
+//!   store stack carries out of it ([`Store::capabilities`]): a rule asking for more is refused,
+//!   not counted otherwise in silence;
 //! * **when** — a [`Clock`]: only the store's clock decides.
 //!
 //! ```
