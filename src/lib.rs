@@ -33,11 +33,11 @@
 
 pub use tollgate_core as core;
 pub use tollgate_core::{
-    Algorithm, BatchDecision, BlockedCache, BlockedStats, Clock, Counting, Decision, FallbackStore,
-    FleetStats, FleetStore, Item, ItemDecision, Key, LeaseSettings, MemoryStore, Mode,
-    OnStoreFailure, Quota, QuotaError, Rate, Receipt, RefundError, RefundNow, Refusal, RuleId,
-    SplitSettings, Store, StoreError, Stores, SubBuckets, SyncSettings, SystemClock, Take,
-    Timestamp,
+    Algorithm, BatchDecision, BlockedCache, BlockedStats, Capabilities, Clock, Counting, Decision,
+    FallbackStore, FleetModes, FleetStats, FleetStore, Item, ItemDecision, Key, LeaseSettings,
+    MemoryStore, Mode, OnStoreFailure, Quota, QuotaError, Rate, Receipt, RefundError, RefundNow,
+    Refusal, RuleId, SplitSettings, Store, StoreError, Stores, SubBuckets, SyncSettings,
+    SystemClock, Take, Timestamp, Unsupported,
 };
 
 /// The tower middleware (feature `tower`).

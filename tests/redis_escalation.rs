@@ -43,8 +43,8 @@ impl<S: Store> Store for Counting<S> {
     async fn reset(&self, rule: &RuleId, key: &Key) -> Result<(), StoreError> {
         self.inner.reset(rule, key).await
     }
-    fn knows_store(&self, name: &str) -> bool {
-        self.inner.knows_store(name)
+    fn capabilities(&self) -> tollgate::Capabilities {
+        self.inner.capabilities()
     }
 }
 

@@ -114,8 +114,83 @@ struct LimitEntry {
 struct Entry {
     rule: tollgate_tower::Rule,
     applies: Applies,
-    /// Where its `store = "..."` is written, when it names a store.
-    store_at: Option<error::Position>,
+    /// What it asks of the layer's store, and where.
+    asks: Asks,
+}
+
+/// What a rule asks of the layer's store beyond its counting and store name (which the rule
+/// says itself), and where each of its fleet modes is written: what a layer whose store cannot
+/// do it is told, at that field.
+#[derive(Debug, Clone)]
+struct Asks {
+    sub_buckets: u32,
+    cache_blocked: bool,
+    /// Each fleet-mode field written (`counting` or `split`, `sub_buckets`, `cache_blocked`,
+    /// `store`) and where its value is.
+    written: Vec<(&'static str, error::Position)>,
+    /// Where the rule's table is (for a mistake no field is written for).
+    rule_at: error::Position,
+}
+
+impl Asks {
+    /// What the rule's table `value` asks; positions from `report`.
+    fn of(value: &toml_span::Value<'_>, report: &mut Report<'_>) -> Asks {
+        let table = value.as_table();
+        let field = |name: &str| table.and_then(|table| table.get(name));
+        let sub_buckets = field("sub_buckets")
+            .and_then(|value| value.as_integer())
+            .and_then(|spread| u32::try_from(spread).ok())
+            .unwrap_or(1);
+        let cache_blocked = field("cache_blocked")
+            .and_then(|value| value.as_bool())
+            .unwrap_or(false);
+        let rule_at = report.position(value.span.start);
+        let mut written: Vec<(&'static str, usize)> =
+            ["counting", "split", "sub_buckets", "cache_blocked", "store"]
+                .into_iter()
+                .filter_map(|name| Some((name, field(name)?.span.start)))
+                .collect();
+        // Positions are cheapest asked for in file order.
+        written.sort_by_key(|(_, offset)| *offset);
+        let written = written
+            .into_iter()
+            .map(|(name, offset)| (name, report.position(offset)))
+            .collect();
+        Asks {
+            sub_buckets,
+            cache_blocked,
+            written,
+            rule_at,
+        }
+    }
+
+    /// The fleet modes `rule` asks for.
+    fn modes<'r>(&self, rule: &'r tollgate_tower::Rule) -> tollgate_core::FleetModes<'r> {
+        tollgate_core::FleetModes::new()
+            .with_counting(rule.counted())
+            .with_sub_buckets(self.sub_buckets)
+            .with_cache_blocked(self.cache_blocked)
+            .with_store(rule.store_name())
+    }
+
+    /// The field `unsupported` is about, and where it is written.
+    fn field(&self, unsupported: &tollgate_core::Unsupported) -> (&'static str, &error::Position) {
+        let fields: &[&str] = if unsupported.is_unknown_store() {
+            &["store"]
+        } else if unsupported.is_counting() {
+            &["counting", "split"]
+        } else if unsupported.is_sub_buckets() {
+            &["sub_buckets"]
+        } else if unsupported.is_cache_blocked() {
+            &["cache_blocked"]
+        } else {
+            &[]
+        };
+        self.written
+            .iter()
+            .find(|(name, _)| fields.contains(name))
+            .map_or(("the rule", &self.rule_at), |(name, at)| (*name, at))
+    }
 }
 
 impl RuleFile {
@@ -318,20 +393,25 @@ impl RuleFile {
         (!mistakes.is_empty()).then_some(ConfigErrors(mistakes))
     }
 
-    /// Its rules that name a store `knows` does not know (see
-    /// [`Store::knows_store`](tollgate_core::Store::knows_store)), each at its `store` field: a
-    /// rule counted in a store the layer does not have would be counted in the default store
-    /// instead.
-    pub(crate) fn unknown_stores(&self, knows: &dyn Fn(&str) -> bool) -> Option<ConfigErrors> {
+    /// Its rules that ask what a store with `capabilities` cannot do
+    /// ([`Capabilities::supports`](tollgate_core::Capabilities::supports): a store it does not
+    /// have, a lease or sync without a `FleetStore`, a split over a shared store, sub-buckets or
+    /// cached refusals without their wrapper), each at the field that asks: such a rule would
+    /// be counted otherwise than it says (in the default store, exactly, on one key, every
+    /// refusal asking the store, or its part once for the whole fleet).
+    pub(crate) fn unsupported(
+        &self,
+        capabilities: &tollgate_core::Capabilities,
+    ) -> Option<ConfigErrors> {
         let mistakes: Vec<ConfigError> = self
             .contents
             .entries
             .iter()
             .filter_map(|entry| {
-                let name = entry.rule.store_name().filter(|name| !knows(name))?;
-                let at = entry.store_at.as_ref()?;
+                let unsupported = capabilities.supports(&entry.asks.modes(&entry.rule)).err()?;
+                let (field, at) = entry.asks.field(&unsupported);
                 Some(at.error(format!(
-                    "rule {:?} is counted in the store {name:?}, but the layer's store has no store of that name; give the layer a `tollgate_core::Stores` with `.with({name:?}, ..)`, or remove `store`",
+                    "rule {:?} cannot be counted as it asks in the layer's store: {unsupported}; or remove `{field}`",
                     entry.rule.id().as_str()
                 )))
             })
@@ -358,11 +438,14 @@ impl RuleFile {
         &self.rules
     }
 
-    /// Gives `layer` these rules, unless one names a store the layer's store does not have
-    /// ([`Store::knows_store`](tollgate_core::Store::knows_store)): then the mistakes, each at
-    /// its rule's `store` line, and the rules in force stay. (A [`RuleWatcher`] checks the same,
-    /// and more, on every load; `replace_rules(file.rules().clone())` takes the rules as code
-    /// rules, whose unknown store names are counted in the default store.)
+    /// Gives `layer` these rules, unless one asks what the layer's store cannot do
+    /// ([`Store::capabilities`](tollgate_core::Store::capabilities)): a store it does not have
+    /// (`store`), leases or syncs without a `FleetStore` (`counting`), a split over a store the
+    /// gateways share without one (`split`), `sub_buckets` without a `SubBuckets`,
+    /// `cache_blocked` without a `BlockedCache`. Then the mistakes, each at the field that
+    /// asks, and the rules in force stay. (A [`RuleWatcher`] checks the same, and more, on
+    /// every load; `replace_rules(file.rules().clone())` takes the rules as code rules, which
+    /// are not checked here.)
     ///
     /// ```
     /// use tollgate_core::{MemoryStore, Stores};
@@ -372,7 +455,8 @@ impl RuleFile {
     /// let text = "[[rule]]\nid = \"login\"\nalgorithm = \"fixed_window\"\nlimit = 5\nwindow = \"15m\"\nkey = \"global\"\nstore = \"home\"\n";
     /// let file = RuleFile::parse("rules.toml", text, &Extractors::new())?;
     /// let plain = RateLimitLayer::new(MemoryStore::new());
-    /// assert!(file.install(&plain).is_err(), "no store named home");
+    /// let refused = file.install(&plain).unwrap_err();
+    /// assert!(refused.to_string().starts_with("rules.toml:7:"), "{refused}"); // at `store`
     /// let regions = RateLimitLayer::new(Stores::new(MemoryStore::new()).with("home", MemoryStore::new())?);
     /// file.install(&regions)?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -381,7 +465,7 @@ impl RuleFile {
         &self,
         layer: &tollgate_tower::RateLimitLayer<St>,
     ) -> Result<(), ConfigErrors> {
-        if let Some(errors) = self.unknown_stores(&|name| layer.store().knows_store(name)) {
+        if let Some(errors) = self.unsupported(&layer.store().capabilities()) {
             return Err(errors);
         }
         layer.handle().replace_rules(self.rules.clone());
@@ -456,14 +540,11 @@ fn entries(
             continue;
         }
         if let Some(set) = set.as_mut() {
-            let store_at = rule.store_name().map(|_| {
-                let written = value.as_table().and_then(|table| table.get("store"));
-                report.position(written.map_or(value.span.start, |store| store.span.start))
-            });
+            let asks = Asks::of(value, report);
             set.push(Entry {
                 rule,
                 applies,
-                store_at,
+                asks,
             });
         }
     }

@@ -44,12 +44,13 @@ impl Live {
     }
 
     /// A file's mistakes that only this layer can see: `[[limit]]`s without a registry, and
-    /// rules naming a store the layer's store does not have.
+    /// rules asking what the layer's store cannot do (a store it does not have, a fleet mode
+    /// without its wrapper: see `Store::capabilities`).
     pub(super) fn fits(&self, file: &RuleFile) -> Result<(), ConfigErrors> {
         if let (None, Some(errors)) = (self.layer.registry(), file.limits_need_registry()) {
             return Err(errors);
         }
-        match file.unknown_stores(&|name| self.layer.store().knows_store(name)) {
+        match file.unsupported(&self.layer.store().capabilities()) {
             Some(errors) => Err(errors),
             None => Ok(()),
         }

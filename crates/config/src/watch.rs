@@ -111,8 +111,9 @@ struct Shared {
 }
 
 impl RuleWatcher {
-    /// Loads `path` into `layer` (an error if it cannot be read or has mistakes, a rule naming a
-    /// store the layer's store does not have among them: see `Store::knows_store`) and watches it.
+    /// Loads `path` into `layer` (an error if it cannot be read or has mistakes, a rule asking
+    /// what the layer's store cannot do among them, at the field that asks: see
+    /// [`RuleFile::install`](crate::RuleFile::install)) and watches it.
     /// Needs a tokio runtime.
     pub fn start<St: Store>(
         path: impl AsRef<Path>,

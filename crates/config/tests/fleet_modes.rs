@@ -1,7 +1,9 @@
 //! A rule file's fleet modes through the layer: `split` gives each gateway its part of the
 //! limit (over real HTTP, one server per gateway), `sub_buckets` spreads a key's count and an
-//! operator's reset reaches every sub-bucket, a shadow split rule never refuses, and every
-//! mode's mistakes are reported at their line (the later of two conflicting fields).
+//! operator's reset reaches every sub-bucket, a shadow split rule never refuses, every mode's
+//! mistakes are reported at their line (the later of two conflicting fields), and a mode the
+//! layer's store cannot carry out is refused at its field when the file is installed or
+//! watched.
 
 #[path = "../../tower-layer/tests/common/mod.rs"]
 mod common;
@@ -10,8 +12,11 @@ mod config_common;
 use axum::Router;
 use axum::routing::get;
 use http::StatusCode;
-use tollgate_config::{Extractors, RuleFile};
-use tollgate_core::{FleetStore, MemoryStore};
+use tollgate_config::{Extractors, RuleFile, RuleWatcher, WatchError};
+use tollgate_core::{
+    BatchDecision, BlockedCache, Decision, FleetStore, Item, Key, MemoryStore, Receipt,
+    RefundError, RuleId, Store, StoreError, Stores, SubBuckets,
+};
 use tollgate_tower::RateLimitLayer;
 
 use common::server::TestServer;
@@ -204,4 +209,201 @@ fn fleet_mode_mistakes_are_reported_at_their_line() {
     );
     let fine = rule("sub_buckets = 4\ncache_blocked = true\nstore = \"home\"");
     assert!(config_common::config_errors(&fine, &Extractors::new()).is_empty());
+}
+
+/// A store every gateway shares and that knows nothing of fleet modes (as the Redis store).
+#[derive(Clone, Default)]
+struct Shared(MemoryStore);
+
+impl Store for Shared {
+    async fn check(&self, items: &[Item<'_>]) -> Result<BatchDecision, StoreError> {
+        self.0.check(items).await
+    }
+    async fn peek(&self, item: &Item<'_>) -> Result<Decision, StoreError> {
+        self.0.peek(item).await
+    }
+    async fn refund(&self, receipt: Receipt) -> Result<(), RefundError> {
+        self.0.refund(receipt).await
+    }
+    async fn reset(&self, rule: &RuleId, key: &Key) -> Result<(), StoreError> {
+        self.0.reset(rule, key).await
+    }
+}
+
+/// A rule of 8 a second on one global key, with `extra` fields from line 7 on.
+fn asking(extra: &str) -> String {
+    format!(
+        "[[rule]]\nid = \"r\"\nalgorithm = \"token_bucket\"\ncapacity = 8\nrefill = {{ amount = 8, per = \"1s\" }}\nkey = \"global\"\n{extra}\n"
+    )
+}
+
+/// `text`, asking what `layer`'s store cannot do, is refused by `RuleFile::install` and by
+/// `RuleWatcher::start` at `line` (the field that asks), with a sentence that `says` what to
+/// add; nothing is installed.
+#[track_caller]
+fn refused<St: Store>(layer: &RateLimitLayer<St>, text: &str, line: usize, says: &str) {
+    let file = rules(text);
+    let errors = file
+        .install(layer)
+        .expect_err("the store cannot do it")
+        .to_string();
+    assert!(
+        errors.starts_with(&format!("rules.toml:{line}:")),
+        "{errors}"
+    );
+    assert!(errors.contains(says), "{errors}");
+    assert_eq!(
+        layer.handle().rules().rules().count(),
+        0,
+        "nothing installed"
+    );
+
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let path = dir.path().join("rules.toml");
+    std::fs::write(&path, text).expect("write the rule file");
+    let Err(WatchError::Invalid(errors)) = RuleWatcher::start(&path, Extractors::new(), layer)
+    else {
+        panic!("the watcher must refuse what install refuses:\n{text}");
+    };
+    let errors = errors.to_string();
+    assert!(errors.contains(&format!("rules.toml:{line}:")), "{errors}");
+    assert!(errors.contains(says), "{errors}");
+    assert_eq!(
+        layer.handle().rules().rules().count(),
+        0,
+        "nothing installed"
+    );
+}
+
+/// `text` is installed over `layer`'s store, by `RuleFile::install` and by a watcher.
+#[track_caller]
+fn installed<St: Store>(layer: &RateLimitLayer<St>, text: &str) {
+    rules(text)
+        .install(layer)
+        .unwrap_or_else(|errors| panic!("the store can do it:\n{errors}"));
+    assert_eq!(layer.handle().rules().rules().count(), 1);
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let path = dir.path().join("rules.toml");
+    std::fs::write(&path, text).expect("write the rule file");
+    let watcher = RuleWatcher::start(&path, Extractors::new(), layer);
+    assert!(watcher.is_ok(), "the watcher installs it too");
+}
+
+fn home<S: Store>(default: S, home: S) -> Stores<S> {
+    Stores::new(default)
+        .with("home", home)
+        .expect("a valid name")
+}
+
+/// Each fleet mode of a rule file over a layer whose store cannot carry it out — `counting =
+/// "lease"` or `"sync"` without a `FleetStore`, `split` over a store the gateways share,
+/// `sub_buckets` without a `SubBuckets`, `cache_blocked` without a `BlockedCache`, `store =
+/// "home"` without that store, a lease at home under a `FleetStore` around the `Stores` — is
+/// refused at its field, never counted otherwise in silence; over a store that can, it is
+/// installed.
+#[tokio::test]
+async fn a_fleet_mode_the_layer_s_store_cannot_carry_out_is_refused_at_its_field() {
+    let plain = || RateLimitLayer::new(MemoryStore::new());
+    for counting in [
+        "counting = \"lease\"",
+        "counting = { sync = { every = \"100ms\" } }",
+    ] {
+        let text = asking(counting);
+        refused(&plain(), &text, 7, "FleetStore::new(..)");
+        refused(
+            &RateLimitLayer::new(Shared::default()),
+            &text,
+            7,
+            "FleetStore",
+        );
+        refused(
+            &RateLimitLayer::new(BlockedCache::new(SubBuckets::new(MemoryStore::new()))),
+            &text,
+            7,
+            "FleetStore",
+        );
+        installed(
+            &RateLimitLayer::new(FleetStore::new(MemoryStore::new())),
+            &text,
+        );
+    }
+
+    let split = asking("split = 2");
+    refused(
+        &RateLimitLayer::new(Shared::default()),
+        &split,
+        7,
+        "one part in all",
+    );
+    installed(&plain(), &split);
+    installed(
+        &RateLimitLayer::new(FleetStore::new(Shared::default())),
+        &split,
+    );
+
+    let spread = asking("sub_buckets = 4");
+    refused(&plain(), &spread, 7, "SubBuckets::new(..)");
+    installed(
+        &RateLimitLayer::new(SubBuckets::new(Shared::default())),
+        &spread,
+    );
+    installed(
+        &RateLimitLayer::new(FleetStore::new(Shared::default())),
+        &spread,
+    );
+
+    let cached = asking("cache_blocked = true");
+    refused(&plain(), &cached, 7, "BlockedCache::new(..)");
+    installed(
+        &RateLimitLayer::new(BlockedCache::new(Shared::default())),
+        &cached,
+    );
+    installed(
+        &RateLimitLayer::new(FleetStore::new(Shared::default())),
+        &cached,
+    );
+    // `false` asks for nothing.
+    installed(&plain(), &asking("cache_blocked = false"));
+
+    let at_home = asking("store = \"home\"");
+    refused(
+        &RateLimitLayer::new(FleetStore::new(Shared::default())),
+        &at_home,
+        7,
+        "Stores",
+    );
+    installed(
+        &RateLimitLayer::new(home(Shared::default(), Shared::default())),
+        &at_home,
+    );
+
+    // A mode asked for in a named store needs its wrapper there: at the field of the mode.
+    let cached_at_home = asking("store = \"home\"\ncache_blocked = true");
+    let fleet_default_only = home(
+        tollgate_core::DynStore::new(FleetStore::new(Shared::default())),
+        tollgate_core::DynStore::new(Shared::default()),
+    );
+    refused(
+        &RateLimitLayer::new(fleet_default_only),
+        &cached_at_home,
+        8,
+        ".with(\"home\", BlockedCache::new(..))",
+    );
+
+    // The wrapper order: a `FleetStore` around the `Stores` leases for the default store
+    // only, and says to put it inside; inside each store, the rule is leased at home.
+    let leased_at_home = asking("counting = \"lease\"\nstore = \"home\"");
+    refused(
+        &RateLimitLayer::new(FleetStore::new(home(Shared::default(), Shared::default()))),
+        &leased_at_home,
+        7,
+        "put one inside the `Stores`",
+    );
+    installed(
+        &RateLimitLayer::new(home(
+            FleetStore::new(Shared::default()),
+            FleetStore::new(Shared::default()),
+        )),
+        &leased_at_home,
+    );
 }

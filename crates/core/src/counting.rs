@@ -18,7 +18,9 @@ use std::time::Duration;
 /// spends before it syncs; N the parts of a split. Only a [`FleetStore`](crate::FleetStore)
 /// reads lease and sync: any other store counts those rules exactly. A split divides the item's
 /// quota itself ([`Item::quota`](crate::Item::quota) is this gateway's part), so every store
-/// counts the part; a `FleetStore` counts it on the gateway, without the shared store.
+/// counts the part; a `FleetStore` counts it on the gateway, without the shared store. Whether
+/// a store stack does what a rule's counting asks is its
+/// [`capabilities`](crate::Store::capabilities)' answer (rule files asking for more are refused).
 ///
 /// ```
 /// use std::time::Duration;

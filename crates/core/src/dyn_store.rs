@@ -6,8 +6,8 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use crate::{
-    BatchDecision, Decision, Item, ItemDecision, Key, Receipt, RefundError, RefundNow, RuleId,
-    Store, StoreError,
+    BatchDecision, Capabilities, Decision, Item, ItemDecision, Key, Receipt, RefundError,
+    RefundNow, RuleId, Store, StoreError,
 };
 
 /// A boxed future, as the erased methods return.
@@ -22,7 +22,7 @@ trait ErasedStore: Send + Sync + 'static {
     fn refund(&self, receipt: Receipt) -> Boxed<'_, (), RefundError>;
     fn refund_now(&self, receipt: Receipt) -> RefundNow;
     fn reset<'a>(&'a self, rule: &'a RuleId, key: &'a Key) -> Boxed<'a, ()>;
-    fn knows_store(&self, name: &str) -> bool;
+    fn capabilities(&self) -> Capabilities;
     fn refused_now(&self, items: &[Item<'_>]) -> Option<BatchDecision>;
 }
 
@@ -55,8 +55,8 @@ impl<St: Store> ErasedStore for St {
         Box::pin(Store::reset(self, rule, key))
     }
 
-    fn knows_store(&self, name: &str) -> bool {
-        Store::knows_store(self, name)
+    fn capabilities(&self) -> Capabilities {
+        Store::capabilities(self)
     }
 
     fn refused_now(&self, items: &[Item<'_>]) -> Option<BatchDecision> {
@@ -140,8 +140,8 @@ impl Store for DynStore {
         self.inner.reset(rule, key).await
     }
 
-    fn knows_store(&self, name: &str) -> bool {
-        self.inner.knows_store(name)
+    fn capabilities(&self) -> Capabilities {
+        self.inner.capabilities()
     }
 
     fn refused_now(&self, items: &[Item<'_>]) -> Option<BatchDecision> {

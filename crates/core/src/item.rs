@@ -1,10 +1,6 @@
 //! One rule's part of one request, as sent to a store.
 
-use crate::{Algorithm, Counting, Key, Mode, OnStoreFailure, Quota, RuleId};
-
-/// The most sub-buckets one key may be spread over ([`Item::with_sub_buckets`] clamps to it):
-/// far more than any cluster has masters, and few enough that the ids they need stay few.
-pub const MAX_SUB_BUCKETS: u32 = 1_024;
+use crate::{Algorithm, Counting, FleetModes, Key, Mode, OnStoreFailure, Quota, RuleId};
 
 /// How an item takes its cost: all of it or nothing (the usual case), as much of it as there
 /// is, or all of it even past the limit.
@@ -91,12 +87,10 @@ pub struct Item<'a> {
     mode: Mode,
     on_store_failure: OnStoreFailure,
     take: Take,
-    counting: Counting,
+    /// What it asks of the store's wrappers.
+    modes: FleetModes<'a>,
     /// The quota as given, before a split took this gateway's part of it.
     whole: Quota,
-    sub_buckets: u32,
-    cache_blocked: bool,
-    store: Option<&'a str>,
 }
 
 impl<'a> Item<'a> {
@@ -110,11 +104,8 @@ impl<'a> Item<'a> {
             mode: Mode::Enforce,
             on_store_failure: OnStoreFailure::Open,
             take: Take::Exact,
-            counting: Counting::Exact,
+            modes: FleetModes::new(),
             whole: quota,
-            sub_buckets: 1,
-            cache_blocked: false,
-            store: None,
         }
     }
 
@@ -157,22 +148,42 @@ impl<'a> Item<'a> {
         self.take
     }
 
-    /// Sets how the rule is counted across a fleet ([`Counting`]); a
-    /// [`FleetStore`](crate::FleetStore) reads it. A [`Counting::Split`] also makes
-    /// [`quota`](Item::quota) this gateway's part of the quota given to [`new`](Item::new), so
-    /// any store counts the part; a quota that cannot be split that many ways (a limit below
-    /// the number of parts, or pacing) is counted whole and exactly.
+    /// Sets what the item asks of the store's wrappers ([`FleetModes`]: its counting across a
+    /// fleet, sub-buckets, cached refusals, named store), replacing what was set. A
+    /// [`Counting::Split`] also makes [`quota`](Item::quota) this gateway's part of the quota
+    /// given to [`new`](Item::new), so any store counts the part; a quota that cannot be split
+    /// that many ways (a limit below the number of parts, or pacing) is counted whole and
+    /// exactly.
+    ///
+    /// ```
+    /// use tollgate_core::{Counting, FleetModes, Item, Key, Quota, Rate, RuleId, SplitSettings};
+    /// let (rule, key) = (RuleId::new("search")?, Key::global());
+    /// let quota = Quota::token_bucket(200, Rate::per_second(200))?;
+    /// let modes = FleetModes::new().with_counting(Counting::Split(SplitSettings::new(50)));
+    /// let item = Item::new(&rule, quota, &key).with_fleet_modes(modes);
+    /// assert_eq!(item.quota().limit(), 4);
+    /// assert_eq!(item.fleet_modes(), modes);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     #[must_use]
-    pub fn with_counting(mut self, counting: Counting) -> Self {
-        self.counting = counting;
+    pub fn with_fleet_modes(mut self, modes: FleetModes<'a>) -> Self {
+        self.modes = modes;
         self.quota = self.whole;
-        if let Counting::Split(split) = counting {
+        if let Counting::Split(split) = modes.counting() {
             match split.share(&self.whole) {
                 Some(part) => self.quota = part,
-                None => self.counting = Counting::Exact,
+                None => self.modes = modes.with_counting(Counting::Exact),
             }
         }
         self
+    }
+
+    /// What the item asks of the store's wrappers, as set (a split its quota cannot take reads
+    /// as exact). What each wrapper applies is [`counting`](Item::counting),
+    /// [`sub_buckets`](Item::sub_buckets), [`caches_blocked`](Item::caches_blocked) and
+    /// [`store_name`](Item::store_name).
+    pub fn fleet_modes(&self) -> FleetModes<'a> {
+        self.modes
     }
 
     /// How the rule is counted across a fleet, as a [`FleetStore`](crate::FleetStore) applies
@@ -180,24 +191,16 @@ impl<'a> Item<'a> {
     /// sync was set (they are never leased or synced); a split stays a split (its quota is
     /// already this gateway's part).
     pub fn counting(&self) -> Counting {
-        if self.always_exact() && !matches!(self.counting, Counting::Split(_)) {
+        let counting = self.modes.counting();
+        if self.always_exact() && !matches!(counting, Counting::Split(_)) {
             return Counting::Exact;
         }
-        self.counting
+        counting
     }
 
     /// Shadow and read-only items and pacing quotas are always taken and counted exactly.
     fn always_exact(&self) -> bool {
         self.mode != Mode::Enforce || self.quota.algorithm() == Algorithm::LeakyBucket
-    }
-
-    /// Splits the key's count into `sub_buckets` sub-keys, each with its part of the quota, on
-    /// different Redis Cluster slots (see [`SubBuckets`](crate::SubBuckets)); 1 (the default)
-    /// keeps one key.
-    #[must_use]
-    pub fn with_sub_buckets(mut self, sub_buckets: u32) -> Self {
-        self.sub_buckets = sub_buckets.clamp(1, MAX_SUB_BUCKETS);
-        self
     }
 
     /// How many sub-buckets a [`SubBuckets`](crate::SubBuckets) store spreads this item over:
@@ -206,7 +209,8 @@ impl<'a> Item<'a> {
     /// many, not pacing) — and so can its local quota, when it fails open within one. Up-to and
     /// debt items are never spread: a rule's leases and pushes count on its whole key.
     pub fn sub_buckets(&self) -> u32 {
-        let spread = u64::from(self.sub_buckets);
+        let asked = self.modes.sub_buckets();
+        let spread = u64::from(asked);
         if spread < 2
             || self.mode != Mode::Enforce
             || self.counting() != Counting::Exact
@@ -217,35 +221,22 @@ impl<'a> Item<'a> {
         }
         match self.on_store_failure {
             OnStoreFailure::OpenWithin(local) if local.part(0, spread).is_err() => 1,
-            _ => self.sub_buckets,
+            _ => asked,
         }
-    }
-
-    /// Lets a [`BlockedCache`](crate::BlockedCache) refuse this rule's refused callers on this
-    /// gateway, without the store, until the store said they may try again.
-    #[must_use]
-    pub fn with_cache_blocked(mut self, cache_blocked: bool) -> Self {
-        self.cache_blocked = cache_blocked;
-        self
     }
 
     /// Whether a [`BlockedCache`](crate::BlockedCache) may answer this item: asked for, on an
     /// enforcing item counted exactly (leases and syncs keep their own refusals).
     pub fn caches_blocked(&self) -> bool {
-        self.cache_blocked && self.mode == Mode::Enforce && self.counting() == Counting::Exact
+        self.modes.cache_blocked()
+            && self.mode == Mode::Enforce
+            && self.counting() == Counting::Exact
     }
 
-    /// Names the store this item is counted in, among a [`Stores`](crate::Stores)' (a home
-    /// region's, say); without a name, the default store.
-    #[must_use]
-    pub fn with_store(mut self, name: &'a str) -> Self {
-        self.store = Some(name);
-        self
-    }
-
-    /// The store this item names, if any.
+    /// The store this item names, if any: counted there among a [`Stores`](crate::Stores)';
+    /// without a name, in the default store.
     pub fn store_name(&self) -> Option<&'a str> {
-        self.store
+        self.modes.store_name()
     }
 
     /// The quota the rule was given, before a [`Counting::Split`] took this gateway's part

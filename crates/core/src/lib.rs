@@ -19,6 +19,10 @@
 //!   limit, local, closed) when the primary cannot;
 //! * **callers already refused** — [`BlockedCache`]: refuses, on this gateway and without a
 //!   store call, a caller the store has refused until a time not yet reached;
+//! * **what a stack can do** — [`FleetModes`], what an item asks of the wrappers (counting
+//!   across a fleet, sub-buckets, cached refusals, a named store), and [`Capabilities`], what a
+//!   store stack carries out of it ([`Store::capabilities`]): a rule asking for more is refused,
+//!   not counted otherwise in silence;
 //! * **when** — a [`Clock`]: only the store's clock decides.
 //!
 //! ```
@@ -49,6 +53,7 @@
 
 pub mod algorithm;
 mod blocked;
+mod capabilities;
 mod clock;
 mod counting;
 mod decision;
@@ -57,6 +62,7 @@ mod error;
 mod fallback;
 mod fingerprint;
 mod fleet;
+mod fleet_modes;
 mod item;
 mod key;
 mod memory;
@@ -76,6 +82,7 @@ mod sub_buckets;
 pub mod testing;
 
 pub use blocked::{BlockedCache, BlockedStats, DEFAULT_MAX_BLOCKED};
+pub use capabilities::{Capabilities, Unsupported};
 pub use clock::{Clock, SystemClock, Timestamp};
 pub use counting::{Counting, LeaseSettings, SplitSettings, SyncSettings};
 pub use decision::{Decision, Refusal, Verdict, whole_seconds_up};
@@ -87,7 +94,8 @@ pub use fallback::{
 };
 pub use fingerprint::{FingerprintSecret, FingerprintSecretError};
 pub use fleet::{FleetStats, FleetStore};
-pub use item::{Item, MAX_SUB_BUCKETS, Take};
+pub use fleet_modes::{FleetModes, MAX_SUB_BUCKETS};
+pub use item::{Item, Take};
 pub use key::{Key, KeyBuilder};
 pub use memory::{DEFAULT_MAX_KEYS, MemoryStats, MemoryStore, MemoryStoreBuilder};
 pub use policy::{Mode, OnStoreFailure};

@@ -99,7 +99,7 @@ pub struct Receipt {
 }
 
 /// What a receipt shares with its retry copies: whether it was used, and the store the charged
-/// item named ([`Item::with_store`](crate::Item::with_store)), so a [`Stores`](crate::Stores)
+/// item named ([`FleetModes::with_store`](crate::FleetModes::with_store)), so a [`Stores`](crate::Stores)
 /// refunds it where it was charged (behind the one pointer, so a receipt grows no larger).
 #[derive(Debug, Default)]
 struct Shared {
@@ -136,10 +136,10 @@ impl Receipt {
     ///
     /// ```
     /// use futures_executor::block_on;
-    /// use tollgate_core::{Item, Key, MemoryStore, Quota, Rate, RuleId, Store};
+    /// use tollgate_core::{FleetModes, Item, Key, MemoryStore, Quota, Rate, RuleId, Store};
     /// let (store, rule, key) = (MemoryStore::new(), RuleId::new("login")?, Key::new("u"));
     /// let item = Item::new(&rule, Quota::token_bucket(5, Rate::per_minute(5))?, &key)
-    ///     .with_store("home");
+    ///     .with_fleet_modes(FleetModes::new().with_store("home"));
     /// let receipt = block_on(store.check_one(&item))?.into_receipt(&item);
     /// assert_eq!(receipt.as_ref().and_then(|r| r.store_name()), Some("home"));
     /// # Ok::<(), Box<dyn std::error::Error>>(())

@@ -7,7 +7,7 @@ use std::time::Duration;
 use smallvec::SmallVec;
 
 use crate::{
-    Charge, Decision, Item, Key, Receipt, RefundError, RefundNow, RuleId, StoreError,
+    Capabilities, Charge, Decision, Item, Key, Receipt, RefundError, RefundNow, RuleId, StoreError,
     StoreErrorKind,
 };
 
@@ -110,22 +110,29 @@ pub trait Store: Send + Sync + 'static {
         key: &Key,
     ) -> impl Future<Output = Result<(), StoreError>> + Send;
 
-    /// Whether an item naming the store `name` ([`Item::with_store`]) is counted where it
-    /// asks: true for the names a [`Stores`](crate::Stores) holds; false for every other store
-    /// (the default), which counts every item itself whatever it names. Wrappers forward it.
-    /// Rule loaders call it to refuse a rule naming a store the layer does not have.
+    /// What this store stack does with what items ask of it ([`FleetModes`](crate::FleetModes):
+    /// leases, syncs, splits, sub-buckets, cached refusals, named stores), per store an item
+    /// can be counted in. The default: a plain store every gateway may share, counting every
+    /// item exactly where it is, knowing no store names. Every wrapper answers its inner
+    /// store's capabilities with its own added (see [`Capabilities`](crate::Capabilities));
+    /// a wrapper of your own forwards its inner store's. Rule loaders refuse a rule asking
+    /// what this cannot do ([`Capabilities::supports`](crate::Capabilities::supports)).
     ///
     /// ```
-    /// use tollgate_core::{MemoryStore, Store, Stores};
-    /// assert!(!MemoryStore::new().knows_store("home"));
+    /// use tollgate_core::{FleetModes, FleetStore, MemoryStore, Store, Stores};
+    /// let home = FleetModes::new().with_store("home");
+    /// assert!(MemoryStore::new().capabilities().supports(&home).is_err());
     /// let stores = Stores::new(MemoryStore::new()).with("home", MemoryStore::new())?;
-    /// assert!(stores.knows_store("home"));
-    /// assert!(!stores.knows_store("elsewhere"));
+    /// assert!(stores.capabilities().supports(&home).is_ok());
+    /// let cached = home.with_cache_blocked(true);
+    /// assert!(stores.capabilities().supports(&cached).is_err(), "no BlockedCache at home");
+    /// let fleet = Stores::new(FleetStore::new(MemoryStore::new()))
+    ///     .with("home", FleetStore::new(MemoryStore::new()))?;
+    /// assert!(fleet.capabilities().supports(&cached).is_ok());
     /// # Ok::<(), tollgate_core::StoreNameError>(())
     /// ```
-    fn knows_store(&self, name: &str) -> bool {
-        let _ = name;
-        false
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::default()
     }
 
     /// A refusal of `items` this store can give at once from what it already knows, charging
@@ -186,8 +193,8 @@ impl<S: Store> Store for Arc<S> {
         (**self).reset(rule, key)
     }
 
-    fn knows_store(&self, name: &str) -> bool {
-        (**self).knows_store(name)
+    fn capabilities(&self) -> Capabilities {
+        (**self).capabilities()
     }
 
     fn refused_now(&self, items: &[Item<'_>]) -> Option<BatchDecision> {

@@ -9,11 +9,12 @@ use parking_lot::RwLock;
 use smallvec::SmallVec;
 
 use crate::{
-    BatchDecision, Decision, Item, ItemDecision, Key, Quota, Receipt, RefundError, RefundNow,
-    Refusal, RuleId, Store, StoreError,
+    BatchDecision, Capabilities, Decision, Item, ItemDecision, Key, Quota, Receipt, RefundError,
+    RefundNow, Refusal, RuleId, Store, StoreError,
 };
 
-/// Wraps a store and counts each item that asks for sub-buckets ([`Item::with_sub_buckets`])
+/// Wraps a store and counts each item that asks for sub-buckets
+/// ([`FleetModes::with_sub_buckets`](crate::FleetModes::with_sub_buckets))
 /// as one of S sub-keys instead of one key.
 ///
 /// Sub-bucket `i` of S of a rule's key is counted under the rule id `<id>#<i>.<S>`
@@ -50,13 +51,13 @@ use crate::{
 /// sub-buckets pass straight through.
 ///
 /// ```
-/// use tollgate_core::{Item, Key, MemoryStore, Quota, Rate, RuleId, Store, SubBuckets};
+/// use tollgate_core::{FleetModes, Item, Key, MemoryStore, Quota, Rate, RuleId, Store, SubBuckets};
 ///
 /// # futures_executor::block_on(async {
 /// let store = SubBuckets::new(MemoryStore::new());
 /// let (rule, key) = (RuleId::new("trending")?, Key::global());
 /// let quota = Quota::token_bucket(100, Rate::per_second(100))?;
-/// let item = Item::new(&rule, quota, &key).with_sub_buckets(4);
+/// let item = Item::new(&rule, quota, &key).with_fleet_modes(FleetModes::new().with_sub_buckets(4));
 /// let mut admitted = 0;
 /// for _ in 0..200 {
 ///     admitted += u32::from(store.check(&[item]).await?.is_allowed());
@@ -175,14 +176,11 @@ fn in_part<'a>(item: &Item<'a>, index: u32, rule: &'a RuleId, quota: Quota) -> I
         ),
         policy => policy,
     };
-    let sent = Item::new(rule, quota, item.key())
+    Item::new(rule, quota, item.key())
         .with_cost(item.cost())
         .with_mode(item.mode())
-        .with_store_failure(policy);
-    match item.store_name() {
-        Some(name) => sent.with_store(name),
-        None => sent,
-    }
+        .with_store_failure(policy)
+        .with_fleet_modes(crate::FleetModes::new().with_store(item.store_name()))
 }
 
 /// How many of `item`'s sub-buckets its cost fits in: the first ones, which hold ⌈C/S⌉ when
@@ -350,8 +348,10 @@ impl<S: Store> Store for SubBuckets<S> {
         self.inner.refund_now(receipt)
     }
 
-    fn knows_store(&self, name: &str) -> bool {
-        self.inner.knows_store(name)
+    /// The inner store's, with sub-buckets in every store under it (a sub-bucket's item
+    /// names the store its item named).
+    fn capabilities(&self) -> Capabilities {
+        self.inner.capabilities().with_sub_buckets()
     }
 
     fn refused_now(&self, items: &[Item<'_>]) -> Option<BatchDecision> {

@@ -1,12 +1,14 @@
 //! The blocked-caller cache and named stores: what an adversarial review found, kept as
-//! regressions (a refund unblocks; a locally refused request never reaches another store;
-//! `knows_store` through every wrapper).
+//! regressions (a refund unblocks; a locally refused request never reaches another store).
+//! What each wrapper can do, named stores included, is `capabilities.rs`'s.
 
 use std::time::Duration;
 
 use futures_executor::block_on;
 use tollgate_core::testing::ManualClock;
-use tollgate_core::{BlockedCache, Item, Key, MemoryStore, Quota, RuleId, Store, Timestamp};
+use tollgate_core::{
+    BlockedCache, FleetModes, Item, Key, MemoryStore, Quota, RuleId, Store, Timestamp,
+};
 
 /// A refund (a `count_only_when` response, a `Stores` share taken back, a FleetStore give-back)
 /// puts units back in the store and forgets the caller's cached refusal: the store is asked
@@ -18,7 +20,8 @@ fn a_refund_unblocks_a_cached_caller() {
     let cache = BlockedCache::with_clock(memory.clone(), clock.clone());
     let (rule, key) = (RuleId::new("login").unwrap(), Key::new("user77"));
     let quota = Quota::fixed_window(2, Duration::from_secs(3_600)).unwrap();
-    let item = Item::new(&rule, quota, &key).with_cache_blocked(true);
+    let item =
+        Item::new(&rule, quota, &key).with_fleet_modes(FleetModes::new().with_cache_blocked(true));
 
     let first = block_on(cache.check(&[item])).unwrap();
     assert!(first.is_allowed());
@@ -124,8 +127,11 @@ fn a_request_refused_locally_in_one_store_never_reaches_the_other() {
         Quota::token_bucket(1, Rate::per_hour(1)).unwrap(),
         &user,
     )
-    .with_store("home")
-    .with_cache_blocked(true);
+    .with_fleet_modes(
+        FleetModes::new()
+            .with_store("home")
+            .with_cache_blocked(true),
+    );
     let read = Item::new(
         &reads,
         Quota::token_bucket(100, Rate::per_hour(100)).unwrap(),
@@ -153,26 +159,4 @@ fn a_request_refused_locally_in_one_store_never_reaches_the_other() {
         0,
         "a request refused locally should not charge/refund/read the local store"
     );
-}
-
-/// `knows_store` through every wrapper a layer's store is made of.
-#[test]
-fn knows_store_through_wrappers() {
-    use std::sync::Arc;
-    use tollgate_core::{FallbackStore, FleetStore, Stores, SubBuckets};
-    let stores = || {
-        Stores::new(MemoryStore::new())
-            .with("home", MemoryStore::new())
-            .unwrap()
-    };
-    assert!(FleetStore::new(stores()).knows_store("home"));
-    assert!(Arc::new(FleetStore::new(stores())).knows_store("home"));
-    assert!(BlockedCache::new(SubBuckets::new(stores())).knows_store("home"));
-    assert!(FallbackStore::builder(stores()).build().knows_store("home"));
-    let nested = Stores::new(FleetStore::new(MemoryStore::new()))
-        .with("home", FleetStore::new(MemoryStore::new()))
-        .unwrap();
-    assert!(nested.knows_store("home"));
-    assert!(Stores::new(stores()).knows_store("home"));
-    assert!(!FleetStore::new(stores()).knows_store("hoem"));
 }

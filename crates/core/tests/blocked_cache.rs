@@ -10,8 +10,8 @@ use std::time::Duration;
 use futures_executor::block_on;
 use tollgate_core::testing::ManualClock;
 use tollgate_core::{
-    BatchDecision, BlockedCache, CountedIn, Decision, Item, ItemDecision, Key, MemoryStore, Mode,
-    Quota, Rate, Receipt, RefundError, RuleId, Store, StoreError, Timestamp,
+    BatchDecision, BlockedCache, CountedIn, Decision, FleetModes, Item, ItemDecision, Key,
+    MemoryStore, Mode, Quota, Rate, Receipt, RefundError, RuleId, Store, StoreError, Timestamp,
 };
 
 /// A store that counts the checks reaching it.
@@ -93,7 +93,8 @@ fn check(store: &impl Store, items: &[Item<'_>]) -> BatchDecision {
 fn a_cached_refusal_makes_no_call_and_reads_as_the_stores() {
     let s = setup();
     let (rule, key) = (RuleId::new("login").unwrap(), Key::new("u1"));
-    let item = Item::new(&rule, bucket(), &key).with_cache_blocked(true);
+    let item = Item::new(&rule, bucket(), &key)
+        .with_fleet_modes(FleetModes::new().with_cache_blocked(true));
     for _ in 0..3 {
         check(&s.cache, &[item]);
         check(&s.twin, &[item]);
@@ -119,7 +120,8 @@ fn a_cached_refusal_makes_no_call_and_reads_as_the_stores() {
 fn an_entry_ends_at_the_stores_time() {
     let s = setup();
     let (rule, key) = (RuleId::new("login").unwrap(), Key::new("u1"));
-    let item = Item::new(&rule, bucket(), &key).with_cache_blocked(true);
+    let item = Item::new(&rule, bucket(), &key)
+        .with_fleet_modes(FleetModes::new().with_cache_blocked(true));
     for _ in 0..3 {
         check(&s.cache, &[item]);
     }
@@ -143,7 +145,8 @@ fn an_allow_is_never_cached() {
     let s = setup();
     let (rule, key) = (RuleId::new("reads").unwrap(), Key::new("u1"));
     let quota = Quota::fixed_window(100, Duration::from_secs(60)).unwrap();
-    let item = Item::new(&rule, quota, &key).with_cache_blocked(true);
+    let item =
+        Item::new(&rule, quota, &key).with_fleet_modes(FleetModes::new().with_cache_blocked(true));
     for _ in 0..50 {
         assert!(check(&s.cache, &[item]).is_allowed());
     }
@@ -158,10 +161,10 @@ fn only_items_that_ask_are_cached() {
     for item in [
         Item::new(&rule, bucket(), &key),
         Item::new(&rule, bucket(), &key)
-            .with_cache_blocked(true)
+            .with_fleet_modes(FleetModes::new().with_cache_blocked(true))
             .with_mode(Mode::Shadow),
         Item::new(&rule, bucket(), &key)
-            .with_cache_blocked(true)
+            .with_fleet_modes(FleetModes::new().with_cache_blocked(true))
             .with_mode(Mode::Gate),
     ] {
         for _ in 0..4 {
@@ -173,7 +176,7 @@ fn only_items_that_ask_are_cached() {
     // A cost that can never fit is not remembered either.
     let huge = Item::new(&rule, bucket(), &key)
         .with_cost(5)
-        .with_cache_blocked(true);
+        .with_fleet_modes(FleetModes::new().with_cache_blocked(true));
     check(&s.cache, &[huge]);
     assert_eq!(s.cache.stats().entries, 0);
 }
@@ -184,7 +187,7 @@ fn another_cost_asks_the_store() {
     let (rule, key) = (RuleId::new("login").unwrap(), Key::new("u1"));
     let two = Item::new(&rule, bucket(), &key)
         .with_cost(2)
-        .with_cache_blocked(true);
+        .with_fleet_modes(FleetModes::new().with_cache_blocked(true));
     check(&s.cache, &[two]);
     check(&s.cache, &[two.with_cost(1)]);
     s.clock.advance(Duration::from_millis(500));
@@ -200,7 +203,8 @@ fn another_cost_asks_the_store() {
 fn a_quota_change_drops_the_entry() {
     let s = setup();
     let (rule, key) = (RuleId::new("login").unwrap(), Key::new("u1"));
-    let item = Item::new(&rule, bucket(), &key).with_cache_blocked(true);
+    let item = Item::new(&rule, bucket(), &key)
+        .with_fleet_modes(FleetModes::new().with_cache_blocked(true));
     for _ in 0..4 {
         check(&s.cache, &[item]);
     }
@@ -208,7 +212,8 @@ fn a_quota_change_drops_the_entry() {
     let raised = Quota::token_bucket(10, Rate::per_second(10)).unwrap();
     let answer = check(
         &s.cache,
-        &[Item::new(&rule, raised, &key).with_cache_blocked(true)],
+        &[Item::new(&rule, raised, &key)
+            .with_fleet_modes(FleetModes::new().with_cache_blocked(true))],
     );
     assert!(answer.is_allowed(), "the store decides under the new quota");
     assert_eq!(s.counted.calls(), 4);
@@ -219,7 +224,8 @@ fn a_quota_change_drops_the_entry() {
 fn a_reset_forgets_here_and_in_the_store() {
     let s = setup();
     let (rule, key) = (RuleId::new("login").unwrap(), Key::new("u1"));
-    let item = Item::new(&rule, bucket(), &key).with_cache_blocked(true);
+    let item = Item::new(&rule, bucket(), &key)
+        .with_fleet_modes(FleetModes::new().with_cache_blocked(true));
     for _ in 0..4 {
         check(&s.cache, &[item]);
     }
@@ -247,7 +253,8 @@ fn a_refused_batch_charges_nothing() {
         RuleId::new("reads").unwrap(),
         Key::new("u1"),
     );
-    let blocked = Item::new(&login, bucket(), &key).with_cache_blocked(true);
+    let blocked = Item::new(&login, bucket(), &key)
+        .with_fleet_modes(FleetModes::new().with_cache_blocked(true));
     let reads_quota = Quota::fixed_window(10, Duration::from_secs(60)).unwrap();
     let other = Item::new(&reads, reads_quota, &key);
     for _ in 0..3 {
@@ -282,22 +289,26 @@ fn the_table_is_bounded_and_ends_soonest_first() {
     let keys: Vec<Key> = (0..40).map(|n| Key::new(format!("k{n}"))).collect();
     for (n, key) in keys.iter().enumerate() {
         // Longer windows for later keys: later entries end later.
-        let item = Item::new(&rule, window(60 * (n as u64 + 1)), key).with_cache_blocked(true);
+        let item = Item::new(&rule, window(60 * (n as u64 + 1)), key)
+            .with_fleet_modes(FleetModes::new().with_cache_blocked(true));
         check(&cache, &[item]);
         check(&cache, &[item]);
         assert!(cache.stats().entries <= 16);
     }
     // The newest key is still remembered; the first (ending soonest) is not.
-    let last = Item::new(&rule, window(60 * 40), &keys[39]).with_cache_blocked(true);
+    let last = Item::new(&rule, window(60 * 40), &keys[39])
+        .with_fleet_modes(FleetModes::new().with_cache_blocked(true));
     assert!(check(&cache, &[last]).items()[0].refused_locally());
-    let first = Item::new(&rule, window(60), &keys[0]).with_cache_blocked(true);
+    let first = Item::new(&rule, window(60), &keys[0])
+        .with_fleet_modes(FleetModes::new().with_cache_blocked(true));
     let asked = s.counted.calls();
     check(&cache, &[first]);
     assert_eq!(s.counted.calls(), asked + 1, "the first was evicted");
     // Entries that have ended go first when full.
     s.clock.advance(Duration::from_secs(60 * 41 * 60));
     for key in &keys[..4] {
-        let item = Item::new(&rule, window(60), key).with_cache_blocked(true);
+        let item = Item::new(&rule, window(60), key)
+            .with_fleet_modes(FleetModes::new().with_cache_blocked(true));
         check(&cache, &[item]);
         check(&cache, &[item]);
     }
@@ -308,7 +319,8 @@ fn the_table_is_bounded_and_ends_soonest_first() {
 fn check_now_and_check_one_answer_alike() {
     let s = setup();
     let (rule, key) = (RuleId::new("login").unwrap(), Key::new("u1"));
-    let item = Item::new(&rule, bucket(), &key).with_cache_blocked(true);
+    let item = Item::new(&rule, bucket(), &key)
+        .with_fleet_modes(FleetModes::new().with_cache_blocked(true));
     for _ in 0..3 {
         s.cache.check_now(&[item]).unwrap().unwrap();
     }

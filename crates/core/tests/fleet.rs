@@ -2,8 +2,8 @@
 //! and a lease's units go back when it ends.
 
 use tollgate_core::{
-    Counting, FleetStore, Item, Key, LeaseSettings, MemoryStore, Quota, Rate, RuleId, Store,
-    SyncSettings,
+    Counting, FleetModes, FleetStore, Item, Key, LeaseSettings, MemoryStore, Quota, Rate, RuleId,
+    Store, SyncSettings,
 };
 
 fn runtime() -> tokio::runtime::Runtime {
@@ -30,8 +30,10 @@ fn a_flood_of_keys_keeps_the_fleet_tables_bounded() {
         for caller in 0..100_000u32 {
             let key = Key::new(caller.to_be_bytes());
             for item in [
-                Item::new(&leased, quota, &key).with_counting(lease),
-                Item::new(&synced, quota, &key).with_counting(sync),
+                Item::new(&leased, quota, &key)
+                    .with_fleet_modes(FleetModes::new().with_counting(lease)),
+                Item::new(&synced, quota, &key)
+                    .with_fleet_modes(FleetModes::new().with_counting(sync)),
             ] {
                 assert!(fleet.check(&[item]).await.expect("answers").is_allowed());
             }
@@ -73,20 +75,21 @@ fn a_leased_cost_above_the_limit_is_refused_and_takes_nothing() {
         let lease = Counting::Lease(LeaseSettings::new().max_units(10));
         let huge = Item::new(&rule, quota, &key)
             .with_cost(u64::MAX)
-            .with_counting(lease);
+            .with_fleet_modes(FleetModes::new().with_counting(lease));
         let answer = a.check(&[huge]).await.expect("answers");
         assert_eq!(
             answer.items()[0].decision().refusal(),
             Some(tollgate_core::Refusal::CostExceedsLimit)
         );
         assert_eq!(a.leased(&rule, &key), 0);
-        let one = Item::new(&rule, quota, &key).with_counting(lease);
+        let one =
+            Item::new(&rule, quota, &key).with_fleet_modes(FleetModes::new().with_counting(lease));
         assert!(b.check(&[one]).await.expect("answers").is_allowed());
         b.background_done().await; // b's top-up holds its share now
         // Partly drained: a request for more than is left gets nothing, and holds nothing.
         let most = Item::new(&rule, quota, &key)
             .with_cost(95)
-            .with_counting(lease);
+            .with_fleet_modes(FleetModes::new().with_counting(lease));
         let refused = a.check(&[most]).await.expect("answers");
         assert!(!refused.is_allowed());
         a.background_done().await;
@@ -107,7 +110,8 @@ fn a_refused_mixed_request_puts_its_leased_spend_back() {
         let fleet = FleetStore::new(shared.clone());
         let (rule, key, quota) = partner();
         let lease = Counting::Lease(LeaseSettings::new().max_units(10));
-        let leased = Item::new(&rule, quota, &key).with_counting(lease);
+        let leased =
+            Item::new(&rule, quota, &key).with_fleet_modes(FleetModes::new().with_counting(lease));
         for _ in 0..5 {
             assert!(fleet.check(&[leased]).await.expect("answers").is_allowed());
         }
@@ -144,7 +148,8 @@ fn a_busy_synced_key_never_errors_while_the_store_is_up() {
                     let (rule, key) = (RuleId::new("reads").expect("valid"), Key::new("acme"));
                     let quota =
                         Quota::token_bucket(1_000_000, Rate::per_second(1_000_000)).expect("valid");
-                    let item = Item::new(&rule, quota, &key).with_counting(sync);
+                    let item = Item::new(&rule, quota, &key)
+                        .with_fleet_modes(FleetModes::new().with_counting(sync));
                     let mut errors = 0;
                     for _ in 0..500 {
                         errors += u32::from(fleet.check(&[item]).await.is_err());
@@ -177,7 +182,8 @@ fn extreme_settings_tick_without_overflow() {
             ),
             Counting::Sync(SyncSettings::new().every(forever).max_unsynced(u64::MAX)),
         ] {
-            let item = Item::new(&rule, quota, &key).with_counting(counting);
+            let item = Item::new(&rule, quota, &key)
+                .with_fleet_modes(FleetModes::new().with_counting(counting));
             let answer = fleet.check(&[item]).await.expect("answers");
             assert!(answer.is_allowed(), "{counting:?}: {answer:?}");
             fleet.tick().await;

@@ -4,8 +4,8 @@ use std::time::Duration;
 
 use tollgate_core::testing::ManualClock;
 use tollgate_core::{
-    Counting, FleetStore, Item, Key, MemoryStore, Quota, Rate, Refusal, RuleId, SplitSettings,
-    Store, SubBuckets, Take, Timestamp,
+    Counting, FleetModes, FleetStore, Item, Key, MemoryStore, Quota, Rate, Refusal, RuleId,
+    SplitSettings, Store, SubBuckets, Take, Timestamp,
 };
 
 fn runtime() -> tokio::runtime::Runtime {
@@ -32,8 +32,9 @@ fn a_fleet_peek_of_a_split_item_reads_the_gateway_s_part() {
     runtime().block_on(async {
         let (rule, key) = (RuleId::new("r15-d1").expect("valid"), Key::new("acme"));
         let quota = Quota::fixed_window(10, Duration::from_secs(60)).expect("valid");
-        let item = Item::new(&rule, quota, &key)
-            .with_counting(Counting::Split(SplitSettings::new(2).gateway(0)));
+        let item = Item::new(&rule, quota, &key).with_fleet_modes(
+            FleetModes::new().with_counting(Counting::Split(SplitSettings::new(2).gateway(0))),
+        );
         let fleet = FleetStore::new(MemoryStore::new());
         assert_eq!(admitted(&fleet, item, 10).await, 5, "the part is 5");
         assert!(!fleet.check(&[item]).await.expect("answers").is_allowed());
@@ -59,7 +60,8 @@ fn changing_sub_buckets_starts_the_key_afresh_as_documented() {
         let quota = Quota::fixed_window(100, Duration::from_secs(3600)).expect("valid");
         let mut admitted_per_layout = Vec::new();
         for spread in [1, 4, 8, 4] {
-            let item = Item::new(&rule, quota, &key).with_sub_buckets(spread);
+            let item = Item::new(&rule, quota, &key)
+                .with_fleet_modes(FleetModes::new().with_sub_buckets(spread));
             admitted_per_layout.push(admitted(&store, item, 200).await);
         }
         assert_eq!(
@@ -79,7 +81,7 @@ fn an_up_to_item_is_never_spread() {
         let item = Item::new(&rule, quota, &key)
             .with_cost(30)
             .with_take(Take::UpTo)
-            .with_sub_buckets(4);
+            .with_fleet_modes(FleetModes::new().with_sub_buckets(4));
         let plain = MemoryStore::new();
         let plain_answer = plain.check_one(&item).await.expect("answers");
         assert!(
@@ -105,7 +107,7 @@ fn a_debt_item_is_never_spread() {
         let item = Item::new(&rule, quota, &key)
             .with_cost(60)
             .with_take(Take::AsDebt)
-            .with_sub_buckets(4);
+            .with_fleet_modes(FleetModes::new().with_sub_buckets(4));
         let plain = MemoryStore::new();
         assert!(
             plain
@@ -142,7 +144,7 @@ fn debt_on_the_whole_key_stops_every_sub_bucket() {
             let debt = Item::new(&rule, quota, &key)
                 .with_cost(4)
                 .with_take(Take::AsDebt)
-                .with_sub_buckets(2);
+                .with_fleet_modes(FleetModes::new().with_sub_buckets(2));
             // 16 units spent: 8 of allowance, 8 owed.
             assert_eq!(admitted(&store, debt, 4).await, 16);
             // Half a second refills 4: a plain store still owes 4, so grants nothing.
@@ -150,7 +152,7 @@ fn debt_on_the_whole_key_stops_every_sub_bucket() {
             let lease = Item::new(&rule, quota, &key)
                 .with_cost(4)
                 .with_take(Take::UpTo)
-                .with_sub_buckets(2);
+                .with_fleet_modes(FleetModes::new().with_sub_buckets(2));
             let answer = store.check(&[lease]).await.expect("answers");
             worst += u64::from(answer.is_allowed());
         }
@@ -190,7 +192,7 @@ fn a_peek_of_a_never_fitting_cost_says_what_check_says() {
         let quota = Quota::fixed_window(100, Duration::from_secs(3600)).expect("valid");
         let item = Item::new(&rule, quota, &key)
             .with_cost(30)
-            .with_sub_buckets(4);
+            .with_fleet_modes(FleetModes::new().with_sub_buckets(4));
         let store = SubBuckets::new(MemoryStore::new());
         let check = store.check(&[item]).await.expect("answers");
         let checked = check.items()[0].decision().refusal();
@@ -218,7 +220,7 @@ fn granted_reports_the_units_taken() {
         let lease = Item::new(&rule, quota, &key)
             .with_cost(10)
             .with_take(Take::UpTo)
-            .with_sub_buckets(4);
+            .with_fleet_modes(FleetModes::new().with_sub_buckets(4));
         let answer = store.check(&[lease]).await.expect("answers");
         assert!(answer.is_allowed());
         assert_eq!(
@@ -248,7 +250,8 @@ fn a_quota_whose_largest_part_cannot_be_made_is_not_spread() {
         let memory = MemoryStore::builder().clock(clock.clone()).build();
         let store = SubBuckets::new(memory);
         let (rule, key) = (RuleId::new("r15-d8").expect("valid"), Key::new("k"));
-        let item = Item::new(&rule, quota, &key).with_sub_buckets(4);
+        let item =
+            Item::new(&rule, quota, &key).with_fleet_modes(FleetModes::new().with_sub_buckets(4));
         assert_eq!(item.sub_buckets(), 1);
         let got = admitted(&store, item, 400).await;
         assert!(got <= 142, "admitted {got} of a limit of 142");
@@ -267,8 +270,10 @@ fn a_split_whose_largest_part_cannot_be_made_is_counted_whole() {
         let mut total = 0;
         for index in 0..4 {
             let gateway = FleetStore::with_clock(shared.clone(), clock.clone());
-            let item = Item::new(&rule, quota, &key)
-                .with_counting(Counting::Split(SplitSettings::new(4).gateway(index)));
+            let item = Item::new(&rule, quota, &key).with_fleet_modes(
+                FleetModes::new()
+                    .with_counting(Counting::Split(SplitSettings::new(4).gateway(index))),
+            );
             total += admitted(&gateway, item, 200).await;
         }
         assert!(total <= 142, "the fleet admitted {total} of a limit of 142");
@@ -285,8 +290,10 @@ fn a_split_over_a_shared_plain_store_admits_one_part_in_all() {
         let quota = Quota::fixed_window(10, Duration::from_secs(3600)).expect("valid");
         let mut total = 0;
         for index in 0..2 {
-            let item = Item::new(&rule, quota, &key)
-                .with_counting(Counting::Split(SplitSettings::new(2).gateway(index)));
+            let item = Item::new(&rule, quota, &key).with_fleet_modes(
+                FleetModes::new()
+                    .with_counting(Counting::Split(SplitSettings::new(2).gateway(index))),
+            );
             total += admitted(&shared, item, 20).await;
         }
         assert_eq!(total, 5, "one part, counted in the shared key");
@@ -302,7 +309,9 @@ fn a_shadow_split_item_never_refuses_the_request() {
         let quota = Quota::fixed_window(10, Duration::from_secs(3600)).expect("valid");
         let shadow = Item::new(&rule, quota, &key)
             .with_mode(tollgate_core::Mode::Shadow)
-            .with_counting(Counting::Split(SplitSettings::new(2).gateway(0)));
+            .with_fleet_modes(
+                FleetModes::new().with_counting(Counting::Split(SplitSettings::new(2).gateway(0))),
+            );
         let plain = MemoryStore::new();
         for _ in 0..10 {
             assert!(plain.check(&[shadow]).await.expect("answers").is_allowed());
@@ -370,7 +379,7 @@ fn open_within_during_an_outage_admits_the_local_quota_once() {
         let local = Quota::fixed_window(4, Duration::from_secs(3600)).expect("valid");
         let item = Item::new(&rule, quota, &key)
             .with_store_failure(tollgate_core::OnStoreFailure::OpenWithin(local))
-            .with_sub_buckets(4);
+            .with_fleet_modes(FleetModes::new().with_sub_buckets(4));
         let plain = tollgate_core::FallbackStore::builder(Down)
             .timeout(Duration::from_millis(5))
             .build();

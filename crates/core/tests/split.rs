@@ -4,8 +4,8 @@ use std::time::Duration;
 
 use tollgate_core::testing::ManualClock;
 use tollgate_core::{
-    Counting, FleetStore, Item, Key, MemoryStore, Quota, Rate, RuleId, SplitSettings, Store,
-    Timestamp,
+    Counting, FleetModes, FleetStore, Item, Key, MemoryStore, Quota, Rate, RuleId, SplitSettings,
+    Store, Timestamp,
 };
 
 fn runtime() -> tokio::runtime::Runtime {
@@ -40,7 +40,8 @@ fn each_gateway_allows_its_part_and_the_parts_add_up_to_the_limit() {
         let mut parts = Vec::new();
         for (index, gateway) in (0..4).zip(&gateways) {
             let split = Counting::Split(SplitSettings::new(4).gateway(index));
-            let item = Item::new(&rule, quota, &key).with_counting(split);
+            let item = Item::new(&rule, quota, &key)
+                .with_fleet_modes(FleetModes::new().with_counting(split));
             assert_eq!(item.quota().limit(), [3, 3, 2, 2][index as usize]);
             parts.push(admitted(gateway, item, 20).await);
         }
@@ -56,7 +57,8 @@ fn each_gateway_allows_its_part_and_the_parts_add_up_to_the_limit() {
         let mut refilled = 0;
         for (index, gateway) in (0..4).zip(&gateways) {
             let split = Counting::Split(SplitSettings::new(4).gateway(index));
-            let item = Item::new(&rule, quota, &key).with_counting(split);
+            let item = Item::new(&rule, quota, &key)
+                .with_fleet_modes(FleetModes::new().with_counting(split));
             let got = admitted(gateway, item, 20).await;
             assert_eq!(got, 2, "gateway {index}");
             refilled += got;
@@ -74,8 +76,9 @@ fn without_a_gateway_number_each_part_is_the_floor_in_any_store() {
     runtime().block_on(async {
         let (rule, key) = (RuleId::new("search").expect("valid"), Key::new("acme"));
         let quota = Quota::fixed_window(10, Duration::from_secs(60)).expect("valid");
-        let item =
-            Item::new(&rule, quota, &key).with_counting(Counting::Split(SplitSettings::new(4)));
+        let item = Item::new(&rule, quota, &key).with_fleet_modes(
+            FleetModes::new().with_counting(Counting::Split(SplitSettings::new(4))),
+        );
         assert_eq!(item.whole_quota().limit(), 10);
         let memory = MemoryStore::new();
         assert_eq!(admitted(&memory, item, 10).await, 2);
@@ -91,8 +94,9 @@ fn an_unsplittable_quota_is_counted_whole_in_the_shared_store() {
     runtime().block_on(async {
         let (rule, key) = (RuleId::new("rare").expect("valid"), Key::new("acme"));
         let quota = Quota::fixed_window(3, Duration::from_secs(60)).expect("valid");
-        let item =
-            Item::new(&rule, quota, &key).with_counting(Counting::Split(SplitSettings::new(4)));
+        let item = Item::new(&rule, quota, &key).with_fleet_modes(
+            FleetModes::new().with_counting(Counting::Split(SplitSettings::new(4))),
+        );
         assert_eq!(item.counting(), Counting::Exact);
         assert_eq!(item.quota().limit(), 3);
         let shared = MemoryStore::new();
@@ -121,8 +125,9 @@ fn a_split_charge_is_put_back_when_the_shared_rule_refuses() {
         let split_quota = Quota::fixed_window(8, Duration::from_secs(60)).expect("valid");
         let cap = Quota::fixed_window(1, Duration::from_secs(60)).expect("valid");
         let fleet = FleetStore::new(MemoryStore::new());
-        let split = Item::new(&split_rule, split_quota, &key)
-            .with_counting(Counting::Split(SplitSettings::new(2).gateway(0)));
+        let split = Item::new(&split_rule, split_quota, &key).with_fleet_modes(
+            FleetModes::new().with_counting(Counting::Split(SplitSettings::new(2).gateway(0))),
+        );
         let exact = Item::new(&shared_rule, cap, &key);
         assert!(
             fleet

@@ -5,8 +5,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use futures_executor::block_on;
 use tollgate_core::{
-    BatchDecision, Decision, Item, Key, MemoryStore, Quota, Rate, Receipt, RefundError, RuleId,
-    Store, StoreError, Stores, Take,
+    BatchDecision, Decision, FleetModes, Item, Key, MemoryStore, Quota, Rate, Receipt, RefundError,
+    RuleId, Store, StoreError, Stores, Take,
 };
 
 /// A memory store that can be made to fail every call.
@@ -81,7 +81,8 @@ impl Rules {
     /// Two logins an hour, counted in the home store.
     fn login(&self) -> Item<'_> {
         let quota = Quota::fixed_window(2, std::time::Duration::from_secs(3_600)).expect("valid");
-        Item::new(&self.login, quota, &self.user).with_store("home")
+        Item::new(&self.login, quota, &self.user)
+            .with_fleet_modes(FleetModes::new().with_store("home"))
     }
 
     /// Ten reads an hour, counted in the default store.
@@ -191,7 +192,9 @@ fn debt_is_kept_when_another_store_refuses() {
 #[test]
 fn an_unknown_store_name_is_counted_in_the_default_store() {
     let (stores, rules) = (stores(), Rules::new());
-    let lost = rules.login().with_store("elsewhere");
+    let lost = rules
+        .login()
+        .with_fleet_modes(FleetModes::new().with_store("elsewhere"));
     for _ in 0..2 {
         assert!(block_on(stores.check(&[lost])).expect("check").is_allowed());
     }
@@ -201,8 +204,15 @@ fn an_unknown_store_name_is_counted_in_the_default_store() {
     );
     assert_eq!(remaining(stores.default_store(), &rules.login()), 0);
     assert_eq!(remaining(home(&stores), &rules.login()), 1);
-    assert!(!stores.knows_store("elsewhere"));
-    assert!(stores.knows_store("home"));
+    let named = |name| FleetModes::new().with_store(name);
+    let capabilities = stores.capabilities();
+    assert!(
+        capabilities
+            .supports(&named("elsewhere"))
+            .unwrap_err()
+            .is_unknown_store()
+    );
+    assert!(capabilities.supports(&named("home")).is_ok());
 }
 
 #[test]
@@ -276,9 +286,11 @@ fn fleet_modes_go_to_the_store_a_rule_names() {
             use tollgate_core::{Counting, FleetStore, LeaseSettings};
             let (rule, key) = (RuleId::new("login").expect("valid"), Key::new("u1"));
             let quota = Quota::token_bucket(50, Rate::per_hour(50)).expect("valid");
-            let leased = Item::new(&rule, quota, &key)
-                .with_store("home")
-                .with_counting(Counting::Lease(LeaseSettings::new().max_units(10)));
+            let leased = Item::new(&rule, quota, &key).with_fleet_modes(
+                FleetModes::new()
+                    .with_store("home")
+                    .with_counting(Counting::Lease(LeaseSettings::new().max_units(10))),
+            );
             let (local, home) = (MemoryStore::new(), MemoryStore::new());
             let outside = FleetStore::new(
                 Stores::new(local.clone())

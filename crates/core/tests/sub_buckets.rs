@@ -4,7 +4,9 @@
 use std::time::Duration;
 
 use tollgate_core::testing::ManualClock;
-use tollgate_core::{Item, Key, MemoryStore, Quota, Rate, RuleId, Store, SubBuckets, Timestamp};
+use tollgate_core::{
+    FleetModes, Item, Key, MemoryStore, Quota, Rate, RuleId, Store, SubBuckets, Timestamp,
+};
 
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
@@ -41,7 +43,7 @@ fn a_flood_never_passes_the_limit_and_refuses_early_only_within_the_bound() {
             let store = SubBuckets::new(memory.clone());
             let (rule, key) = (RuleId::new("trending").expect("valid"), Key::global());
             let quota = Quota::token_bucket(103, Rate::per_second(103)).expect("valid");
-            let item = Item::new(&rule, quota, &key).with_sub_buckets(5).with_cost(cost);
+            let item = Item::new(&rule, quota, &key).with_fleet_modes(FleetModes::new().with_sub_buckets(5)).with_cost(cost);
             let (spread, limit) = (5_u64, 103_u64);
             let bound = (spread - 2) * limit.div_ceil(spread) + 2 * (cost - 1);
             let mut admitted = 0;
@@ -71,7 +73,8 @@ fn a_refusal_says_when_a_sub_bucket_has_room_again() {
         let store = SubBuckets::new(memory);
         let (rule, key) = (RuleId::new("trending").expect("valid"), Key::global());
         let quota = Quota::token_bucket(4, Rate::per_second(4)).expect("valid");
-        let item = Item::new(&rule, quota, &key).with_sub_buckets(2);
+        let item =
+            Item::new(&rule, quota, &key).with_fleet_modes(FleetModes::new().with_sub_buckets(2));
         while store.check(&[item]).await.expect("answers").is_allowed() {}
         let refused = store.check(&[item]).await.expect("answers");
         let wait = refused.items()[0].decision().retry_after();
@@ -98,7 +101,8 @@ fn receipts_resets_and_peeks_reach_the_sub_buckets() {
         let store = SubBuckets::new(memory.clone());
         let (rule, key) = (RuleId::new("trending").expect("valid"), Key::new("k"));
         let quota = Quota::fixed_window(12, Duration::from_secs(60)).expect("valid");
-        let item = Item::new(&rule, quota, &key).with_sub_buckets(3);
+        let item =
+            Item::new(&rule, quota, &key).with_fleet_modes(FleetModes::new().with_sub_buckets(3));
         let answer = store.check(&[item]).await.expect("answers");
         assert!(answer.is_allowed());
         assert_eq!(unused(&memory, &item).await, 11);
@@ -141,7 +145,8 @@ fn costs_are_sent_only_to_sub_buckets_they_fit() {
         let (rule, key) = (RuleId::new("trending").expect("valid"), Key::new("k"));
         // Parts 4, 3, 3.
         let quota = Quota::fixed_window(10, Duration::from_secs(60)).expect("valid");
-        let item = Item::new(&rule, quota, &key).with_sub_buckets(3);
+        let item =
+            Item::new(&rule, quota, &key).with_fleet_modes(FleetModes::new().with_sub_buckets(3));
         let huge = store.check(&[item.with_cost(5)]).await.expect("answers");
         assert_eq!(
             huge.items()[0].decision().refusal(),

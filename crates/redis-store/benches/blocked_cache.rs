@@ -30,7 +30,7 @@ use std::time::Duration;
 
 use futures_util::future::join_all;
 use tollgate_core::testing::ManualClock;
-use tollgate_core::{BlockedCache, Item, Key, Quota, Rate, RuleId, Store, Timestamp};
+use tollgate_core::{BlockedCache, FleetModes, Item, Key, Quota, Rate, RuleId, Store, Timestamp};
 use tollgate_redis::{RedisConnection, RedisStore};
 use tollgate_redis_harness::RedisServer;
 
@@ -87,7 +87,8 @@ async fn flood(
     for n in 0..steps {
         let checks = keys.iter().enumerate().map(|(k, key)| {
             let gateway = &gateways[(n as usize + k) % GATEWAYS];
-            let item = Item::new(&rule, quota, key).with_cache_blocked(cached);
+            let item = Item::new(&rule, quota, key)
+                .with_fleet_modes(FleetModes::new().with_cache_blocked(cached));
             async move { gateway.check(&[item]).await.expect("redis answers") }
         });
         for answer in join_all(checks).await {

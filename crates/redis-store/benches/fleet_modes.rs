@@ -31,8 +31,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use tollgate_core::{
-    Counting, FleetStore, Item, Key, LeaseSettings, MemoryStore, Quota, Rate, RuleId, Store,
-    SyncSettings,
+    Counting, FleetModes, FleetStore, Item, Key, LeaseSettings, MemoryStore, Quota, Rate, RuleId,
+    Store, SyncSettings,
 };
 use tollgate_redis::{RedisConnection, RedisStore};
 use tollgate_redis_harness::RedisServer;
@@ -83,7 +83,8 @@ async fn flood<S: Store + Clone>(
             let (checks, admitted) = (Arc::clone(&checks), Arc::clone(&admitted));
             handles.push(tokio::spawn(async move {
                 let (rule, key) = (RuleId::new("partner").expect("valid"), Key::new("acme"));
-                let item = Item::new(&rule, quota(), &key).with_counting(counting);
+                let item = Item::new(&rule, quota(), &key)
+                    .with_fleet_modes(FleetModes::new().with_counting(counting));
                 let mut made: u64 = 0;
                 while !stop.load(Ordering::Relaxed) {
                     // As the layer asks: an answer now if the store has one, else awaited.

@@ -22,7 +22,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use tollgate_core::{FleetStore, Item, Key, Quota, Rate, RuleId, Store};
+use tollgate_core::{FleetModes, FleetStore, Item, Key, Quota, Rate, RuleId, Store};
 use tollgate_redis::{RedisConnection, RedisStore};
 use tollgate_redis_harness::{RedisCluster, RedisServer};
 
@@ -58,7 +58,8 @@ async fn flood(
                 let (rule, key) = (RuleId::new("trending").expect("valid"), Key::global());
                 let quota =
                     Quota::token_bucket(1 << 30, Rate::per_second(1_000_000)).expect("valid");
-                let item = Item::new(&rule, quota, &key).with_sub_buckets(sub_buckets);
+                let item = Item::new(&rule, quota, &key)
+                    .with_fleet_modes(FleetModes::new().with_sub_buckets(sub_buckets));
                 while !stop.load(Ordering::Relaxed) {
                     let answer = match store.check_now(&[item]) {
                         Some(answer) => answer,

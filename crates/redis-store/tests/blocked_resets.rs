@@ -7,7 +7,7 @@ mod common;
 use std::time::Duration;
 
 use tollgate_core::testing::ManualClock;
-use tollgate_core::{BlockedCache, Item, Key, Quota, RuleId, Store, Timestamp};
+use tollgate_core::{BlockedCache, FleetModes, Item, Key, Quota, RuleId, Store, Timestamp};
 use tollgate_redis::{RedisConnection, RedisStore, ResetFollower};
 
 use common::{block_on, server, unique_prefix};
@@ -49,7 +49,8 @@ fn a_reset_on_one_gateway_unblocks_the_caller_on_both_and_a_lost_subscription_fo
         let (b, follow_b) = gateway(&prefix, &clock).await;
         let (rule, key) = (RuleId::new("login").unwrap(), Key::new("user77"));
         let quota = Quota::fixed_window(2, Duration::from_secs(3_600)).unwrap();
-        let item = Item::new(&rule, quota, &key).with_cache_blocked(true);
+        let item = Item::new(&rule, quota, &key)
+            .with_fleet_modes(FleetModes::new().with_cache_blocked(true));
 
         for gateway in [&a, &b, &a, &b] {
             gateway.check(&[item]).await.expect("redis answers");
@@ -75,7 +76,8 @@ fn a_reset_on_one_gateway_unblocks_the_caller_on_both_and_a_lost_subscription_fo
         // (In this test, not one of its own: killing every subscription would disturb another
         // test's followers.)
         let other = Key::new("user78");
-        let item = Item::new(&rule, quota, &other).with_cache_blocked(true);
+        let item = Item::new(&rule, quota, &other)
+            .with_fleet_modes(FleetModes::new().with_cache_blocked(true));
         for _ in 0..3 {
             b.check(&[item]).await.expect("redis answers");
         }

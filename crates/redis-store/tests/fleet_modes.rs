@@ -10,7 +10,8 @@ use std::time::Duration;
 
 use tollgate_core::testing::ManualClock;
 use tollgate_core::{
-    Counting, FleetStore, Item, Key, LeaseSettings, Quota, Rate, RuleId, Store, SyncSettings,
+    Counting, FleetModes, FleetStore, Item, Key, LeaseSettings, Quota, Rate, RuleId, Store,
+    SyncSettings,
 };
 use tollgate_redis::{RedisConnection, RedisStore};
 
@@ -119,7 +120,8 @@ async fn flood(gateways: &[Gateway], clock: &ManualClock, counting: Counting) ->
                 let gateways = Arc::clone(&gateways);
                 let (rule, key) = (rule.clone(), key.clone());
                 tasks.push(tokio::spawn(async move {
-                    let item = Item::new(&rule, quota(), &key).with_counting(counting);
+                    let item = Item::new(&rule, quota(), &key)
+                        .with_fleet_modes(FleetModes::new().with_counting(counting));
                     let answer = gateways[gateway]
                         .check(&[item])
                         .await
@@ -237,7 +239,8 @@ fn a_quiet_gateway_gives_its_lease_back() {
         let clock = ManualClock::new(tollgate_core::testing::conformance::START);
         let gateway = gateways(&clock, standalone_connection).remove(0);
         let (rule, key) = (RuleId::new("partner").expect("valid"), Key::new("quiet"));
-        let item = Item::new(&rule, quota(), &key).with_counting(Counting::Lease(lease_settings()));
+        let item = Item::new(&rule, quota(), &key)
+            .with_fleet_modes(FleetModes::new().with_counting(Counting::Lease(lease_settings())));
         for _ in 0..30 {
             assert!(gateway.check(&[item]).await.expect("answers").is_allowed());
         }
@@ -281,7 +284,8 @@ fn a_gateway_killed_mid_lease_strands_at_most_h_units() {
         let mut gateways = gateways(&clock, standalone_connection);
         let (rule, key) = (RuleId::new("partner").expect("valid"), Key::new("killed"));
         let settings = lease_settings();
-        let item = Item::new(&rule, quota(), &key).with_counting(Counting::Lease(settings));
+        let item = Item::new(&rule, quota(), &key)
+            .with_fleet_modes(FleetModes::new().with_counting(Counting::Lease(settings)));
         let doomed = gateways.remove(0);
         for _ in 0..25 {
             assert!(doomed.check(&[item]).await.expect("answers").is_allowed());
@@ -345,9 +349,10 @@ fn while_redis_is_down_synced_spend_waits_and_each_rule_fails_as_planned() {
         let key = Key::new("acme");
         // Slow to refill, so the shared count shows every unit spent in this test.
         let hourly = Quota::token_bucket(CAPACITY, Rate::per_hour(CAPACITY)).expect("valid");
-        let open = Item::new(&open_rule, hourly, &key).with_counting(sync);
+        let open = Item::new(&open_rule, hourly, &key)
+            .with_fleet_modes(FleetModes::new().with_counting(sync));
         let closed = Item::new(&closed_rule, hourly, &key)
-            .with_counting(sync)
+            .with_fleet_modes(FleetModes::new().with_counting(sync))
             .with_store_failure(tollgate_core::OnStoreFailure::Closed);
         for item in [open, closed] {
             assert!(gateway.check(&[item]).await.expect("answers").is_allowed());
@@ -382,7 +387,8 @@ fn while_redis_is_down_synced_spend_waits_and_each_rule_fails_as_planned() {
             "a cost that never fits is refused even while failing open"
         );
         let newcomer_key = Key::new("newcomer");
-        let newcomer = Item::new(&open_rule, hourly, &newcomer_key).with_counting(sync);
+        let newcomer = Item::new(&open_rule, hourly, &newcomer_key)
+            .with_fleet_modes(FleetModes::new().with_counting(sync));
         assert!(
             gateway
                 .check(&[newcomer])

@@ -10,7 +10,9 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use common::block_on;
-use tollgate_core::{FallbackStore, Item, Key, OnStoreFailure, Quota, Rate, RuleId, Store, Stores};
+use tollgate_core::{
+    FallbackStore, FleetModes, Item, Key, OnStoreFailure, Quota, Rate, RuleId, Store, Stores,
+};
 use tollgate_redis::{RedisConnection, RedisStore};
 use tollgate_redis_harness::RedisServer;
 
@@ -68,7 +70,8 @@ impl Rules {
     /// Two logins an hour, in the home region.
     fn login(&self) -> Item<'_> {
         let quota = Quota::fixed_window(2, Duration::from_secs(3_600)).expect("valid");
-        Item::new(&self.login, quota, &self.user).with_store("home")
+        Item::new(&self.login, quota, &self.user)
+            .with_fleet_modes(FleetModes::new().with_store("home"))
     }
 
     /// Ten reads an hour, in the local region.
@@ -232,7 +235,9 @@ fn an_unknown_store_name_is_counted_on_the_local_server() {
     block_on(async {
         let (stores, prefix) = two_regions(local, home).await;
         let rules = Rules::new();
-        let lost = rules.login().with_store("hoem");
+        let lost = rules
+            .login()
+            .with_fleet_modes(FleetModes::new().with_store("hoem"));
         for _ in 0..2 {
             assert!(stores.check(&[lost]).await.expect("check").is_allowed());
         }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use tollgate_core::testing::ManualClock;
-use tollgate_core::{Item, Key, Quota, Rate, RuleId, Store, SubBuckets};
+use tollgate_core::{FleetModes, Item, Key, Quota, Rate, RuleId, Store, SubBuckets};
 use tollgate_redis::RedisStore;
 
 /// Script calls (`EVALSHA` and `EVAL`) each master has answered since its stats were reset.
@@ -78,7 +78,8 @@ struct ItemSpec {
 
 impl ItemSpec {
     fn item(&self) -> Item<'_> {
-        Item::new(&self.rule, self.quota, &self.key).with_sub_buckets(self.sub_buckets)
+        Item::new(&self.rule, self.quota, &self.key)
+            .with_fleet_modes(FleetModes::new().with_sub_buckets(self.sub_buckets))
     }
 }
 

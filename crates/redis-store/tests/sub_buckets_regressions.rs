@@ -7,7 +7,7 @@ mod common;
 use std::time::Duration;
 
 use tollgate_core::testing::ManualClock;
-use tollgate_core::{Item, Key, Quota, Rate, RuleId, Store, SubBuckets, Take};
+use tollgate_core::{FleetModes, Item, Key, Quota, Rate, RuleId, Store, SubBuckets, Take};
 
 fn store() -> SubBuckets<tollgate_redis::RedisStore> {
     SubBuckets::new(common::cluster_store(ManualClock::new(
@@ -33,7 +33,8 @@ fn hostile_keys_with_sub_buckets_keep_their_own_limits() {
         .map(|k| Key::new(*k))
         .collect();
         for key in &keys {
-            let item = Item::new(&rule, quota, key).with_sub_buckets(4);
+            let item = Item::new(&rule, quota, key)
+                .with_fleet_modes(FleetModes::new().with_sub_buckets(4));
             let mut admitted = 0;
             for _ in 0..30 {
                 admitted += u64::from(store.check(&[item]).await.expect("answers").is_allowed());
@@ -55,7 +56,8 @@ fn receipts_refund_the_charged_sub_bucket_on_the_cluster() {
         let rule = RuleId::new("r15-refund").expect("valid");
         let key = Key::new("refund{me}#1");
         let quota = Quota::token_bucket(40, Rate::per_minute(40)).expect("valid");
-        let item = Item::new(&rule, quota, &key).with_sub_buckets(4);
+        let item =
+            Item::new(&rule, quota, &key).with_fleet_modes(FleetModes::new().with_sub_buckets(4));
         for _ in 0..20 {
             let answer = store.check(&[item]).await.expect("answers");
             assert!(answer.is_allowed());
@@ -87,8 +89,8 @@ fn two_sub_bucketed_rules_in_one_request_stay_all_or_nothing() {
         let quota = Quota::fixed_window(16, Duration::from_secs(3600)).expect("valid");
         let one = Quota::fixed_window(3, Duration::from_secs(3600)).expect("valid");
         let items = [
-            Item::new(&a, quota, &key).with_sub_buckets(4),
-            Item::new(&b, quota, &key).with_sub_buckets(8),
+            Item::new(&a, quota, &key).with_fleet_modes(FleetModes::new().with_sub_buckets(4)),
+            Item::new(&b, quota, &key).with_fleet_modes(FleetModes::new().with_sub_buckets(8)),
             Item::new(&cap, one, &key),
         ];
         let mut admitted = 0;
@@ -119,7 +121,7 @@ fn granted_of_an_up_to_sub_bucket_charge_on_the_cluster() {
         let lease = Item::new(&rule, quota, &key)
             .with_cost(10)
             .with_take(Take::UpTo)
-            .with_sub_buckets(4);
+            .with_fleet_modes(FleetModes::new().with_sub_buckets(4));
         let answer = store.check(&[lease]).await.expect("answers");
         assert!(answer.is_allowed());
         assert_eq!(answer.items()[0].granted(&lease), 10);

@@ -142,8 +142,8 @@ impl<S: Store> Store for OutageStore<S> {
         self.inner.reset(rule, key)
     }
 
-    fn knows_store(&self, name: &str) -> bool {
-        self.inner.knows_store(name)
+    fn capabilities(&self) -> tollgate::Capabilities {
+        self.inner.capabilities()
     }
 }
 

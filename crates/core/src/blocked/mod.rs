@@ -14,8 +14,8 @@ use parking_lot::Mutex;
 pub use self::stats::BlockedStats;
 use self::table::{Found, Table};
 use crate::{
-    BatchDecision, Clock, CountedIn, Decision, Item, ItemDecision, Key, Receipt, RefundError,
-    RefundNow, Refusal, RuleId, Store, StoreError, SystemClock, Take, Timestamp,
+    BatchDecision, Capabilities, Clock, CountedIn, Decision, Item, ItemDecision, Key, Receipt,
+    RefundError, RefundNow, Refusal, RuleId, Store, StoreError, SystemClock, Take, Timestamp,
 };
 
 /// How many blocked callers a [`BlockedCache`] remembers unless told otherwise.
@@ -27,7 +27,9 @@ pub const DEFAULT_MAX_BLOCKED: usize = 65_536;
 ///
 /// **What is remembered.** When the store refuses an item for lack of quota
 /// ([`Refusal::LimitReached`], counted in the store itself, with a wait above zero) and the item
-/// asks for it ([`Item::caches_blocked`]: `Rule::cache_blocked(true)` in `tollgate-tower`, or
+/// asks for it ([`Item::caches_blocked`], set with
+/// [`FleetModes::with_cache_blocked`](crate::FleetModes::with_cache_blocked):
+/// `Rule::cache_blocked(true)` in `tollgate-tower`, or
 /// `cache_blocked = true` in a rule file — enforcing items counted exactly only), the cache
 /// remembers its rule and key until `now + retry_after`, with the item's quota and cost and the
 /// refusal's numbers. An allow is never remembered, nor a shadow or read-only item, nor a
@@ -78,12 +80,13 @@ pub const DEFAULT_MAX_BLOCKED: usize = 65_536;
 /// ```
 /// use std::time::Duration;
 /// use futures_executor::block_on;
-/// use tollgate_core::{BlockedCache, Item, Key, MemoryStore, Quota, Rate, RuleId, Store};
+/// use tollgate_core::{BlockedCache, FleetModes, Item, Key, MemoryStore, Quota, Rate, RuleId, Store};
 ///
 /// let store = BlockedCache::new(MemoryStore::new());
 /// let (rule, key) = (RuleId::new("login")?, Key::new("user77"));
 /// let quota = Quota::fixed_window(2, Duration::from_secs(60))?;
-/// let item = Item::new(&rule, quota, &key).with_cache_blocked(true);
+/// let item = Item::new(&rule, quota, &key)
+///     .with_fleet_modes(FleetModes::new().with_cache_blocked(true));
 ///
 /// assert!(block_on(store.check(&[item]))?.is_allowed());
 /// assert!(block_on(store.check(&[item]))?.is_allowed());
@@ -383,8 +386,9 @@ impl<S: Store, C: Clock> Store for BlockedCache<S, C> {
         self.shared.store.refund_now(receipt)
     }
 
-    fn knows_store(&self, name: &str) -> bool {
-        self.shared.store.knows_store(name)
+    /// The wrapped store's, with cached refusals in every store under it.
+    fn capabilities(&self) -> Capabilities {
+        self.shared.store.capabilities().with_blocked_cache()
     }
 
     /// A remembered caller's refusal (then the wrapped store's, if it has one).

@@ -239,8 +239,10 @@ impl<P: Store, C: Clock> FallbackStore<P, C> {
 }
 
 impl<P: Store, C: Clock> Store for FallbackStore<P, C> {
-    fn knows_store(&self, name: &str) -> bool {
-        self.primary.knows_store(name)
+    /// The primary's: what it does while it answers (the local memory counts only while it
+    /// does not).
+    fn capabilities(&self) -> crate::Capabilities {
+        self.primary.capabilities()
     }
 
     fn refused_now(&self, items: &[Item<'_>]) -> Option<BatchDecision> {

@@ -32,7 +32,7 @@ impl<S: Store, C: Clock + Clone> Inner<S, C> {
                 item.cost() == 0
                     || item
                         .store_name()
-                        .is_some_and(|name| self.shared.knows_store(name))
+                        .is_some_and(|name| self.capabilities.knows_store(name))
             }
             _ => item.cost() == 0,
         }
@@ -156,8 +156,10 @@ impl<S: Store, C: Clock + Clone> Inner<S, C> {
 }
 
 impl<S: Store, C: Clock + Clone> Store for FleetStore<S, C> {
-    fn knows_store(&self, name: &str) -> bool {
-        self.inner.shared.knows_store(name)
+    /// The shared store's, with sub-buckets, cached refusals and splits for every store under
+    /// it, and leases and syncs for its default store.
+    fn capabilities(&self) -> crate::Capabilities {
+        self.inner.capabilities.clone()
     }
 
     fn refused_now(&self, items: &[Item<'_>]) -> Option<BatchDecision> {

@@ -6,9 +6,11 @@ use std::sync::Arc;
 use super::counters::Counters;
 use super::lease::Leases;
 use super::sync::Syncs;
-use crate::{BlockedCache, Clock, Key, MemoryStore, RuleId, Store, SubBuckets, SystemClock};
+use crate::{
+    BlockedCache, Capabilities, Clock, Key, MemoryStore, RuleId, Store, SubBuckets, SystemClock,
+};
 #[cfg(doc)] // Named in the docs only.
-use crate::{Counting, Item, Take};
+use crate::{Counting, FleetModes, Item, Take};
 
 /// Wraps a shared store (Redis, Redis Cluster, a [`FallbackStore`](crate::FallbackStore) around
 /// either) and counts each rule as its items say ([`Item::counting`]):
@@ -23,10 +25,15 @@ use crate::{Counting, Item, Take};
 /// * [`Counting::Split`]: this gateway's part of the quota, counted here alone (a private
 ///   in-memory store on the same clock); the shared store never sees it.
 ///
-/// Exact items asking for sub-buckets ([`Item::with_sub_buckets`]) are spread over them in the
-/// shared store ([`SubBuckets`]), and callers the shared store refused on a rule that caches
-/// them ([`Item::with_cache_blocked`]) are refused here until their time ([`BlockedCache`],
-/// reached through [`blocked`](Self::blocked)).
+/// Exact items asking for sub-buckets ([`FleetModes::with_sub_buckets`]) are spread over them in
+/// the shared store ([`SubBuckets`]), and callers the shared store refused on a rule that caches
+/// them ([`FleetModes::with_cache_blocked`]) are refused here until their time
+/// ([`BlockedCache`], reached through [`blocked`](Self::blocked)).
+///
+/// Its [`capabilities`](Store::capabilities) are the shared store's with all of that added;
+/// around a [`Stores`](crate::Stores), leases and syncs only for its default store (put a
+/// `FleetStore` inside each store of a `Stores` instead: see
+/// [`Capabilities`](crate::Capabilities)).
 ///
 /// The bounds each mode keeps, against the exact limiter, are in [`Counting`]'s table. A
 /// request whose rules are counted differently stays all-or-nothing: a local spend is put back
@@ -43,7 +50,8 @@ use crate::{Counting, Item, Take};
 ///
 /// ```
 /// use tollgate_core::{
-///     Counting, FleetStore, Item, Key, LeaseSettings, MemoryStore, Quota, Rate, RuleId, Store,
+///     Counting, FleetModes, FleetStore, Item, Key, LeaseSettings, MemoryStore, Quota, Rate,
+///     RuleId, Store,
 /// };
 ///
 /// # tokio::runtime::Builder::new_current_thread().enable_time().build()?.block_on(async {
@@ -51,8 +59,8 @@ use crate::{Counting, Item, Take};
 /// let store = FleetStore::new(shared.clone());
 /// let (rule, key) = (RuleId::new("partner")?, Key::new("acme"));
 /// let quota = Quota::token_bucket(200, Rate::per_second(200))?;
-/// let item = Item::new(&rule, quota, &key)
-///     .with_counting(Counting::Lease(LeaseSettings::new().max_units(20)));
+/// let lease = Counting::Lease(LeaseSettings::new().max_units(20));
+/// let item = Item::new(&rule, quota, &key).with_fleet_modes(FleetModes::new().with_counting(lease));
 /// for _ in 0..50 {
 ///     assert!(store.check(&[item]).await?.is_allowed());
 /// }
@@ -79,6 +87,8 @@ impl<S, C: Clock> Clone for FleetStore<S, C> {
 pub(super) struct Inner<S, C: Clock> {
     /// The shared store, with hot keys spread over sub-buckets and refused callers remembered.
     pub(super) shared: BlockedCache<SubBuckets<S>, C>,
+    /// What this fleet store does (the shared store's, with its own added), read once.
+    pub(super) capabilities: Capabilities,
     pub(super) clock: C,
     /// Split rules' parts, counted on this gateway alone.
     pub(super) split: MemoryStore<C>,
@@ -105,9 +115,11 @@ impl<S: Store, C: Clock + Clone> FleetStore<S, C> {
     /// Wraps `shared`, timing leases and syncs on `clock` (a test's manual clock, shared with
     /// the store's test time source).
     pub fn with_clock(shared: S, clock: C) -> Self {
+        let shared = BlockedCache::with_clock(SubBuckets::new(shared), clock.clone());
         FleetStore {
             inner: Arc::new(Inner {
-                shared: BlockedCache::with_clock(SubBuckets::new(shared), clock.clone()),
+                capabilities: shared.capabilities().with_fleet_store(),
+                shared,
                 split: MemoryStore::builder().clock(clock.clone()).build(),
                 syncs: Syncs::new(clock.clone()),
                 clock,
@@ -127,7 +139,7 @@ impl<S: Store, C: Clock + Clone> FleetStore<S, C> {
     }
 
     /// The cache of blocked callers in front of the shared store (rules with
-    /// [`Item::with_cache_blocked`]): for its [`stats`](BlockedCache::stats), and to follow
+    /// [`FleetModes::with_cache_blocked`]): for its [`stats`](BlockedCache::stats), and to follow
     /// fleet-wide resets (`tollgate_redis::ResetFollower::start(store.shared(),
     /// store.blocked())`).
     pub fn blocked(&self) -> &BlockedCache<SubBuckets<S>, C> {

@@ -539,4 +539,9 @@ impl<C: Clock> Store for MemoryStore<C> {
         self.inner.reset(rule, key);
         ready(Ok(()))
     }
+
+    /// This gateway's own memory: a split's part is counted right here.
+    fn capabilities(&self) -> crate::Capabilities {
+        crate::Capabilities::this_gateway()
+    }
 }

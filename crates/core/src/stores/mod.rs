@@ -16,8 +16,8 @@ pub use self::name::{MAX_STORE_NAME_LEN, StoreNameError};
 
 use self::name::is_store_name;
 use crate::{
-    BatchDecision, Decision, Item, ItemDecision, Key, Receipt, RefundError, RefundNow, RuleId,
-    Store, StoreError,
+    BatchDecision, Capabilities, Decision, Item, ItemDecision, Key, Receipt, RefundError,
+    RefundNow, RuleId, Store, StoreError,
 };
 
 /// How many unknown store names are remembered, to log each once; past that, every use of
@@ -26,8 +26,8 @@ const REMEMBERED_UNKNOWN: usize = 256;
 
 /// A [`Store`] made of several stores of one type: a default one and named ones. Each item is
 /// counted in the store its [`store_name`](Item::store_name) names
-/// ([`Item::with_store`]; a tower rule's `store(..)`, a rule file's `store = "home"`), and an
-/// item naming none in the default store.
+/// ([`FleetModes::with_store`](crate::FleetModes::with_store); a tower rule's `store(..)`, a
+/// rule file's `store = "home"`), and an item naming none in the default store.
 ///
 /// The use it is made for: two regions, each with its own Redis, where the security rules
 /// (logins, password resets, sign-up codes) of every account are counted in the account's
@@ -36,13 +36,13 @@ const REMEMBERED_UNKNOWN: usize = 256;
 ///
 /// ```
 /// use futures_executor::block_on;
-/// use tollgate_core::{Item, Key, MemoryStore, Quota, Rate, RuleId, Store, Stores};
+/// use tollgate_core::{FleetModes, Item, Key, MemoryStore, Quota, Rate, RuleId, Store, Stores};
 ///
 /// // In production: Stores::new(local_redis).with("home", home_redis)?
 /// let stores = Stores::new(MemoryStore::new()).with("home", MemoryStore::new())?;
 /// let (login, reads, user) = (RuleId::new("login")?, RuleId::new("reads")?, Key::new("u1"));
 /// let logins = Item::new(&login, Quota::token_bucket(1, Rate::per_hour(10))?, &user)
-///     .with_store("home");
+///     .with_fleet_modes(FleetModes::new().with_store("home"));
 /// let read = Item::new(&reads, Quota::token_bucket(100, Rate::per_hour(100))?, &user);
 ///
 /// assert!(block_on(stores.check(&[logins, read]))?.is_allowed());
@@ -104,15 +104,16 @@ const REMEMBERED_UNKNOWN: usize = 256;
 /// * [`reset`](Store::reset) clears the caller in **every** store (a reset names a rule, not a
 ///   store, and a rule's state lives in one of them): all are asked, side by side; the first
 ///   error is reported after every store was tried.
-/// * [`knows_store`](Store::knows_store) is true for the names held, and for the names the
-///   default store knows.
+/// * [`capabilities`](Store::capabilities) answers per name: each named store's under its name,
+///   the default store's for items naming none (and for the names the default store holds, a
+///   `Stores` as the default store).
 ///
 /// # An item naming a store that is not there
 ///
 /// Never let through: it is counted in the **default** store (a misconfigured name limits at
 /// the local store's scope rather than not at all), and the first use of each such name is
 /// logged at `error` on `tollgate::store`. A rule file naming an unknown store is refused when
-/// loaded (`tollgate_tower`'s loader asks [`knows_store`](Store::knows_store)).
+/// loaded (`tollgate_config` asks [`Capabilities::supports`](crate::Capabilities::supports)).
 ///
 /// A `Stores` inside a `Stores` is supported as the default store only: a named member gets
 /// items still naming the outer name.
@@ -123,11 +124,15 @@ const REMEMBERED_UNKNOWN: usize = 256;
 /// `Stores::new(FleetStore::new(local)).with("home", FleetStore::new(home))` — so a leased,
 /// synced, sub-bucketed or cached rule gets its mode in the store it names. A `FleetStore`
 /// around a `Stores` counts rules that name a store exactly (its leases and pushes would be
-/// made for the default store).
+/// made for the default store), and its [`capabilities`](Store::capabilities) say so: a
+/// leased or synced rule naming a store is refused when a rule file is loaded (see
+/// [`Capabilities`](crate::Capabilities)).
 #[derive(Debug)]
 pub struct Stores<S> {
     default: S,
     named: Vec<(Box<str>, S)>,
+    /// The names the default store holds (a `Stores` as the default store), read once.
+    default_names: Box<[Box<str>]>,
     /// Unknown names already logged.
     unknown: Mutex<HashSet<Box<str>>>,
 }
@@ -135,8 +140,10 @@ pub struct Stores<S> {
 impl<S: Store> Stores<S> {
     /// Stores with `default` for items that name no store, and no named store yet.
     pub fn new(default: S) -> Self {
+        let default_names = default.capabilities().names().map(Box::from).collect();
         Stores {
             default,
+            default_names,
             named: Vec::new(),
             unknown: Mutex::new(HashSet::new()),
         }
@@ -216,7 +223,7 @@ impl<S: Store> Stores<S> {
         if let Some(at) = self.named.iter().position(|(held, _)| &**held == name) {
             return at + 1;
         }
-        if !self.default.knows_store(name) {
+        if !self.default_names.iter().any(|known| &**known == name) {
             self.unknown_name(name);
         }
         0
@@ -316,7 +323,13 @@ impl<S: Store> Store for Stores<S> {
         answers.into_iter().collect()
     }
 
-    fn knows_store(&self, name: &str) -> bool {
-        self.named(name).is_some() || self.default.knows_store(name)
+    /// Each named store's capabilities under its name, the default store's for the rest.
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::stores(
+            self.default.capabilities(),
+            self.named
+                .iter()
+                .map(|(name, store)| (&**name, store.capabilities())),
+        )
     }
 }

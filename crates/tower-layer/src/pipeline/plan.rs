@@ -3,7 +3,7 @@
 use http::StatusCode;
 use http::request::Parts;
 use smallvec::SmallVec;
-use tollgate_core::{Counting, Item, Key, Quota};
+use tollgate_core::{Counting, FleetModes, Item, Key, Quota};
 
 use crate::rules::escalation::Escalated;
 use crate::rules::rule_set::{RuleRef, RuleSet};
@@ -90,24 +90,22 @@ impl Plan {
                 (Counting::Split(split), Some(index)) => Counting::Split(split.gateway(index)),
                 (counting, _) => counting,
             };
-            let item = Item::new(&rule.id, planned.quota, &planned.key)
+            Item::new(&rule.id, planned.quota, &planned.key)
                 .with_cost(planned.cost)
                 .with_mode(rule.store_mode())
                 .with_store_failure(rule.on_store_failure)
-                .with_counting(counting)
-                .with_sub_buckets(rule.sub_buckets)
-                .with_cache_blocked(rule.cache_blocked);
-            match &rule.store {
-                Some(name) => item.with_store(name),
-                None => item,
-            }
+                .with_fleet_modes(
+                    FleetModes::new()
+                        .with_counting(counting)
+                        .with_sub_buckets(rule.sub_buckets)
+                        .with_cache_blocked(rule.cache_blocked)
+                        .with_store(rule.store.as_deref()),
+                )
         });
         let blocks = self.escalating(rules).map(|(_, planned, rule, escalated)| {
-            let gate = escalated.block_gate(&planned.key, rule.on_store_failure);
-            match &rule.store {
-                Some(name) => gate.with_store(name),
-                None => gate,
-            }
+            escalated
+                .block_gate(&planned.key, rule.on_store_failure)
+                .with_fleet_modes(FleetModes::new().with_store(rule.store.as_deref()))
         });
         own.chain(blocks).collect()
     }

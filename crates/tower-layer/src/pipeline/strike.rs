@@ -5,7 +5,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::task::{Context, Waker};
 
-use tollgate_core::{Item, Key, OnStoreFailure, Store, StoreError};
+use tollgate_core::{FleetModes, Item, Key, OnStoreFailure, Store, StoreError};
 
 use crate::Rule;
 use crate::rules::escalation::Escalated;
@@ -61,11 +61,8 @@ impl Counted<'_> {
     where
         Self: 'i,
     {
-        let item = item.with_store_failure(self.policy);
-        match self.store {
-            Some(name) => item.with_store(name),
-            None => item,
-        }
+        item.with_store_failure(self.policy)
+            .with_fleet_modes(FleetModes::new().with_store(self.store))
     }
 }
 

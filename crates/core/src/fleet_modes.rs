@@ -1,0 +1,121 @@
+//! What one item asks of the store wrappers it passes through: how it is counted across a
+//! fleet, over how many sub-buckets, whether its refused callers are cached, and in which named
+//! store.
+
+use crate::Counting;
+
+/// The most sub-buckets one key may be spread over ([`FleetModes::with_sub_buckets`] clamps to
+/// it): far more than any cluster has masters, and few enough that the ids they need stay few.
+pub const MAX_SUB_BUCKETS: u32 = 1_024;
+
+/// What an item asks of the wrappers around a store, each read by the one wrapper that carries
+/// it out:
+///
+/// | asks | read by | without that wrapper |
+/// |---|---|---|
+/// | [`with_counting`](Self::with_counting): lease, sync | [`FleetStore`](crate::FleetStore) | counted exactly, a store call per check |
+/// | [`with_counting`](Self::with_counting): split | [`FleetStore`](crate::FleetStore), or a store of this gateway's own ([`MemoryStore`](crate::MemoryStore)) | over a shared store, every gateway's part is counted in one count: the fleet admits one part |
+/// | [`with_sub_buckets`](Self::with_sub_buckets) | [`SubBuckets`](crate::SubBuckets) (a `FleetStore` holds one) | the key counted whole |
+/// | [`with_cache_blocked`](Self::with_cache_blocked) | [`BlockedCache`](crate::BlockedCache) (a `FleetStore` holds one) | every refusal asks the store |
+/// | [`with_store`](Self::with_store) | [`Stores`](crate::Stores) | counted in the default store |
+///
+/// Given to an item with [`Item::with_fleet_modes`](crate::Item::with_fleet_modes). Whether a
+/// store stack does what these ask is its [`Capabilities`](crate::Capabilities)'
+/// [`supports`](crate::Capabilities::supports): rule files are refused when it does not, rather
+/// than counted otherwise in silence.
+///
+/// ```
+/// use tollgate_core::{Counting, FleetModes, FleetStore, MemoryStore, SplitSettings, Store};
+///
+/// let modes = FleetModes::new().with_counting(Counting::Split(SplitSettings::new(4)));
+/// assert!(FleetStore::new(MemoryStore::new()).capabilities().supports(&modes).is_ok());
+/// let home = FleetModes::new().with_store("home").with_cache_blocked(true);
+/// assert_eq!(home.store_name(), Some("home"));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct FleetModes<'a> {
+    counting: Counting,
+    sub_buckets: u32,
+    cache_blocked: bool,
+    store: Option<&'a str>,
+}
+
+impl Default for FleetModes<'_> {
+    fn default() -> Self {
+        FleetModes::new()
+    }
+}
+
+impl<'a> FleetModes<'a> {
+    /// Nothing asked: counted exactly, on one key, every refusal asking the store, in the
+    /// default store.
+    pub const fn new() -> Self {
+        FleetModes {
+            counting: Counting::Exact,
+            sub_buckets: 1,
+            cache_blocked: false,
+            store: None,
+        }
+    }
+
+    /// How the rule is counted across a fleet ([`Counting`]); a
+    /// [`FleetStore`](crate::FleetStore) carries it out. A [`Counting::Split`] also makes the
+    /// item's quota this gateway's part ([`Item::quota`](crate::Item::quota)).
+    #[must_use]
+    pub const fn with_counting(mut self, counting: Counting) -> Self {
+        self.counting = counting;
+        self
+    }
+
+    /// Spreads the key's count over `sub_buckets` sub-keys, each with its part of the quota, on
+    /// different Redis Cluster slots (see [`SubBuckets`](crate::SubBuckets)); 1 (the default)
+    /// keeps one key. Clamped to 1..=[`MAX_SUB_BUCKETS`].
+    #[must_use]
+    pub fn with_sub_buckets(mut self, sub_buckets: u32) -> Self {
+        self.sub_buckets = sub_buckets.clamp(1, MAX_SUB_BUCKETS);
+        self
+    }
+
+    /// Lets a [`BlockedCache`](crate::BlockedCache) refuse the rule's refused callers on this
+    /// gateway, without the store, until the store said they may try again.
+    #[must_use]
+    pub const fn with_cache_blocked(mut self, cache_blocked: bool) -> Self {
+        self.cache_blocked = cache_blocked;
+        self
+    }
+
+    /// Names the store the item is counted in, among a [`Stores`](crate::Stores)' (a home
+    /// region's, say); `None` (the default), the default store.
+    ///
+    /// ```
+    /// use tollgate_core::FleetModes;
+    /// let rule_store: Option<&str> = None;
+    /// assert_eq!(FleetModes::new().with_store(rule_store), FleetModes::new());
+    /// assert_eq!(FleetModes::new().with_store("home").store_name(), Some("home"));
+    /// ```
+    #[must_use]
+    pub fn with_store(mut self, name: impl Into<Option<&'a str>>) -> Self {
+        self.store = name.into();
+        self
+    }
+
+    /// How the rule asks to be counted across a fleet.
+    pub const fn counting(&self) -> Counting {
+        self.counting
+    }
+
+    /// Over how many sub-buckets the key asks to be spread (1: one key).
+    pub const fn sub_buckets(&self) -> u32 {
+        self.sub_buckets
+    }
+
+    /// Whether refused callers ask to be cached.
+    pub const fn cache_blocked(&self) -> bool {
+        self.cache_blocked
+    }
+
+    /// The store named, if any.
+    pub const fn store_name(&self) -> Option<&'a str> {
+        self.store
+    }
+}

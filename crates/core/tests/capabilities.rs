@@ -1,0 +1,386 @@
+//! What each store stack can do with what an item asks: every fleet-mode ask (lease, sync,
+//! split, sub-buckets, cached refusals, a named store, and each mode in a named store) against
+//! every stack a layer's store is made of — a plain shared store, the in-memory store, each
+//! wrapper alone, `Stores` with fleet modes inside and outside, nested `Stores`, and the
+//! forwarding ones (`Arc`, `DynStore`, `FallbackStore`) — through `Capabilities::supports`.
+
+use std::sync::Arc;
+
+use tollgate_core::{
+    BatchDecision, BlockedCache, Capabilities, Counting, Decision, DynStore, FallbackStore,
+    FleetModes, FleetStore, Item, Key, LeaseSettings, MemoryStore, Receipt, RefundError, RuleId,
+    SplitSettings, Store, StoreError, Stores, SubBuckets, SyncSettings, Unsupported,
+};
+
+/// A store every gateway shares and that knows nothing of fleet modes (as the Redis store):
+/// it keeps the default capabilities.
+#[derive(Clone, Default)]
+struct Shared(MemoryStore);
+
+impl Store for Shared {
+    async fn check(&self, items: &[Item<'_>]) -> Result<BatchDecision, StoreError> {
+        self.0.check(items).await
+    }
+    async fn peek(&self, item: &Item<'_>) -> Result<Decision, StoreError> {
+        self.0.peek(item).await
+    }
+    async fn refund(&self, receipt: Receipt) -> Result<(), RefundError> {
+        self.0.refund(receipt).await
+    }
+    async fn reset(&self, rule: &RuleId, key: &Key) -> Result<(), StoreError> {
+        self.0.reset(rule, key).await
+    }
+}
+
+/// What an item can ask, by the name the tables below use.
+fn ask(name: &'static str) -> FleetModes<'static> {
+    let (mode, store) = match name.split_once('@') {
+        Some((mode, store)) => (mode, Some(store)),
+        None => (name, None),
+    };
+    let modes = FleetModes::new().with_store(store);
+    match mode {
+        "exact" => modes,
+        "lease" => modes.with_counting(Counting::Lease(LeaseSettings::new())),
+        "sync" => modes.with_counting(Counting::Sync(SyncSettings::new())),
+        "split" => modes.with_counting(Counting::Split(SplitSettings::new(4))),
+        "sub" => modes.with_sub_buckets(4),
+        "cache" => modes.with_cache_blocked(true),
+        other => panic!("no ask named {other}"),
+    }
+}
+
+/// Every ask: each mode in the default store, then each in the store named `home`.
+const ASKS: [&str; 12] = [
+    "exact",
+    "lease",
+    "sync",
+    "split",
+    "sub",
+    "cache",
+    "exact@home",
+    "lease@home",
+    "sync@home",
+    "split@home",
+    "sub@home",
+    "cache@home",
+];
+
+/// Checks that `capabilities` support exactly the asks `supported` lists, and that each one
+/// refused says what is missing and names the wrapper that provides it.
+#[track_caller]
+fn answers(stack: &str, capabilities: &Capabilities, supported: &[&str]) {
+    for name in ASKS {
+        let answer = capabilities.supports(&ask(name));
+        assert_eq!(
+            answer.is_ok(),
+            supported.contains(&name),
+            "{stack}: {name}: {answer:?}"
+        );
+        if let Err(error) = answer {
+            says_what_is_missing(stack, name, &error);
+        }
+    }
+}
+
+#[track_caller]
+fn says_what_is_missing(stack: &str, name: &str, error: &Unsupported) {
+    let text = error.to_string();
+    let (mode, store) = match name.split_once('@') {
+        Some((mode, store)) => (mode, Some(store)),
+        None => (name, None),
+    };
+    assert_eq!(error.store_name(), store, "{stack}: {name}: {text}");
+    if error.is_unknown_store() {
+        assert!(store.is_some(), "{stack}: {name}: {text}");
+        assert!(
+            text.contains("\"home\"") && text.contains("Stores"),
+            "{text}"
+        );
+        return;
+    }
+    let (is_it, wrapper) = match mode {
+        "lease" | "sync" => (error.is_counting(), "FleetStore"),
+        "split" => (error.is_counting(), "FleetStore"),
+        "sub" => (error.is_sub_buckets(), "SubBuckets"),
+        "cache" => (error.is_cache_blocked(), "BlockedCache"),
+        other => panic!("{stack}: {other} is never refused but for its store: {text}"),
+    };
+    assert!(is_it, "{stack}: {name}: the wrong kind: {text}");
+    assert!(text.contains(wrapper), "{stack}: {name}: {text}");
+    match store {
+        Some(store) => assert!(text.contains(&format!("{store:?}")), "{stack}: {text}"),
+        None => assert!(text.contains("default store"), "{stack}: {text}"),
+    }
+}
+
+const ALL_DEFAULT: [&str; 6] = ["exact", "lease", "sync", "split", "sub", "cache"];
+
+fn with_home<S: Store>(default: S, home: S) -> Stores<S> {
+    Stores::new(default)
+        .with("home", home)
+        .expect("a valid name")
+}
+
+#[test]
+fn a_plain_shared_store_counts_exactly_and_knows_no_names() {
+    answers("Shared", &Shared::default().capabilities(), &["exact"]);
+    assert_eq!(Shared::default().capabilities(), Capabilities::default());
+}
+
+#[test]
+fn the_memory_store_also_counts_a_split_s_part_right() {
+    answers(
+        "MemoryStore",
+        &MemoryStore::new().capabilities(),
+        &["exact", "split"],
+    );
+}
+
+#[test]
+fn each_wrapper_adds_its_own_mode() {
+    answers(
+        "SubBuckets<Shared>",
+        &SubBuckets::new(Shared::default()).capabilities(),
+        &["exact", "sub"],
+    );
+    answers(
+        "BlockedCache<Shared>",
+        &BlockedCache::new(Shared::default()).capabilities(),
+        &["exact", "cache"],
+    );
+    answers(
+        "BlockedCache<SubBuckets<Shared>>",
+        &BlockedCache::new(SubBuckets::new(Shared::default())).capabilities(),
+        &["exact", "sub", "cache"],
+    );
+    answers(
+        "FleetStore<Shared>",
+        &FleetStore::new(Shared::default()).capabilities(),
+        &ALL_DEFAULT,
+    );
+    answers(
+        "SubBuckets<MemoryStore>",
+        &SubBuckets::new(MemoryStore::new()).capabilities(),
+        &["exact", "split", "sub"],
+    );
+}
+
+#[test]
+fn stores_answer_per_named_store() {
+    answers(
+        "Stores<Shared>",
+        &with_home(Shared::default(), Shared::default()).capabilities(),
+        &["exact", "exact@home"],
+    );
+    answers(
+        "Stores<MemoryStore>",
+        &with_home(MemoryStore::new(), MemoryStore::new()).capabilities(),
+        &["exact", "split", "exact@home", "split@home"],
+    );
+    // Only the home store is a fleet store: its modes at home, none in the default store.
+    let home_only = with_home(
+        DynStore::new(Shared::default()),
+        DynStore::new(FleetStore::new(Shared::default())),
+    );
+    answers(
+        "Stores<Shared, home: FleetStore>",
+        &home_only.capabilities(),
+        &[
+            "exact",
+            "exact@home",
+            "lease@home",
+            "sync@home",
+            "split@home",
+            "sub@home",
+            "cache@home",
+        ],
+    );
+}
+
+/// The documented order, a fleet store inside each store, does every mode everywhere; the
+/// other order leases and syncs for the default store only, and says so (put it inside).
+#[test]
+fn the_order_of_fleet_store_and_stores() {
+    let inside = with_home(
+        FleetStore::new(Shared::default()),
+        FleetStore::new(Shared::default()),
+    );
+    answers("Stores<FleetStore>", &inside.capabilities(), &ASKS);
+
+    let outside = FleetStore::new(with_home(Shared::default(), Shared::default()));
+    let capabilities = outside.capabilities();
+    answers(
+        "FleetStore<Stores>",
+        &capabilities,
+        &[
+            "exact",
+            "lease",
+            "sync",
+            "split",
+            "sub",
+            "cache",
+            "exact@home",
+            "split@home",
+            "sub@home",
+            "cache@home",
+        ],
+    );
+    for name in ["lease@home", "sync@home"] {
+        let error = capabilities.supports(&ask(name)).unwrap_err();
+        let text = error.to_string();
+        assert!(
+            text.contains("default store only") && text.contains("inside"),
+            "{name}: {text}"
+        );
+        assert!(
+            text.contains(".with(\"home\", FleetStore::new(..))"),
+            "{name}: {text}"
+        );
+    }
+
+    // The sub-bucket and blocked-caller wrappers pass the store name on: either order works.
+    let spread_outside = BlockedCache::new(SubBuckets::new(with_home(
+        Shared::default(),
+        Shared::default(),
+    )));
+    answers(
+        "BlockedCache<SubBuckets<Stores>>",
+        &spread_outside.capabilities(),
+        &[
+            "exact",
+            "sub",
+            "cache",
+            "exact@home",
+            "sub@home",
+            "cache@home",
+        ],
+    );
+    let spread_inside = with_home(
+        BlockedCache::new(SubBuckets::new(Shared::default())),
+        BlockedCache::new(SubBuckets::new(Shared::default())),
+    );
+    assert_eq!(spread_inside.capabilities(), spread_outside.capabilities());
+}
+
+/// A `Stores` as the default store of a `Stores`: its names are known through the outer one,
+/// with their own capabilities; a named store of the outer one takes its name.
+#[test]
+fn nested_stores_answer_for_the_inner_names() {
+    let inner = with_home(
+        DynStore::new(Shared::default()),
+        DynStore::new(FleetStore::new(Shared::default())),
+    );
+    let nested = Stores::new(DynStore::new(inner));
+    answers(
+        "Stores<Stores<Shared, home: FleetStore>>",
+        &nested.capabilities(),
+        &[
+            "exact",
+            "exact@home",
+            "lease@home",
+            "sync@home",
+            "split@home",
+            "sub@home",
+            "cache@home",
+        ],
+    );
+    let taken = nested
+        .with("home", DynStore::new(Shared::default()))
+        .expect("a name the outer store does not hold yet");
+    answers(
+        "the outer home",
+        &taken.capabilities(),
+        &["exact", "exact@home"],
+    );
+}
+
+/// `Arc`, `DynStore` and `FallbackStore` answer as the store they hold.
+#[test]
+fn forwarding_stores_answer_as_what_they_hold() {
+    let inside = || {
+        with_home(
+            FleetStore::new(Shared::default()),
+            FleetStore::new(Shared::default()),
+        )
+    };
+    let expected = inside().capabilities();
+    assert_eq!(Arc::new(inside()).capabilities(), expected);
+    assert_eq!(DynStore::new(inside()).capabilities(), expected);
+    assert_eq!(
+        DynStore::from_arc(Arc::new(inside())).capabilities(),
+        expected
+    );
+    assert_eq!(DynStore::new(Arc::new(inside())).capabilities(), expected);
+    assert_eq!(
+        FallbackStore::builder(inside()).build().capabilities(),
+        expected
+    );
+    answers(
+        "FallbackStore<Shared>",
+        &FallbackStore::builder(Shared::default())
+            .build()
+            .capabilities(),
+        &["exact"],
+    );
+    answers(
+        "FleetStore<FallbackStore<Shared>>",
+        &FleetStore::new(FallbackStore::builder(Shared::default()).build()).capabilities(),
+        &ALL_DEFAULT,
+    );
+    let stack = with_home(
+        FleetStore::new(FallbackStore::builder(Shared::default()).build()),
+        FleetStore::new(FallbackStore::builder(Shared::default()).build()),
+    );
+    answers(
+        "Stores<FleetStore<FallbackStore>>",
+        &DynStore::new(stack).capabilities(),
+        &ASKS,
+    );
+}
+
+/// An unknown name is refused through every wrapper, and the sentence lists the names held.
+#[test]
+fn an_unknown_name_is_refused_through_every_wrapper() {
+    let hoem = FleetModes::new().with_store("hoem");
+    let stores = || with_home(MemoryStore::new(), MemoryStore::new());
+    let stacks = [
+        stores().capabilities(),
+        FleetStore::new(stores()).capabilities(),
+        Arc::new(FleetStore::new(stores())).capabilities(),
+        BlockedCache::new(SubBuckets::new(stores())).capabilities(),
+        FallbackStore::builder(stores()).build().capabilities(),
+        Stores::new(stores()).capabilities(),
+        DynStore::new(stores()).capabilities(),
+    ];
+    for capabilities in &stacks {
+        let error = capabilities.supports(&hoem).unwrap_err();
+        assert!(error.is_unknown_store(), "{error}");
+        let text = error.to_string();
+        assert!(
+            text.contains("\"hoem\"") && text.contains("\"home\""),
+            "{text}"
+        );
+        assert!(capabilities.supports(&ask("exact@home")).is_ok());
+    }
+    let plain = MemoryStore::new()
+        .capabilities()
+        .supports(&hoem)
+        .unwrap_err();
+    assert!(
+        plain.to_string().contains("there are no named stores"),
+        "{plain}"
+    );
+}
+
+/// Asking for nothing (exact counting, one key, no cache, the default store) is what every
+/// store does.
+#[test]
+fn asking_for_nothing_is_never_refused() {
+    let quiet = FleetModes::new()
+        .with_sub_buckets(1)
+        .with_cache_blocked(false)
+        .with_counting(Counting::Exact);
+    assert!(Capabilities::default().supports(&quiet).is_ok());
+    assert!(Capabilities::default().supports(&FleetModes::new()).is_ok());
+}
