@@ -468,7 +468,10 @@ impl RuleFile {
         if let Some(errors) = self.unsupported(&layer.store().capabilities()) {
             return Err(errors);
         }
-        layer.handle().replace_rules(self.rules.clone());
+        // The check above found, at their fields, every rule the layer would refuse.
+        if let Err(refused) = layer.handle().replace_rules(self.rules.clone()) {
+            tracing::error!(target: "tollgate::config", %refused, "rules not installed; the rules in force stay");
+        }
         Ok(())
     }
 

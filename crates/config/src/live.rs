@@ -169,7 +169,11 @@ impl Live {
             }
             state.limits_set = limits;
         }
-        self.layer.replace_rules(merged.into_rules());
+        // `check` found, at their fields, every rule the layer would refuse.
+        if let Err(refused) = self.layer.replace_rules(merged.into_rules()) {
+            tracing::error!(target: "tollgate::config", %refused, "rules not installed; the rules in force stay");
+            return;
+        }
         state.status.overridden = overridden;
         state.status.loaded_at = Some(SystemTime::now());
         state.status.loads += 1;

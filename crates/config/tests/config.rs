@@ -133,7 +133,10 @@ fn chirp_in_code() -> RuleSet {
 /// Statuses and `RateLimit-Policy` fields of a fixed sequence of requests through `rules`.
 async fn replay(rules: RuleSet) -> Vec<(StatusCode, String)> {
     let layer = RateLimitLayer::new(MemoryStore::new());
-    layer.handle().replace_rules(rules);
+    layer
+        .handle()
+        .replace_rules(rules)
+        .expect("the layer's store can count these rules");
     let service = layer.layer(service_fn(|_: Request<()>| async {
         Ok::<_, Infallible>(Response::new(Empty::<Bytes>::new()))
     }));
@@ -364,7 +367,10 @@ async fn a_get_and_head_rule_charges_a_head_request_once() {
     let text = one_rule("match = { path = \"/x\", method = [\"GET\", \"HEAD\", \"get\"] }");
     let file = RuleFile::parse("rules.toml", &text, &extractors()).expect("a valid file");
     let layer = RateLimitLayer::new(MemoryStore::new());
-    layer.handle().replace_rules(file.into_rules());
+    layer
+        .handle()
+        .replace_rules(file.into_rules())
+        .expect("the layer's store can count these rules");
     let service = layer.layer(service_fn(|_: Request<()>| async {
         Ok::<_, Infallible>(Response::new(Empty::<Bytes>::new()))
     }));

@@ -90,7 +90,10 @@ async fn send<S: tollgate_core::Store + Clone>(
 
 fn layer_with(file: &RuleFile) -> RateLimitLayer<MemoryStore> {
     let layer = RateLimitLayer::new(MemoryStore::new());
-    layer.handle().replace_rules(file.rules().clone());
+    layer
+        .handle()
+        .replace_rules(file.rules().clone())
+        .expect("the layer's store can count these rules");
     layer
 }
 
@@ -649,7 +652,10 @@ match = { path = "/login" }
     );
     let fleet = tollgate_core::FleetStore::new(MemoryStore::new());
     let layer = RateLimitLayer::new(fleet.clone());
-    layer.handle().replace_rules(file.rules().clone());
+    layer
+        .handle()
+        .replace_rules(file.rules().clone())
+        .expect("the layer's store can count these rules");
     let call = |path| {
         let layer = layer.clone();
         async move {

@@ -38,7 +38,10 @@ fn rules(text: &str) -> RuleFile {
 
 /// A server answering `/search` behind `layer`, which counts `text`'s rules.
 async fn serve<St: tollgate_core::Store>(layer: RateLimitLayer<St>, text: &str) -> TestServer {
-    layer.handle().replace_rules(rules(text).rules().clone());
+    layer
+        .handle()
+        .replace_rules(rules(text).rules().clone())
+        .expect("the layer's store can count these rules");
     TestServer::start(
         Router::new()
             .route("/search", get(|| async { "ok" }))
@@ -126,7 +129,10 @@ sub_buckets = 4
     assert_eq!(admitted(&server, 10).await.0, 0, "spent");
     // Another gateway, which never counted in the sub-buckets, resets the caller.
     let admin = RateLimitLayer::new(FleetStore::new(shared.clone()));
-    admin.handle().replace_rules(rules(text).rules().clone());
+    admin
+        .handle()
+        .replace_rules(rules(text).rules().clone())
+        .expect("the layer's store can count these rules");
     let done = admin.handle().reset("search", &[]).await.expect("resets");
     assert_eq!(
         done.cleared.len(),

@@ -108,10 +108,10 @@ async fn a_rule_file_naming_an_unknown_store_is_refused_at_its_line() {
 
 /// A rule file naming a store the layer does not have is refused by `RuleFile::install` (and
 /// by a `RuleWatcher`), at its `store` line, and the rules in force stay; taken as code rules
-/// (`replace_rules`), the misnamed rule is counted in the default store — limited, never let
-/// through.
+/// (`LayerHandle::replace_rules`), the set is refused too, naming the store — never counted in
+/// another store without a word.
 #[tokio::test]
-async fn a_misnamed_store_is_refused_by_install_and_counted_by_replace_rules() {
+async fn a_misnamed_store_is_refused_by_install_and_by_replace_rules() {
     use tollgate_config::RuleFile;
     const RULES: &str = "[[rule]]\nid = \"login\"\nalgorithm = \"fixed_window\"\nlimit = 2\nwindow = \"1h\"\nkey = \"global\"\nstore = \"hoem\"\n";
     let local = MemoryStore::new();
@@ -129,27 +129,21 @@ async fn a_misnamed_store_is_refused_by_install_and_counted_by_replace_rules() {
         "nothing installed"
     );
 
-    layer.handle().replace_rules(file.rules().clone());
-    let server = TestServer::start(
-        Router::new()
-            .route("/login", get(|| async { "ok" }))
-            .layer(layer),
-    )
-    .await;
-    for _ in 0..3 {
-        let _ = server
-            .client
-            .get(server.url("/login"))
-            .send()
-            .await
-            .expect("answers");
-    }
+    let refused = layer
+        .handle()
+        .replace_rules(file.rules().clone())
+        .expect_err("no store is named hoem");
+    assert_eq!(refused.rule().as_str(), "login");
+    assert!(refused.reason().is_unknown_store(), "{refused}");
+    assert!(refused.to_string().contains("hoem"), "{refused}");
+    assert_eq!(
+        layer.handle().rules().rules().count(),
+        0,
+        "the rules in force stay"
+    );
     let (rule, key) = (RuleId::new("login").expect("valid"), Key::global());
     let quota = Quota::fixed_window(2, std::time::Duration::from_secs(3_600)).expect("valid");
     let probe = Item::new(&rule, quota, &key).with_cost(0);
     let left = local.peek(&probe).await.expect("peeks").remaining();
-    assert_eq!(
-        left, 0,
-        "counted in the default store: limited, not let through"
-    );
+    assert_eq!(left, 2, "nothing counted in the default store");
 }

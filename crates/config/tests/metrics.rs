@@ -166,7 +166,10 @@ async fn a_scripted_sequence_gives_exact_counts() {
         .expect("id"),
     );
     let plain = RateLimitLayer::new(MemoryStore::new());
-    plain.handle().replace_rules(taken);
+    plain
+        .handle()
+        .replace_rules(taken)
+        .expect("the layer's store can count these rules");
     status(&plain, "/post").await;
     status(&plain, "/post").await;
     let seen = counters(&snapshotter);

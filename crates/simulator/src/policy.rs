@@ -211,7 +211,7 @@ impl Policy {
         }
         let layer = RateLimitLayer::new(store).registry(registry);
         if let Some(file) = &self.file {
-            layer.handle().replace_rules(file.rules().clone());
+            file.install(&layer).map_err(Error::Rules)?;
         }
         Ok(layer)
     }

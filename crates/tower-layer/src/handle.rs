@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use arc_swap::ArcSwap;
-use tollgate_core::{DynStore, RuleId};
+use tollgate_core::{DynStore, RuleId, Store, Unsupported};
 
 use crate::headers::HeaderStyle;
 use crate::observe::stats::RuleStats;
@@ -31,7 +31,9 @@ pub(crate) struct Live {
 impl Live {
     /// `rules` as this layer installs them: with what each observer keeps for each rule.
     pub(crate) fn prepared(&self, rules: RuleSet, logging: KeyLogging) -> RuleSet {
-        rules.observed_by(&self.observers, logging)
+        rules
+            .observed_by(&self.observers, logging)
+            .checked_against(&self.store.capabilities())
     }
 
     /// Installs `rules` for every request from the next one on.
@@ -93,9 +95,32 @@ impl LayerHandle {
 
     /// Replaces every rule at once, for every service made from this layer value (and its
     /// clones made since the last builder call), without rebuilding them: the next request sees
-    /// the new set.
-    pub fn replace_rules(&self, rules: RuleSet) {
+    /// the new set. An error, and the rules in force stay, when the layer's store cannot count
+    /// a rule as it asks (a leased rule over a store without a
+    /// [`FleetStore`](tollgate_core::FleetStore), say: see
+    /// [`Capabilities`](tollgate_core::Capabilities)).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use tollgate_core::{FleetStore, MemoryStore, Quota};
+    /// use tollgate_tower::key::Global;
+    /// use tollgate_tower::{RateLimitLayer, Rule, RuleSet};
+    ///
+    /// let quota = Quota::fixed_window(100, Duration::from_secs(1))?;
+    /// let sharded = RuleSet::new().rule(Rule::new("search", quota, Global)?.sub_buckets(4));
+    /// let plain = RateLimitLayer::new(MemoryStore::new());
+    /// assert!(plain.handle().replace_rules(sharded.clone()).is_err());
+    /// let fleet = RateLimitLayer::new(FleetStore::new(MemoryStore::new()));
+    /// fleet.handle().replace_rules(sharded)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn replace_rules(&self, rules: RuleSet) -> Result<(), UnsupportedRule> {
+        let capabilities = self.live.store.capabilities();
+        if let Some((rule, reason)) = rules.first_unsupported(&capabilities) {
+            return Err(UnsupportedRule { rule, reason });
+        }
         self.live.install(rules, self.settings.key_logging);
+        Ok(())
     }
 
     /// The live-quota registry, if the layer was given one.
@@ -181,5 +206,27 @@ impl LayerHandle {
     /// records metrics).
     pub fn rules_loaded(&self, ok: bool) {
         self.live.observers.rules_loaded(ok);
+    }
+}
+
+/// A rule set that [`LayerHandle::replace_rules`] refused: the layer's store cannot count one of
+/// its rules as the rule asks.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("rule {rule:?} cannot be installed: {reason}")]
+pub struct UnsupportedRule {
+    rule: RuleId,
+    #[source]
+    reason: Unsupported,
+}
+
+impl UnsupportedRule {
+    /// The rule.
+    pub fn rule(&self) -> &RuleId {
+        &self.rule
+    }
+
+    /// What the store lacks, and which wrapper would give it.
+    pub fn reason(&self) -> &Unsupported {
+        &self.reason
     }
 }

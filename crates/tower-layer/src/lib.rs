@@ -91,7 +91,7 @@ mod settings;
 
 pub use body::ResponseBody;
 pub use future::ResponseFuture;
-pub use handle::LayerHandle;
+pub use handle::{LayerHandle, UnsupportedRule};
 pub use layer::RateLimitLayer;
 pub use pipeline::flag::Flagged;
 pub use pipeline::refused::Refused;

@@ -863,12 +863,16 @@ async fn replace_rules_takes_effect_on_the_next_request() {
 
     layer
         .handle()
-        .replace_rules(RuleSet::new().rule(per_minute("new", 3)));
+        .replace_rules(RuleSet::new().rule(per_minute("new", 3)))
+        .expect("the layer's store can count these rules");
     let next = send(&service, get("/feed")).await;
     assert_eq!(next.status(), StatusCode::OK);
     assert_eq!(policies(&next), [Policy::new("new", 3, 60, 2, 60)]);
 
-    layer.handle().replace_rules(RuleSet::new());
+    layer
+        .handle()
+        .replace_rules(RuleSet::new())
+        .expect("the layer's store can count these rules");
     assert_eq!(
         statuses(&service, 5, || get("/feed")).await,
         times(5, StatusCode::OK)

@@ -1,5 +1,6 @@
 //! No rule is skipped without a word: an IP rule that can never find an address answers 500
-//! and says why at `error`; a rule skipped for a missing key is counted and said at `warn`;
+//! and says why at `error`, and so does a rule asking for a fleet mode the layer's store cannot
+//! give (never counted exactly without a word); a rule skipped for a missing key is counted and said at `warn`;
 //! a tower-only service supplies the peer with a `PeerAddr` extension.
 
 mod common;
@@ -69,6 +70,46 @@ async fn an_ip_rule_served_without_a_peer_address_answers_500_and_says_why_once(
         message.contains("into_make_service_with_connect_info") && message.contains("PeerAddr"),
         "the log names the fix: {message}"
     );
+}
+
+#[tokio::test]
+async fn a_rule_asking_for_what_the_store_cannot_do_answers_500_and_says_what_to_add() {
+    Recorder::global();
+    let leased = per_ip("leased-on-memory").counting(tollgate_core::Counting::Lease(
+        tollgate_core::LeaseSettings::new(),
+    ));
+    let server = TestServer::start(app(leased)).await;
+    for _ in 0..3 {
+        let reply = Reply::send(server.client.get(server.url("/"))).await;
+        assert_eq!(
+            reply.status,
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "{}",
+            reply.body
+        );
+        assert!(
+            !reply.body.contains("leased-on-memory"),
+            "the caller is not told the rule"
+        );
+    }
+    let errors = errors_about("leased-on-memory");
+    assert_eq!(errors.len(), 1, "logged once, not per request: {errors:?}");
+    let message = errors[0].field("message").unwrap_or_default();
+    assert!(
+        message.contains("FleetStore"),
+        "the log names the fix: {message}"
+    );
+
+    // A shadow rule never stops a request: it passes, uncounted, with the same log.
+    let shadow = per_ip("shadow-leased-on-memory")
+        .counting(tollgate_core::Counting::Lease(
+            tollgate_core::LeaseSettings::new(),
+        ))
+        .shadow();
+    let server = TestServer::start(app(shadow)).await;
+    let reply = Reply::send(server.client.get(server.url("/"))).await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+    assert_eq!(errors_about("shadow-leased-on-memory").len(), 1);
 }
 
 /// With the `axum` feature the layer reads axum's `ConnectInfo`: the usual axum set-up counts.

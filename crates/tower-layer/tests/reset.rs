@@ -162,7 +162,8 @@ async fn admin_counters_count_each_decision_and_outlive_a_reload_that_keeps_the_
     assert_eq!(stats.last_5_minutes, stats.since_start);
     layer
         .handle()
-        .replace_rules(RuleSet::new().rule(rule().shadow()));
+        .replace_rules(RuleSet::new().rule(rule().shadow()))
+        .expect("the layer's store can count these rules");
     status(&layer, "192.0.2.1:1", &[]).await;
     let stats = layer.handle().stats(&id).expect("tracked");
     assert_eq!(
@@ -196,12 +197,18 @@ async fn a_rule_taken_out_and_put_back_counts_afresh() {
             .allowed,
         3
     );
-    layer.handle().replace_rules(RuleSet::new());
+    layer
+        .handle()
+        .replace_rules(RuleSet::new())
+        .expect("the layer's store can count these rules");
     assert!(
         layer.handle().stats(&id).is_none(),
         "no rule in force has the id"
     );
-    layer.handle().replace_rules(RuleSet::new().rule(rule()));
+    layer
+        .handle()
+        .replace_rules(RuleSet::new().rule(rule()))
+        .expect("the layer's store can count these rules");
     assert_eq!(
         layer
             .handle()

@@ -53,6 +53,16 @@ impl Plan {
         let mut plan = Plan::default();
         for at in matched {
             let Some(rule) = rules.get(at) else { continue };
+            if let Some(unsupported) = rules.unsupported(at) {
+                // The layer's store cannot count the rule as it asks: loud, never counted
+                // another way without a word.
+                let enforcing = rule.can_refuse();
+                rule.notices.misconfigured(&rule.id, unsupported, enforcing);
+                if enforcing {
+                    return Err(Unplanned::Misconfigured);
+                }
+                continue;
+            }
             let mut key = Key::builder();
             if rule.key.extract(request, &mut key) {
                 let key = key.build();
@@ -86,21 +96,18 @@ impl Plan {
         gateway: Option<u32>,
     ) -> SmallVec<[Item<'a>; 4]> {
         let own = self.rules(rules).map(|(planned, rule)| {
-            let counting = match (rule.counting, gateway) {
-                (Counting::Split(split), Some(index)) => Counting::Split(split.gateway(index)),
-                (counting, _) => counting,
+            let modes = rule.fleet_modes();
+            let modes = match (modes.counting(), gateway) {
+                (Counting::Split(split), Some(index)) => {
+                    modes.with_counting(Counting::Split(split.gateway(index)))
+                }
+                _ => modes,
             };
             Item::new(&rule.id, planned.quota, &planned.key)
                 .with_cost(planned.cost)
                 .with_mode(rule.store_mode())
                 .with_store_failure(rule.on_store_failure)
-                .with_fleet_modes(
-                    FleetModes::new()
-                        .with_counting(counting)
-                        .with_sub_buckets(rule.sub_buckets)
-                        .with_cache_blocked(rule.cache_blocked)
-                        .with_store(rule.store.as_deref()),
-                )
+                .with_fleet_modes(modes)
         });
         let blocks = self.escalating(rules).map(|(_, planned, rule, escalated)| {
             escalated

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use http::StatusCode;
 use http::request::Parts;
-use tollgate_core::{Counting, Mode, OnStoreFailure, Quota, RuleId, RuleIdError};
+use tollgate_core::{Counting, FleetModes, Mode, OnStoreFailure, Quota, RuleId, RuleIdError};
 
 use crate::QuotaOverrides;
 use crate::key::KeyExtractor;
@@ -289,6 +289,17 @@ impl Rule {
     pub fn store(mut self, name: &str) -> Self {
         self.store = Some(Arc::from(name));
         self
+    }
+
+    /// What the rule asks of the store beyond an exact count — how it is counted across a
+    /// fleet, sub-buckets, cached refusals, a named store — as the store's
+    /// [`Capabilities`](tollgate_core::Capabilities) check it.
+    pub fn fleet_modes(&self) -> FleetModes<'_> {
+        FleetModes::new()
+            .with_counting(self.counting)
+            .with_sub_buckets(self.sub_buckets)
+            .with_cache_blocked(self.cache_blocked)
+            .with_store(self.store.as_deref())
     }
 
     /// The store this rule names, if any.

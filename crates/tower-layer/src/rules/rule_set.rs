@@ -14,6 +14,7 @@ use crate::observe::{Observers, RuleWatch};
 use crate::rules::exemptions::Exemptions;
 use crate::settings::KeyLogging;
 use crate::{PathPattern, PathPatternError, Rule};
+use tollgate_core::{Capabilities, RuleId, Unsupported};
 
 /// Where a rule sits in a [`RuleSet`], so a request's plan can outlive a borrow of the set.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -41,6 +42,9 @@ pub struct RuleSet {
     /// What the layer's observers keep for each rule, by position (`everywhere`, then
     /// `routes`), made when the set is installed.
     watches: Option<Arc<[RuleWatch]>>,
+    /// Why the layer's store cannot count each rule as it asks (`None`: it can), by position,
+    /// found when the set is installed.
+    unsupported: Option<Arc<[Option<Arc<str>>]>>,
 }
 
 impl RuleSet {
@@ -61,6 +65,7 @@ impl RuleSet {
     /// makes new ones).
     fn positions_changed(&mut self) {
         self.watches = None;
+        self.unsupported = None;
     }
 
     /// Adds a rule for requests with `method` whose path matches `pattern` (a `GET` row also
@@ -124,6 +129,38 @@ impl RuleSet {
             .collect();
         self.watches = Some(watches.into());
         self
+    }
+
+    /// The set with each rule checked against what the layer's store can do.
+    pub(crate) fn checked_against(mut self, capabilities: &Capabilities) -> Self {
+        let found: Vec<Option<Arc<str>>> = self
+            .rules()
+            .map(|rule| {
+                let unsupported = capabilities.supports(&rule.fleet_modes()).err()?;
+                Some(Arc::from(format!("{unsupported}")))
+            })
+            .collect();
+        self.unsupported = found.iter().any(Option::is_some).then(|| found.into());
+        self
+    }
+
+    /// The first rule of the set the layer's store cannot count as it asks, and why.
+    pub(crate) fn first_unsupported(
+        &self,
+        capabilities: &Capabilities,
+    ) -> Option<(RuleId, Unsupported)> {
+        self.rules().find_map(|rule| {
+            let unsupported = capabilities.supports(&rule.fleet_modes()).err()?;
+            Some((rule.id.clone(), unsupported))
+        })
+    }
+
+    /// Why the layer's store cannot count the rule `at` names as it asks, once installed.
+    pub(crate) fn unsupported(&self, at: RuleRef) -> Option<&str> {
+        self.unsupported
+            .as_ref()?
+            .get(self.position(at))?
+            .as_deref()
     }
 
     /// What the layer's observers keep for the rule `at` names, once the set is installed.
