@@ -31,7 +31,7 @@ async fn gateway(url: &str) -> Result<Router, Box<dyn std::error::Error>> {
         Quota::token_bucket(5, Rate::per_minute(5))?,
         HeaderKey::new(axum::http::HeaderName::from_static("x-api-key")),
     )?
-    .on_store_failure(OnStoreFailure::Local);
+    .with_store_failure(OnStoreFailure::Local);
     Ok(Router::new()
         .route("/search", get(|| async { "results" }))
         .layer(RateLimitLayer::new(store).rule(searches)))

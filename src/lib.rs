@@ -36,7 +36,7 @@ pub use tollgate_core::{
     Algorithm, BatchDecision, BlockedCache, BlockedStats, Capabilities, Clock, Counting, Decision,
     FallbackStore, FleetModes, FleetStats, FleetStore, Item, ItemDecision, Key, LeaseSettings,
     MemoryStore, Mode, OnStoreFailure, Quota, QuotaError, Rate, Receipt, RefundError, RefundNow,
-    Refusal, RuleId, SplitSettings, Store, StoreError, Stores, SubBuckets, SyncSettings,
+    RefusalReason, RuleId, SplitSettings, Store, StoreError, Stores, SubBuckets, SyncSettings,
     SystemClock, Take, Timestamp, Unsupported,
 };
 

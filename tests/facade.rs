@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use futures_executor::block_on;
-use tollgate::{Item, Key, MemoryStore, Quota, Rate, Refusal, RuleId, Store};
+use tollgate::{Item, Key, MemoryStore, Quota, Rate, RefusalReason, RuleId, Store};
 
 #[test]
 fn the_readme_example_runs() {
@@ -33,7 +33,7 @@ fn a_cost_computed_from_a_request_can_never_become_an_error() {
     let answer = block_on(store.check(&[huge])).unwrap();
     assert_eq!(
         answer.items()[0].decision().refusal(),
-        Some(Refusal::CostExceedsLimit)
+        Some(RefusalReason::CostExceedsLimit)
     );
 }
 

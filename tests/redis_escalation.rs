@@ -70,7 +70,7 @@ async fn gateway(server: &RedisServer, limit: u64) -> (String, Guarded, Arc<Atom
         .expect("valid id")
         .escalate(escalation)
         .expect("room for derived ids")
-        .on_store_failure(OnStoreFailure::Local);
+        .with_store_failure(OnStoreFailure::Local);
     let app = Router::new()
         .route("/", get(|| async { "ok" }))
         .layer(RateLimitLayer::new(store.clone()).rule(rule));

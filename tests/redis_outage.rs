@@ -23,7 +23,7 @@ fn rule(id: &str, limit: u64, policy: OnStoreFailure) -> Rule {
     let quota = Quota::fixed_window(limit, Duration::from_secs(3600)).expect("valid");
     Rule::new(id, quota, PeerIp::new())
         .expect("valid id")
-        .on_store_failure(policy)
+        .with_store_failure(policy)
 }
 
 async fn serve(server: &RedisServer) -> String {

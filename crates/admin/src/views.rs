@@ -20,7 +20,7 @@ pub(crate) struct RuleView {
     /// Where it comes from: `file` (the rule file), `admin` (a change made through this API
     /// on this gateway), `fleet` (the fleet document), or `code` (built in code; read-only).
     pub(crate) source: String,
-    /// `enforce`, `shadow` or `gate`.
+    /// `enforce`, `shadow` or `read_only`.
     pub(crate) mode: String,
     /// `open`, `open_within`, `local` or `closed`.
     pub(crate) on_store_failure: String,
@@ -235,7 +235,7 @@ pub(crate) fn mode_name(mode: Mode) -> String {
     match mode {
         Mode::Enforce => "enforce".to_owned(),
         Mode::Shadow => "shadow".to_owned(),
-        Mode::Gate => "gate".to_owned(),
+        Mode::ReadOnly => "read_only".to_owned(),
     }
 }
 
@@ -317,8 +317,8 @@ impl State {
         RuleView {
             id: id.to_owned(),
             source: source.to_owned(),
-            mode: mode_name(rule.mode_in_force()),
-            on_store_failure: policy_name(rule.store_failure_policy()),
+            mode: mode_name(rule.mode()),
+            on_store_failure: policy_name(rule.on_store_failure()),
             quota: quota_of(rule),
             toml: rule.source_toml().map(str::to_owned),
         }

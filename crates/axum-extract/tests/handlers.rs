@@ -801,7 +801,7 @@ async fn a_read_only_limit_that_fails_closed_answers_503_when_the_store_is_down(
             Quota::token_bucket(1, tollgate_core::Rate::per_hour(1))
         }
         fn mode() -> Mode {
-            Mode::Gate
+            Mode::ReadOnly
         }
         fn on_store_failure() -> OnStoreFailure {
             OnStoreFailure::Closed

@@ -257,7 +257,7 @@ async fn a_503_from_a_closed_rule_is_retried_then_returned() {
     let quota = Quota::fixed_window(10, Duration::from_secs(60)).expect("valid");
     let rule = Rule::new("sms", quota, Global)
         .expect("valid")
-        .on_store_failure(OnStoreFailure::Closed);
+        .with_store_failure(OnStoreFailure::Closed);
     let app = Router::new()
         .route("/sms", get_route(|| async { "sent" }))
         .layer(RateLimitLayer::new(Down).rule(rule));

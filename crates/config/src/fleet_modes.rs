@@ -22,7 +22,7 @@ pub(crate) fn fleet_modes(
     mut rule: Option<Rule>,
     report: &mut Report<'_>,
 ) -> Option<Rule> {
-    let counted = rule.as_ref().map(Rule::counted);
+    let counted = rule.as_ref().map(Rule::counting);
     let counting = fields
         .get("counting")
         .filter(|_| !matches!(counted, Some(Counting::Exact) | None));
@@ -109,7 +109,7 @@ pub(crate) fn fleet_modes(
             }
             valid
         });
-        rule = rule.zip(name).map(|(rule, name)| rule.store(name));
+        rule = rule.zip(name).map(|(rule, name)| rule.with_store(name));
     }
     rule
 }
@@ -122,7 +122,7 @@ fn later(one: &Value<'_>, other: &Value<'_>) -> usize {
 /// `rule` split `parts` ways, when its quota can be.
 fn splittable(rule: Rule, parts: u32, value: &Value<'_>, report: &mut Report<'_>) -> Option<Rule> {
     match rule.quota().part(0, u64::from(parts)) {
-        Ok(_) => Some(rule.counting(Counting::Split(SplitSettings::new(parts)))),
+        Ok(_) => Some(rule.with_counting(Counting::Split(SplitSettings::new(parts)))),
         Err(error) => {
             report.at(value.span.start, format!("`split`: {error}"));
             None

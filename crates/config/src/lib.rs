@@ -167,7 +167,7 @@ impl Asks {
     /// The fleet modes `rule` asks for.
     fn modes<'r>(&self, rule: &'r tollgate_tower::Rule) -> tollgate_core::FleetModes<'r> {
         tollgate_core::FleetModes::new()
-            .with_counting(rule.counted())
+            .with_counting(rule.counting())
             .with_sub_buckets(self.sub_buckets)
             .with_cache_blocked(self.cache_blocked)
             .with_store(rule.store_name())

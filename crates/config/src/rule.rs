@@ -11,7 +11,7 @@ use super::overrides::overrides;
 use super::quota::{QUOTA_FIELDS, quota};
 use std::sync::Arc;
 
-use tollgate_tower::{CountWhen, Escalation, MissingKey, PathPattern, RefusalAction, Rule};
+use tollgate_tower::{CountWhen, Escalation, MissingKey, OnRefusal, PathPattern, Rule};
 
 /// A rule's own fields (its quota's, [`QUOTA_FIELDS`], are known too).
 const RULE_FIELDS: &[&str] = &[
@@ -102,19 +102,19 @@ pub(crate) fn rule(
     }
     if let Some(value) = fields.get("mode") {
         let mode = mode(value, report);
-        built = built.zip(mode).map(|(rule, mode)| rule.mode(mode));
+        built = built.zip(mode).map(|(rule, mode)| rule.with_mode(mode));
     }
     if let Some(value) = fields.get("on_store_failure") {
         let policy = on_store_failure(value, report);
         built = built
             .zip(policy)
-            .map(|(rule, policy)| rule.on_store_failure(policy));
+            .map(|(rule, policy)| rule.with_store_failure(policy));
     }
     if let Some(value) = fields.get("counting") {
         let counting = super::counting::counting(value, report);
         built = built
             .zip(counting)
-            .map(|(rule, counting)| rule.counting(counting));
+            .map(|(rule, counting)| rule.with_counting(counting));
     }
     built = super::fleet_modes::fleet_modes(&fields, built, report);
     if let Some(value) = fields.get("on_missing_key") {
@@ -324,11 +324,11 @@ fn on_refusal(
     value: &Value<'_>,
     extractors: &Extractors,
     report: &mut Report<'_>,
-) -> Option<RefusalAction> {
+) -> Option<OnRefusal> {
     if let Some(text) = value.as_str() {
         return match text {
-            "reject" => Some(RefusalAction::Reject),
-            "flag" => Some(RefusalAction::Flag),
+            "reject" => Some(OnRefusal::Reject),
+            "flag" => Some(OnRefusal::Flag),
             other => {
                 report.at(value.span.start, format!(
                     "`on_refusal` {other:?} is not \"reject\", \"flag\" or {{ respond = \"<responder>\" }}"
@@ -344,7 +344,7 @@ fn on_refusal(
     fields.finish("`on_refusal`", report);
     let (at, name) = name?;
     match extractors.find_responder(name) {
-        Ok(respond) => Some(RefusalAction::Respond(respond)),
+        Ok(respond) => Some(OnRefusal::Respond(respond)),
         Err(why) => {
             report.at(at.span.start, why);
             None

@@ -17,7 +17,7 @@ use tollgate_core::{Key, MemoryStore, OnStoreFailure, Quota, Rate};
 use tollgate_tower::client_ip::{ProxyHeader, TrustedProxies};
 use tollgate_tower::headers::HeaderStyle;
 use tollgate_tower::key::{ClientIp, ExtensionKey, Global, HeaderKey};
-use tollgate_tower::{MissingKey, QuotaOverrides, RateLimitLayer, RefusalAction, Rule, RuleSet};
+use tollgate_tower::{MissingKey, OnRefusal, QuotaOverrides, RateLimitLayer, Rule, RuleSet};
 use tower::{Layer, ServiceExt, service_fn};
 
 #[derive(Clone)]
@@ -77,8 +77,8 @@ fn chirp_in_code() -> RuleSet {
             )
             .expect("id")
             .on_missing_key(MissingKey::Refuse(StatusCode::BAD_REQUEST))
-            .on_store_failure(OnStoreFailure::Closed)
-            .on_refusal(RefusalAction::respond(challenge))
+            .with_store_failure(OnStoreFailure::Closed)
+            .on_refusal(OnRefusal::respond(challenge))
             .disclose(false),
         )
         .expect("pattern")
@@ -96,8 +96,8 @@ fn chirp_in_code() -> RuleSet {
                 .grouping(block),
             )
             .expect("id")
-            .on_store_failure(OnStoreFailure::Closed)
-            .on_refusal(RefusalAction::respond(challenge))
+            .with_store_failure(OnStoreFailure::Closed)
+            .on_refusal(OnRefusal::respond(challenge))
             .disclose(false),
         )
         .expect("pattern")
@@ -124,7 +124,7 @@ fn chirp_in_code() -> RuleSet {
                 Global,
             )
             .expect("id")
-            .on_store_failure(OnStoreFailure::Closed),
+            .with_store_failure(OnStoreFailure::Closed),
         )
         .expect("pattern")
         .headers(HeaderStyle::default().with_legacy(true))

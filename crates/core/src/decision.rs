@@ -5,7 +5,7 @@ use std::time::Duration;
 /// Why a request was refused. A refusal is data, never an error.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
-pub enum Refusal {
+pub enum RefusalReason {
     /// The quota is used up for now; [`Decision::retry_after`] says when it will fit.
     LimitReached,
     /// The cost is larger than the quota could ever allow at once (more than the capacity,
@@ -19,7 +19,7 @@ pub enum Verdict {
     /// The request may go ahead (after [`Decision::delay`], for pacing rules).
     Allowed,
     /// The request must not go ahead.
-    Refused(Refusal),
+    Refused(RefusalReason),
 }
 
 /// One rule's answer for one request, with sub-second precision.
@@ -32,10 +32,10 @@ pub enum Verdict {
 ///
 /// ```
 /// use std::time::Duration;
-/// use tollgate_core::{Decision, Refusal};
+/// use tollgate_core::{Decision, RefusalReason};
 ///
 /// let refused = Decision::refused(
-///     Refusal::LimitReached, 100, 0, Duration::from_secs(30), Duration::from_millis(300),
+///     RefusalReason::LimitReached, 100, 0, Duration::from_secs(30), Duration::from_millis(300),
 /// );
 /// assert!(!refused.is_allowed());
 /// assert_eq!(refused.retry_after_secs(), 1); // 300 ms rounds up, never down to 0
@@ -65,7 +65,7 @@ impl Decision {
 
     /// A refused decision.
     pub fn refused(
-        reason: Refusal,
+        reason: RefusalReason,
         limit: u64,
         remaining: u64,
         reset_after: Duration,
@@ -122,7 +122,7 @@ impl Decision {
     }
 
     /// Why it was refused, if it was.
-    pub const fn refusal(&self) -> Option<Refusal> {
+    pub const fn refusal(&self) -> Option<RefusalReason> {
         match self.verdict {
             Verdict::Allowed => None,
             Verdict::Refused(reason) => Some(reason),
@@ -145,7 +145,7 @@ impl Decision {
     }
 
     /// Time until a refused request of the same cost would fit; zero when allowed, and zero for
-    /// [`Refusal::CostExceedsLimit`] (it never fits).
+    /// [`RefusalReason::CostExceedsLimit`] (it never fits).
     pub const fn retry_after(&self) -> Duration {
         match self.verdict {
             Verdict::Allowed => Duration::ZERO,
@@ -164,16 +164,16 @@ impl Decision {
     /// [`retry_after`](Self::retry_after) in whole seconds, as a refused caller is told it:
     /// rounded **up**, and at least 1 while refused — a 300 ms wait, or none at all, is 1 (told
     /// 0, a client retries at once and is refused again); exactly 2 s is 2, 2.001 s is 3. Zero
-    /// when allowed, and for [`Refusal::CostExceedsLimit`], which no wait cures.
+    /// when allowed, and for [`RefusalReason::CostExceedsLimit`], which no wait cures.
     ///
     /// The layer's `Retry-After` field is this number, so a response body that shows it (a
     /// custom responder's) always agrees with the header.
     ///
     /// ```
     /// use std::time::Duration;
-    /// use tollgate_core::{Decision, Refusal};
+    /// use tollgate_core::{Decision, RefusalReason};
     ///
-    /// let refused = |wait| Decision::refused(Refusal::LimitReached, 10, 0, wait, wait);
+    /// let refused = |wait| Decision::refused(RefusalReason::LimitReached, 10, 0, wait, wait);
     /// assert_eq!(refused(Duration::from_millis(300)).retry_after_secs(), 1);
     /// assert_eq!(refused(Duration::ZERO).retry_after_secs(), 1);
     /// assert_eq!(refused(Duration::from_millis(2_001)).retry_after_secs(), 3);
@@ -182,7 +182,7 @@ impl Decision {
     /// ```
     pub fn retry_after_secs(&self) -> u64 {
         match self.verdict {
-            Verdict::Allowed | Verdict::Refused(Refusal::CostExceedsLimit) => 0,
+            Verdict::Allowed | Verdict::Refused(RefusalReason::CostExceedsLimit) => 0,
             Verdict::Refused(_) => whole_seconds_up(self.retry_after()).max(1),
         }
     }
@@ -218,7 +218,7 @@ fn duration_micros(duration: Duration) -> u64 {
 mod tests {
     use super::*;
 
-    fn refused(reason: Refusal, retry_after: Duration) -> Decision {
+    fn refused(reason: RefusalReason, retry_after: Duration) -> Decision {
         Decision::refused(reason, 10, 0, Duration::from_secs(60), retry_after)
     }
 
@@ -232,7 +232,7 @@ mod tests {
             Duration::from_millis(999),
             Duration::from_secs(1),
         ] {
-            let decision = refused(Refusal::LimitReached, wait);
+            let decision = refused(RefusalReason::LimitReached, wait);
             assert_eq!(
                 decision.retry_after_secs(),
                 1,
@@ -243,7 +243,7 @@ mod tests {
 
     #[test]
     fn retry_after_rounds_up_to_whole_seconds() {
-        let secs = |wait| refused(Refusal::LimitReached, wait).retry_after_secs();
+        let secs = |wait| refused(RefusalReason::LimitReached, wait).retry_after_secs();
         assert_eq!(secs(Duration::from_millis(1_001)), 2);
         assert_eq!(secs(Duration::from_secs(2)), 2);
         assert_eq!(secs(Duration::from_millis(2_001)), 3);
@@ -265,7 +265,7 @@ mod tests {
             0,
             "a pacing delay is not a retry-after"
         );
-        let never = refused(Refusal::CostExceedsLimit, Duration::ZERO);
+        let never = refused(RefusalReason::CostExceedsLimit, Duration::ZERO);
         assert_eq!(never.retry_after_secs(), 0);
     }
 }

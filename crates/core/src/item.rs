@@ -111,7 +111,7 @@ impl<'a> Item<'a> {
 
     /// Sets the cost (how many units this request takes). A cost of zero charges nothing and
     /// always passes; a cost above the quota's limit is refused with
-    /// [`Refusal::CostExceedsLimit`](crate::Refusal::CostExceedsLimit).
+    /// [`RefusalReason::CostExceedsLimit`](crate::RefusalReason::CostExceedsLimit).
     #[must_use]
     pub fn with_cost(mut self, cost: u64) -> Self {
         self.cost = cost;
@@ -273,12 +273,12 @@ impl<'a> Item<'a> {
 
     /// Whether this item can refuse the request (an enforcing or a read-only item).
     pub fn is_enforcing(&self) -> bool {
-        matches!(self.mode, Mode::Enforce | Mode::Gate)
+        matches!(self.mode, Mode::Enforce | Mode::ReadOnly)
     }
 
-    /// Whether this item is only read, never charged ([`Mode::Gate`]).
+    /// Whether this item is only read, never charged ([`Mode::ReadOnly`]).
     pub fn is_read_only(&self) -> bool {
-        self.mode == Mode::Gate
+        self.mode == Mode::ReadOnly
     }
 
     /// Whether an allowed check charges this item at once (an enforcing item; a shadow item is

@@ -85,7 +85,7 @@ pub use blocked::{BlockedCache, BlockedStats, DEFAULT_MAX_BLOCKED};
 pub use capabilities::{Capabilities, Unsupported};
 pub use clock::{Clock, SystemClock, Timestamp};
 pub use counting::{Counting, LeaseSettings, SplitSettings, SyncSettings};
-pub use decision::{Decision, Refusal, Verdict, whole_seconds_up};
+pub use decision::{Decision, RefusalReason, Verdict, whole_seconds_up};
 pub use dyn_store::DynStore;
 pub use error::{QuotaError, RuleIdError, StoreError, StoreErrorKind};
 pub use fallback::{

@@ -14,7 +14,7 @@ pub enum Mode {
     /// the request like an enforcing item's, so nothing else in the batch is charged either.
     /// For a condition that must hold before anything is counted, read in the same store call:
     /// a block set by escalation (a token bucket of one token that a block empties).
-    Gate,
+    ReadOnly,
 }
 
 /// What a rule does when its store cannot answer (down, slow, unreachable). Chosen per rule, in

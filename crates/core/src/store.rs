@@ -21,7 +21,7 @@ use crate::{
 ///   all-or-nothing over the enforcing items: if any refuses, none is charged. Shadow items are
 ///   evaluated as if enforced on their own, charged only if the request goes ahead and they
 ///   would allow it, and their would-be refusals are reported. Read-only items
-///   ([`Mode::Gate`](crate::Mode::Gate)) are checked at their cost and never charged, and their
+///   ([`Mode::ReadOnly`](crate::Mode::ReadOnly)) are checked at their cost and never charged, and their
 ///   refusal refuses the request like an enforcing item's (a block read in the same call).
 ///   Several pacing items are all scheduled at the latest of their earliest slots.
 /// * An item takes its cost exactly unless it says otherwise ([`Take`](crate::Take)): **up to**
@@ -462,7 +462,7 @@ impl BatchDecision {
             .filter(|(_, (item, answer))| item.is_enforcing() && !answer.decision.is_allowed())
             .max_by_key(|(_, (_, answer))| {
                 let never_fits =
-                    answer.decision.refusal() == Some(crate::Refusal::CostExceedsLimit);
+                    answer.decision.refusal() == Some(crate::RefusalReason::CostExceedsLimit);
                 (never_fits, answer.decision.retry_after())
             })
             .map(|(position, (_, answer))| (position, answer))

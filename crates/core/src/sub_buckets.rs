@@ -10,7 +10,7 @@ use smallvec::SmallVec;
 
 use crate::{
     BatchDecision, Capabilities, Decision, Item, ItemDecision, Key, Quota, Receipt, RefundError,
-    RefundNow, Refusal, RuleId, Store, StoreError,
+    RefundNow, RefusalReason, RuleId, Store, StoreError,
 };
 
 /// Wraps a store and counts each item that asks for sub-buckets
@@ -210,7 +210,7 @@ fn pick(fitting: u32, not: Option<u32>) -> Option<u32> {
 /// sub-bucket's, ⌈C/S⌉, which the cost exceeds.
 fn never_fits(item: &Item<'_>) -> ItemDecision {
     ItemDecision::uncharged(Decision::refused(
-        Refusal::CostExceedsLimit,
+        RefusalReason::CostExceedsLimit,
         item.quota().limit().div_ceil(u64::from(item.sub_buckets())),
         0,
         std::time::Duration::ZERO,
@@ -331,7 +331,7 @@ impl<S: Store> Store for SubBuckets<S> {
             Decision::allowed(limit, remaining, reset_after)
         } else {
             Decision::refused(
-                Refusal::LimitReached,
+                RefusalReason::LimitReached,
                 limit,
                 remaining,
                 retry_after,

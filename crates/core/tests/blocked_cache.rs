@@ -165,7 +165,7 @@ fn only_items_that_ask_are_cached() {
             .with_mode(Mode::Shadow),
         Item::new(&rule, bucket(), &key)
             .with_fleet_modes(FleetModes::new().with_cache_blocked(true))
-            .with_mode(Mode::Gate),
+            .with_mode(Mode::ReadOnly),
     ] {
         for _ in 0..4 {
             check(&s.cache, &[item]);

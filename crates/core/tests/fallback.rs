@@ -14,7 +14,7 @@ use futures_executor::block_on;
 use tollgate_core::testing::{EventRecorder, ManualClock};
 use tollgate_core::{
     BatchDecision, CountedIn, Decision, FallbackStats, FallbackStore, Item, ItemDecision, Key,
-    MemoryStore, Mode, OnStoreFailure, Quota, Rate, Receipt, RefundError, RefundNow, Refusal,
+    MemoryStore, Mode, OnStoreFailure, Quota, Rate, Receipt, RefundError, RefundNow, RefusalReason,
     RuleId, Store, StoreError, Timestamp,
 };
 
@@ -268,7 +268,10 @@ async fn open_within_enforces_its_local_quota() {
         assert_eq!(answer.counted_in(), CountedIn::LocalFallback);
     }
     let third = decide(&store, item).await;
-    assert_eq!(third.decision().refusal(), Some(Refusal::LimitReached));
+    assert_eq!(
+        third.decision().refusal(),
+        Some(RefusalReason::LimitReached)
+    );
     assert!(third.decision().retry_after() > Duration::ZERO);
     let other_key = Key::new("user78");
     let other = Item::new(&id, per_hour(100), &other_key)
@@ -293,7 +296,10 @@ async fn local_enforces_the_same_rule_in_local_memory() {
         assert_eq!(answer.counted_in(), CountedIn::LocalFallback);
     }
     let fourth = decide(&store, item).await;
-    assert_eq!(fourth.decision().refusal(), Some(Refusal::LimitReached));
+    assert_eq!(
+        fourth.decision().refusal(),
+        Some(RefusalReason::LimitReached)
+    );
     assert_eq!(fourth.decision().limit(), 3);
     assert!(!check(&store, &[item]).await.is_allowed());
     // Peeks fall back to the same local count.
@@ -760,7 +766,10 @@ async fn check_one_falls_back_like_check() {
             .is_allowed()
     );
     let second = store.check_one(&item).await.unwrap();
-    assert_eq!(second.decision().refusal(), Some(Refusal::LimitReached));
+    assert_eq!(
+        second.decision().refusal(),
+        Some(RefusalReason::LimitReached)
+    );
 }
 
 #[tokio::test]

@@ -79,7 +79,7 @@ fn a_leased_cost_above_the_limit_is_refused_and_takes_nothing() {
         let answer = a.check(&[huge]).await.expect("answers");
         assert_eq!(
             answer.items()[0].decision().refusal(),
-            Some(tollgate_core::Refusal::CostExceedsLimit)
+            Some(tollgate_core::RefusalReason::CostExceedsLimit)
         );
         assert_eq!(a.leased(&rule, &key), 0);
         let one =

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use tollgate_core::testing::ManualClock;
 use tollgate_core::{
-    Counting, FleetModes, FleetStore, Item, Key, MemoryStore, Quota, Rate, Refusal, RuleId,
+    Counting, FleetModes, FleetStore, Item, Key, MemoryStore, Quota, Rate, RefusalReason, RuleId,
     SplitSettings, Store, SubBuckets, Take, Timestamp,
 };
 
@@ -197,7 +197,7 @@ fn a_peek_of_a_never_fitting_cost_says_what_check_says() {
         let check = store.check(&[item]).await.expect("answers");
         let checked = check.items()[0].decision().refusal();
         let peek = store.peek(&item).await.expect("peeks");
-        assert_eq!(checked, Some(Refusal::CostExceedsLimit));
+        assert_eq!(checked, Some(RefusalReason::CostExceedsLimit));
         assert_eq!(
             peek.refusal(),
             checked,

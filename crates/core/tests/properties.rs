@@ -12,7 +12,7 @@ use tollgate_core::algorithm::fixed_window::WindowCount;
 use tollgate_core::algorithm::gcra_state::GcraState;
 use tollgate_core::algorithm::sliding_window_counter::SlidingCounts;
 use tollgate_core::algorithm::sliding_window_log::ChargeLog;
-use tollgate_core::{Decision, Quota, Rate, Refusal, Timestamp};
+use tollgate_core::{Decision, Quota, Rate, RefusalReason, Timestamp};
 
 const START: u64 = 1_700_000_000_000_000;
 
@@ -72,7 +72,7 @@ proptest! {
             prop_assert_eq!(decision.is_allowed(), allowed, "cost {} at {}", cost, now);
             prop_assert_eq!(decision.remaining(), remaining);
             if cost > capacity {
-                prop_assert_eq!(decision.refusal(), Some(Refusal::CostExceedsLimit));
+                prop_assert_eq!(decision.refusal(), Some(RefusalReason::CostExceedsLimit));
             } else {
                 prop_assert_eq!(decision.retry_after(), Duration::from_micros(retry));
             }

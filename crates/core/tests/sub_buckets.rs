@@ -150,7 +150,7 @@ fn costs_are_sent_only_to_sub_buckets_they_fit() {
         let huge = store.check(&[item.with_cost(5)]).await.expect("answers");
         assert_eq!(
             huge.items()[0].decision().refusal(),
-            Some(tollgate_core::Refusal::CostExceedsLimit)
+            Some(tollgate_core::RefusalReason::CostExceedsLimit)
         );
         assert_eq!(unused(&memory, &item).await, 10);
         assert!(

@@ -16,7 +16,7 @@ use redis::{Cmd, Script};
 use smallvec::SmallVec;
 use tollgate_core::store_kit;
 use tollgate_core::{
-    Algorithm, Charge, Decision, ItemDecision, Quota, Refusal, StoreError, StoreErrorKind,
+    Algorithm, Charge, Decision, ItemDecision, Quota, RefusalReason, StoreError, StoreErrorKind,
     Timestamp,
 };
 
@@ -237,8 +237,14 @@ pub(crate) fn decode(reply: &[i64], expected: usize) -> Result<Answer, StoreErro
         let (reset, wait) = (Duration::from_micros(reset?), Duration::from_micros(wait?));
         let decision = match verdict? {
             0 => Decision::allowed(limit, remaining, reset).with_delay(wait),
-            1 => Decision::refused(Refusal::LimitReached, limit, remaining, reset, wait),
-            2 => Decision::refused(Refusal::CostExceedsLimit, limit, remaining, reset, wait),
+            1 => Decision::refused(RefusalReason::LimitReached, limit, remaining, reset, wait),
+            2 => Decision::refused(
+                RefusalReason::CostExceedsLimit,
+                limit,
+                remaining,
+                reset,
+                wait,
+            ),
             _ => return Err(malformed()),
         };
         let (a, b) = (a?, b?);

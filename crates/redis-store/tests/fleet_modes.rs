@@ -383,7 +383,7 @@ fn while_redis_is_down_synced_spend_waits_and_each_rule_fails_as_planned() {
             .expect("decided here");
         assert_eq!(
             never.items()[0].decision().refusal(),
-            Some(tollgate_core::Refusal::CostExceedsLimit),
+            Some(tollgate_core::RefusalReason::CostExceedsLimit),
             "a cost that never fits is refused even while failing open"
         );
         let newcomer_key = Key::new("newcomer");

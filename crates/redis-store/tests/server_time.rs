@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use tollgate_core::testing::ManualClock;
 use tollgate_core::testing::conformance::START;
-use tollgate_core::{Item, Key, Quota, Rate, Refusal, RuleId, Store};
+use tollgate_core::{Item, Key, Quota, Rate, RefusalReason, RuleId, Store};
 use tollgate_redis::{RedisConnection, RedisStore};
 
 fn rule(id: &str) -> RuleId {
@@ -39,7 +39,7 @@ fn a_token_bucket_on_server_time_bursts_then_refuses_with_a_sane_retry_after() {
         }
         let refused = store.check_one(&Item::new(&login, quota, &who)).await;
         let decision = *refused.expect("answers").decision();
-        assert_eq!(decision.refusal(), Some(Refusal::LimitReached));
+        assert_eq!(decision.refusal(), Some(RefusalReason::LimitReached));
         // One token every 12 s; a little of it has passed.
         let retry = decision.retry_after();
         assert!(

@@ -169,7 +169,7 @@ impl Policy {
         for rule in self.file.iter().flat_map(|file| file.rules().rules()) {
             if !policies.iter().any(|(id, _)| id == rule.id()) {
                 let failure = if rule.can_refuse() {
-                    rule.store_failure_policy()
+                    rule.on_store_failure()
                 } else {
                     OnStoreFailure::Open
                 };

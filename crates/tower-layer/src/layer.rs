@@ -235,7 +235,7 @@ impl<St: tollgate_core::Store> RateLimitLayer<St> {
     }
 
     /// Renders refusals the service's own way (custom JSON, a gRPC status) instead of the
-    /// default 429 problem response. Rules with [`RefusalAction::Respond`](crate::RefusalAction)
+    /// default 429 problem response. Rules with [`OnRefusal::Respond`](crate::OnRefusal)
     /// keep their own response.
     pub fn responder(
         mut self,

@@ -100,7 +100,7 @@ pub use rules::escalation::Escalation;
 pub use rules::overrides::QuotaOverrides;
 pub use rules::path_pattern::{PathPattern, PathPatternError};
 pub use rules::registry::QuotaRegistry;
-pub use rules::rule::{CountWhen, MissingKey, RefusalAction, Rule};
+pub use rules::rule::{CountWhen, MissingKey, OnRefusal, Rule};
 pub use rules::rule_set::RuleSet;
 pub use service::RateLimit;
 pub use settings::{KeyLogging, Responder};

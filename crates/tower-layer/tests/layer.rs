@@ -21,7 +21,7 @@ use tollgate_core::{
 };
 use tollgate_tower::headers::HeaderStyle;
 use tollgate_tower::key::{Endpoint, ExtensionKey, Global, HeaderKey, PeerIp};
-use tollgate_tower::{Flagged, MissingKey, RateLimitLayer, RefusalAction, Refused, Rule, RuleSet};
+use tollgate_tower::{Flagged, MissingKey, OnRefusal, RateLimitLayer, Refused, Rule, RuleSet};
 use tower::{Layer, Service, ServiceExt, service_fn};
 
 type TestResult = Result<(), Box<dyn Error>>;
@@ -431,7 +431,7 @@ async fn disclose_true_shows_a_shadow_policy() {
 
 #[tokio::test]
 async fn a_flag_rule_lets_the_request_through_marked_flagged() {
-    let flag = per_minute("signups", 1).on_refusal(RefusalAction::Flag);
+    let flag = per_minute("signups", 1).on_refusal(OnRefusal::Flag);
     let service = layer_with([flag]).layer(service_fn(echo_flags));
 
     let first = send(&service, get("/signup")).await;
@@ -446,14 +446,13 @@ async fn a_flag_rule_lets_the_request_through_marked_flagged() {
 
 #[tokio::test]
 async fn a_rules_own_response_is_used_even_with_a_layer_responder() {
-    let challenge =
-        per_minute("signups", 1).on_refusal(RefusalAction::respond(|refused: &Refused| {
-            let (rule, decision) = (refused.rule(), refused.decision());
-            let body = format!("captcha for {rule}, remaining {}", decision.remaining());
-            let mut response = Response::new(Bytes::from(body));
-            *response.status_mut() = StatusCode::FORBIDDEN;
-            response
-        }));
+    let challenge = per_minute("signups", 1).on_refusal(OnRefusal::respond(|refused: &Refused| {
+        let (rule, decision) = (refused.rule(), refused.decision());
+        let body = format!("captcha for {rule}, remaining {}", decision.remaining());
+        let mut response = Response::new(Bytes::from(body));
+        *response.status_mut() = StatusCode::FORBIDDEN;
+        response
+    }));
     let layer = layer_with([challenge]).responder(|_: &Refused| Response::new(Bytes::new()));
     let service = layer.layer(service_fn(ok));
 
@@ -470,7 +469,7 @@ async fn a_rules_own_response_is_used_even_with_a_layer_responder() {
 async fn a_rules_own_responder_is_handed_the_headers_the_layers_is() {
     // A challenge rule hides its policy unless it asks to disclose it; this one asks.
     let challenge = per_minute("signups", 1)
-        .on_refusal(RefusalAction::respond(|refused: &Refused| {
+        .on_refusal(OnRefusal::respond(|refused: &Refused| {
             let mut page = Response::new(Bytes::from_static(b"solve the challenge"));
             *page.status_mut() = StatusCode::FORBIDDEN;
             page.headers_mut().extend(refused.headers().clone());
@@ -597,7 +596,7 @@ impl Store for DeadStore {
 async fn a_rule_that_fails_closed_answers_503_with_retry_after() {
     let layer = RateLimitLayer::new(DeadStore)
         .rule(per_minute("reads", 10))
-        .rule(per_minute("otp", 10).on_store_failure(OnStoreFailure::Closed))
+        .rule(per_minute("otp", 10).with_store_failure(OnStoreFailure::Closed))
         .unavailable_retry_after(Duration::from_millis(2500));
     let service = layer.layer(service_fn(ok));
 
@@ -619,8 +618,8 @@ async fn a_rule_that_fails_closed_answers_503_with_retry_after() {
 async fn a_flag_rule_that_fails_closed_still_lets_requests_through() {
     let layer = RateLimitLayer::new(DeadStore).rule(
         per_minute("signups", 1)
-            .on_refusal(RefusalAction::Flag)
-            .on_store_failure(OnStoreFailure::Closed),
+            .on_refusal(OnRefusal::Flag)
+            .with_store_failure(OnStoreFailure::Closed),
     );
     let service = layer.layer(service_fn(ok));
     let response = send(&service, get("/signup")).await;
@@ -634,7 +633,7 @@ async fn a_flag_rule_that_fails_closed_still_lets_requests_through() {
 #[tokio::test]
 async fn rules_that_fail_open_let_the_request_through() {
     let layer = RateLimitLayer::new(DeadStore)
-        .rule(per_minute("reads", 1).on_store_failure(OnStoreFailure::Open));
+        .rule(per_minute("reads", 1).with_store_failure(OnStoreFailure::Open));
     let service = layer.layer(service_fn(ok));
 
     for _ in 0..3 {
@@ -651,7 +650,7 @@ async fn rules_that_fail_open_let_the_request_through() {
 #[tokio::test]
 async fn a_local_rule_behind_a_plain_store_that_fails_goes_open() {
     let layer = RateLimitLayer::new(DeadStore)
-        .rule(per_minute("posts", 1).on_store_failure(OnStoreFailure::Local));
+        .rule(per_minute("posts", 1).with_store_failure(OnStoreFailure::Local));
     let service = layer.layer(service_fn(ok));
     for _ in 0..3 {
         assert_eq!(send(&service, get("/posts")).await.status(), StatusCode::OK);
@@ -661,7 +660,7 @@ async fn a_local_rule_behind_a_plain_store_that_fails_goes_open() {
 #[tokio::test]
 async fn behind_a_fallback_store_local_rules_count_in_local_memory() {
     let layer = RateLimitLayer::new(FallbackStore::builder(DeadStore).build())
-        .rule(per_minute("posts", 2).on_store_failure(OnStoreFailure::Local));
+        .rule(per_minute("posts", 2).with_store_failure(OnStoreFailure::Local));
     let service = layer.layer(service_fn(ok));
 
     for _ in 0..2 {
@@ -673,7 +672,7 @@ async fn behind_a_fallback_store_local_rules_count_in_local_memory() {
 
     // Closed rules still answer 503: a store error is never a refusal.
     let layer = RateLimitLayer::new(FallbackStore::builder(DeadStore).build())
-        .rule(per_minute("otp", 10).on_store_failure(OnStoreFailure::Closed));
+        .rule(per_minute("otp", 10).with_store_failure(OnStoreFailure::Closed));
     let response = send(&layer.layer(service_fn(ok)), get("/otp")).await;
     assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
 }
@@ -681,11 +680,11 @@ async fn behind_a_fallback_store_local_rules_count_in_local_memory() {
 #[tokio::test]
 async fn a_read_only_rule_that_fails_closed_answers_503_during_an_outage() {
     let layer = RateLimitLayer::new(FallbackStore::builder(DeadStore).build())
-        .rule(per_minute("posts", 2).on_store_failure(OnStoreFailure::Local))
+        .rule(per_minute("posts", 2).with_store_failure(OnStoreFailure::Local))
         .rule(
             per_minute("posts-gate", 2)
-                .mode(tollgate_core::Mode::Gate)
-                .on_store_failure(OnStoreFailure::Closed),
+                .with_mode(tollgate_core::Mode::ReadOnly)
+                .with_store_failure(OnStoreFailure::Closed),
         );
     let response = send(&layer.layer(service_fn(ok)), get("/posts")).await;
     assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
@@ -1171,7 +1170,7 @@ async fn an_undisclosed_rule_stays_out_of_the_fields_when_it_refuses() {
 async fn while_the_store_fails_each_rule_is_counted_as_its_policy_answers() {
     let layer = RateLimitLayer::new(DeadStore)
         .rule(per_minute("reads", 10))
-        .rule(per_minute("otp", 10).on_store_failure(OnStoreFailure::Closed))
+        .rule(per_minute("otp", 10).with_store_failure(OnStoreFailure::Closed))
         .track_stats();
     let service = layer.layer(service_fn(ok));
     let closed = send(&service, get("/otp")).await;

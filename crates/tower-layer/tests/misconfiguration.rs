@@ -75,7 +75,7 @@ async fn an_ip_rule_served_without_a_peer_address_answers_500_and_says_why_once(
 #[tokio::test]
 async fn a_rule_asking_for_what_the_store_cannot_do_answers_500_and_says_what_to_add() {
     Recorder::global();
-    let leased = per_ip("leased-on-memory").counting(tollgate_core::Counting::Lease(
+    let leased = per_ip("leased-on-memory").with_counting(tollgate_core::Counting::Lease(
         tollgate_core::LeaseSettings::new(),
     ));
     let server = TestServer::start(app(leased)).await;
@@ -102,7 +102,7 @@ async fn a_rule_asking_for_what_the_store_cannot_do_answers_500_and_says_what_to
 
     // A shadow rule never stops a request: it passes, uncounted, with the same log.
     let shadow = per_ip("shadow-leased-on-memory")
-        .counting(tollgate_core::Counting::Lease(
+        .with_counting(tollgate_core::Counting::Lease(
             tollgate_core::LeaseSettings::new(),
         ))
         .shadow();

@@ -48,7 +48,7 @@ pub mod sliding_window_log;
 pub(crate) mod taking;
 pub mod token_bucket;
 
-use crate::{Charge, Decision, Quota, Refusal, Timestamp, Verdict};
+use crate::{Charge, Decision, Quota, RefusalReason, Timestamp, Verdict};
 
 /// The state one algorithm keeps for one key, and how it evaluates a request.
 ///
@@ -118,7 +118,7 @@ pub(crate) const fn limit_reached(
     retry_after: u64,
 ) -> Decision {
     Decision::from_micros(
-        Verdict::Refused(Refusal::LimitReached),
+        Verdict::Refused(RefusalReason::LimitReached),
         limit,
         remaining,
         reset_after,
@@ -135,7 +135,7 @@ pub(crate) fn screen(current: Decision, cost: u64) -> Option<(Decision, Option<C
     }
     if cost > current.limit() {
         let never_fits = Decision::from_micros(
-            Verdict::Refused(Refusal::CostExceedsLimit),
+            Verdict::Refused(RefusalReason::CostExceedsLimit),
             current.limit(),
             current.remaining(),
             u64::try_from(current.reset_after().as_micros()).unwrap_or(u64::MAX),

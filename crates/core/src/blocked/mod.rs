@@ -15,7 +15,7 @@ pub use self::stats::BlockedStats;
 use self::table::{Found, Table};
 use crate::{
     BatchDecision, Capabilities, Clock, CountedIn, Decision, Item, ItemDecision, Key, Receipt,
-    RefundError, RefundNow, Refusal, RuleId, Store, StoreError, SystemClock, Take, Timestamp,
+    RefundError, RefundNow, RefusalReason, RuleId, Store, StoreError, SystemClock, Take, Timestamp,
 };
 
 /// How many blocked callers a [`BlockedCache`] remembers unless told otherwise.
@@ -26,7 +26,7 @@ pub const DEFAULT_MAX_BLOCKED: usize = 65_536;
 /// said it may try again, without asking the store each time.
 ///
 /// **What is remembered.** When the store refuses an item for lack of quota
-/// ([`Refusal::LimitReached`], counted in the store itself, with a wait above zero) and the item
+/// ([`RefusalReason::LimitReached`], counted in the store itself, with a wait above zero) and the item
 /// asks for it ([`Item::caches_blocked`], set with
 /// [`FleetModes::with_cache_blocked`](crate::FleetModes::with_cache_blocked):
 /// `Rule::cache_blocked(true)` in `tollgate-tower`, or
@@ -309,7 +309,7 @@ impl<S: Store, C: Clock> Shared<S, C> {
         let worth = is_cached(item)
             && answer.counted_in() == CountedIn::Store
             && !answer.refused_locally()
-            && decision.refusal() == Some(Refusal::LimitReached)
+            && decision.refusal() == Some(RefusalReason::LimitReached)
             && !decision.retry_after().is_zero();
         if worth {
             self.table.lock().insert(item, decision, now);

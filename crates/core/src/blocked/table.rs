@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use hashbrown::{Equivalent, HashMap};
 
-use crate::{Decision, Item, Key, Quota, Refusal, RuleId, Timestamp};
+use crate::{Decision, Item, Key, Quota, RefusalReason, RuleId, Timestamp};
 
 /// A rule and a caller, hashed by the rule's id and the key's encoding, so that a reset
 /// announced by name (text and bytes from another gateway) finds the entry without building
@@ -107,7 +107,7 @@ impl Table {
             return Found::Nothing;
         }
         Found::Refused(Decision::refused(
-            Refusal::LimitReached,
+            RefusalReason::LimitReached,
             blocked.limit,
             blocked.remaining,
             Duration::from_micros(blocked.reset_at.micros_since(now)),
@@ -186,7 +186,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::{Key, Quota, Refusal, RuleId};
+    use crate::{Key, Quota, RefusalReason, RuleId};
 
     /// A full table makes room for a sixteenth of itself at once, even when only one entry has
     /// ended: the next inserts find room without scanning again.
@@ -198,7 +198,7 @@ mod tests {
         let start = Timestamp::from_secs(1_000);
         let refused = |seconds: u64| {
             let wait = Duration::from_secs(seconds);
-            Decision::refused(Refusal::LimitReached, 1, 0, wait, wait)
+            Decision::refused(RefusalReason::LimitReached, 1, 0, wait, wait)
         };
         for n in 0..64_u64 {
             let key = Key::new(n.to_be_bytes());

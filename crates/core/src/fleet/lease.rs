@@ -8,8 +8,8 @@ use parking_lot::Mutex;
 use super::table::{ByKey, Lookup, entry};
 
 use crate::{
-    Algorithm, Charge, Decision, Item, ItemDecision, Key, LeaseSettings, Quota, Receipt, Refusal,
-    RuleId, Timestamp,
+    Algorithm, Charge, Decision, Item, ItemDecision, Key, LeaseSettings, Quota, Receipt,
+    RefusalReason, RuleId, Timestamp,
 };
 
 /// The most keys one gateway leases for at once: past it, leases not used this instant end.
@@ -194,7 +194,7 @@ impl Leases {
             _ => answer.reset_after(),
         };
         Decision::refused(
-            Refusal::LimitReached,
+            RefusalReason::LimitReached,
             quota.limit(),
             held,
             answer.reset_after(),
@@ -314,7 +314,7 @@ impl Lease {
     /// A refusal answered here for a dry key: nothing held, retry after `wait`.
     fn refused_here(&self, item: &Item<'_>, wait: Duration) -> Decision {
         Decision::refused(
-            Refusal::LimitReached,
+            RefusalReason::LimitReached,
             item.quota().limit(),
             self.held(),
             self.view.reset_after().max(wait),

@@ -31,7 +31,7 @@ use crate::Decision;
 /// The refusal of a cost `quota` can never allow.
 pub(crate) fn never_fits(quota: &crate::Quota) -> Decision {
     Decision::refused(
-        crate::Refusal::CostExceedsLimit,
+        crate::RefusalReason::CostExceedsLimit,
         quota.limit(),
         0,
         std::time::Duration::ZERO,

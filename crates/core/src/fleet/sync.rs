@@ -140,7 +140,9 @@ impl<C: Clock + Clone> Syncs<C> {
         {
             let wait = Duration::from_micros(until.micros_since(now));
             let refusal = Decision::refused(
-                refusal.refusal().unwrap_or(crate::Refusal::LimitReached),
+                refusal
+                    .refusal()
+                    .unwrap_or(crate::RefusalReason::LimitReached),
                 refusal.limit(),
                 0,
                 refusal.reset_after().saturating_sub(refusal.retry_after()) + wait,

@@ -76,7 +76,7 @@ impl<S: Store, C: Clock + Clone> Inner<S, C> {
         // fast as they are pushed. Refused for one interval (never an error: the store is up).
         let quota = item.quota();
         let busy = Decision::refused(
-            crate::Refusal::LimitReached,
+            crate::RefusalReason::LimitReached,
             quota.limit(),
             0,
             settings.interval(),

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::stored::{Meta, StoredState};
 use crate::algorithm::gcra_state::GcraState;
-use crate::{Charge, Decision, Quota, Refusal, Timestamp};
+use crate::{Charge, Decision, Quota, RefusalReason, Timestamp};
 
 /// A packed [`GcraState`] and its [`Meta`].
 #[derive(Debug, Default)]
@@ -50,7 +50,7 @@ impl AtomicTat {
             }
             let outcome = state.check_normalized(quota, now, cost, now);
             if outcome.1.is_none() {
-                let limited = outcome.0.refusal() == Some(Refusal::LimitReached);
+                let limited = outcome.0.refusal() == Some(RefusalReason::LimitReached);
                 if limited && enforcing && !meta.refused {
                     self.0.fetch_or(Meta::REFUSED_BIT, Ordering::AcqRel);
                 }

@@ -4,7 +4,7 @@ use super::shard::{Shard, StateVisitor, Tabled, visit_state};
 use super::stored::Meta;
 use crate::algorithm::AlgorithmState;
 use crate::algorithm::taking::{self, Taken};
-use crate::{Charge, Decision, Item, Quota, Refusal, Take, Timestamp};
+use crate::{Charge, Decision, Item, Quota, RefusalReason, Take, Timestamp};
 
 /// Where an item's state lives.
 #[derive(Debug, Clone, Copy)]
@@ -146,7 +146,7 @@ pub(crate) fn marks_refusal(
     if charge.is_some() {
         return false;
     }
-    was || (item.is_enforcing() && decision.refusal() == Some(Refusal::LimitReached))
+    was || (item.is_enforcing() && decision.refusal() == Some(RefusalReason::LimitReached))
 }
 
 /// Would `cost` of `item` pass? Charges nothing.

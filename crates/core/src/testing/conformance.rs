@@ -29,7 +29,7 @@ use std::time::Duration;
 
 use super::ManualClock;
 use crate::{
-    Algorithm, BatchDecision, Decision, Item, Key, Mode, Quota, Rate, Refusal, RuleId, Store,
+    Algorithm, BatchDecision, Decision, Item, Key, Mode, Quota, Rate, RefusalReason, RuleId, Store,
     Timestamp,
 };
 
@@ -231,7 +231,7 @@ pub async fn gcra_10_per_second_burst_5_has_exact_retry_after<S: Store>(
         assert_eq!(decision.limit(), 5);
     }
     let sixth = decide(&store, item).await;
-    assert_eq!(sixth.refusal(), Some(Refusal::LimitReached));
+    assert_eq!(sixth.refusal(), Some(RefusalReason::LimitReached));
     assert_eq!(sixth.retry_after(), ms(100));
     assert_eq!(sixth.reset_after(), ms(500));
     assert_eq!(sixth.retry_after_secs(), 1, "100 ms rounds up to 1 s");
@@ -397,7 +397,7 @@ pub async fn batch_where_the_second_rule_refuses_charges_neither<S: Store>(
     );
     assert_eq!(
         batch.items()[1].decision().refusal(),
-        Some(Refusal::LimitReached)
+        Some(RefusalReason::LimitReached)
     );
     let items = [roomy, tight];
     let (refusing, _) = batch.refusing(&items).expect("a refusing item");
@@ -441,7 +441,7 @@ pub async fn shadow_items_act_alone_and_are_charged_only_when_the_request_goes_a
     assert!(third.is_allowed(), "a shadow refusal never refuses");
     assert_eq!(
         third.items()[1].decision().refusal(),
-        Some(Refusal::LimitReached)
+        Some(RefusalReason::LimitReached)
     );
     assert!(third.items()[1].charge().is_none());
     assert!(third.refusing(&batch).is_none());
@@ -474,7 +474,7 @@ pub async fn shadow_items_act_alone_and_are_charged_only_when_the_request_goes_a
     );
 }
 
-/// A read-only ([`Mode::Gate`]) item is checked at its cost and never charged, alone or in a
+/// A read-only ([`Mode::ReadOnly`]) item is checked at its cost and never charged, alone or in a
 /// batch; when it would refuse, the whole batch is refused and nothing in it is charged.
 pub async fn read_only_items_are_never_charged_and_their_refusal_refuses_the_batch<S: Store>(
     make: &impl Fn(ManualClock) -> S,
@@ -488,7 +488,7 @@ pub async fn read_only_items_are_never_charged_and_their_refusal_refuses_the_bat
         &key,
     );
     let one_token = Quota::token_bucket(1, Rate::per_hour(1)).expect("valid");
-    let gate = Item::new(&block, one_token, &key).with_mode(Mode::Gate);
+    let gate = Item::new(&block, one_token, &key).with_mode(Mode::ReadOnly);
     for round in 0..3 {
         let alone = check_one(&store, gate).await;
         assert!(alone.is_allowed(), "round {round}: an open gate allows");
@@ -515,7 +515,7 @@ pub async fn read_only_items_are_never_charged_and_their_refusal_refuses_the_bat
         "nothing else is charged"
     );
     let closed = refused.items()[1].decision();
-    assert_eq!(closed.refusal(), Some(Refusal::LimitReached));
+    assert_eq!(closed.refusal(), Some(RefusalReason::LimitReached));
     assert!(
         closed.retry_after() > secs(3_500),
         "the gate says when it opens"
@@ -563,7 +563,7 @@ pub async fn cost_above_the_limit_is_refused_with_its_own_reason<S: Store>(
         let decision = decide(&store, item.with_cost(quota.limit() + 1)).await;
         assert_eq!(
             decision.refusal(),
-            Some(Refusal::CostExceedsLimit),
+            Some(RefusalReason::CostExceedsLimit),
             "{:?}",
             quota.algorithm()
         );
@@ -571,7 +571,7 @@ pub async fn cost_above_the_limit_is_refused_with_its_own_reason<S: Store>(
         let huge = decide(&store, item.with_cost(u64::MAX)).await;
         assert_eq!(
             huge.refusal(),
-            Some(Refusal::CostExceedsLimit),
+            Some(RefusalReason::CostExceedsLimit),
             "{:?}",
             quota.algorithm()
         );
@@ -779,7 +779,7 @@ pub async fn leaky_bucket_paces_instead_of_refusing<S: Store>(make: &impl Fn(Man
     }
     assert_eq!(delays, [ms(0), ms(100), ms(200), ms(300)]);
     let refused = decide(&store, item).await;
-    assert_eq!(refused.refusal(), Some(Refusal::LimitReached));
+    assert_eq!(refused.refusal(), Some(RefusalReason::LimitReached));
     assert_eq!(refused.retry_after(), ms(100));
     clock.advance(ms(250));
     assert_eq!(decide(&store, item).await.delay(), ms(150));

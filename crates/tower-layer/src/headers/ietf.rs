@@ -94,7 +94,7 @@ mod tests {
     use std::time::Duration;
 
     use sfv::{ListEntry, Parser, Version};
-    use tollgate_core::{Decision, Quota, Rate, Refusal};
+    use tollgate_core::{Decision, Quota, Rate, RefusalReason};
 
     use super::*;
 
@@ -155,7 +155,8 @@ mod tests {
         let burst = Quota::token_bucket(10, Rate::per_second(1)).unwrap();
         let daily = Quota::fixed_window(1000, secs(86_400)).unwrap();
         let hourly = Quota::sliding_window_log(100, secs(3600)).unwrap();
-        let refused = Decision::refused(Refusal::LimitReached, 1000, 0, secs(4000), secs(4000));
+        let refused =
+            Decision::refused(RefusalReason::LimitReached, 1000, 0, secs(4000), secs(4000));
         let burst_ok = Decision::allowed(10, 9, secs(1));
         let hourly_ok = Decision::allowed(100, 42, Duration::from_millis(1));
         let reports = [

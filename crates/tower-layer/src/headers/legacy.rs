@@ -52,7 +52,7 @@ pub(crate) fn insert_legacy_fields(headers: &mut HeaderMap, policies: &[PolicyRe
 mod tests {
     use std::time::Duration;
 
-    use tollgate_core::{Decision, Quota, Rate, Refusal};
+    use tollgate_core::{Decision, Quota, Rate, RefusalReason};
 
     use super::*;
 
@@ -65,7 +65,7 @@ mod tests {
         let daily = Quota::fixed_window(1000, Duration::from_secs(86_400)).unwrap();
         let burst = Quota::token_bucket(10, Rate::per_second(1)).unwrap();
         let refused = Decision::refused(
-            Refusal::LimitReached,
+            RefusalReason::LimitReached,
             1000,
             0,
             Duration::from_millis(3_600_001),

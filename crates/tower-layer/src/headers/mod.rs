@@ -49,7 +49,7 @@
 //!
 //! A wait is sent in whole seconds rounded **up** (300 ms → `1`, exactly 2 s → `2`, 2.001 s →
 //! `3`), and a refusal always says at least `Retry-After: 1`: a client told `0` would retry at
-//! once and be refused again. A refusal for [`Refusal::CostExceedsLimit`](tollgate_core::Refusal::CostExceedsLimit) carries no
+//! once and be refused again. A refusal for [`RefusalReason::CostExceedsLimit`](tollgate_core::RefusalReason::CostExceedsLimit) carries no
 //! `Retry-After` at all, because the same request can never fit however long the caller waits
 //! (see [`Decision::retry_after_secs`](tollgate_core::Decision::retry_after_secs)).
 //!
@@ -77,7 +77,7 @@
 //! ```
 //! use std::time::Duration;
 //! use http::{HeaderMap, StatusCode, header::RETRY_AFTER};
-//! use tollgate_core::{Decision, Quota, Rate, Refusal};
+//! use tollgate_core::{Decision, Quota, Rate, RefusalReason};
 //! use tollgate_tower::headers::{HeaderStyle, PolicyReport, Problem};
 //!
 //! let burst = Quota::token_bucket(100, Rate::per_second(2))?; // refills in 50 s
@@ -96,7 +96,7 @@
 //!
 //! // Refused by `daily`: 429, the refusing policy first, Retry-After rounded up.
 //! let daily_no = Decision::refused(
-//!     Refusal::LimitReached, 1000, 0, Duration::from_millis(7_200_300), Duration::from_millis(300),
+//!     RefusalReason::LimitReached, 1000, 0, Duration::from_millis(7_200_300), Duration::from_millis(300),
 //! );
 //! let refusing = PolicyReport::new("daily", &daily, &daily_no);
 //! let problem = Problem::for_refusal(&refusing).expect("a refused decision");

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use http::header::{CONTENT_TYPE, RETRY_AFTER};
 use http::{HeaderMap, HeaderValue, Response, StatusCode};
-use tollgate_core::Refusal;
+use tollgate_core::RefusalReason;
 
 use crate::headers::json::push_json_string;
 use crate::headers::report::PolicyReport;
@@ -202,19 +202,19 @@ impl Problem {
     }
 
     /// The problem for a refused policy: [`cost_exceeds_limit`](Problem::cost_exceeds_limit)
-    /// for [`Refusal::CostExceedsLimit`], [`rate_limited`](Problem::rate_limited) for any
+    /// for [`RefusalReason::CostExceedsLimit`], [`rate_limited`](Problem::rate_limited) for any
     /// other refusal, told to retry after the decision's
     /// [`retry_after_secs`](tollgate_core::Decision::retry_after_secs) (the `Retry-After` the
     /// layer sends); `None` when the decision allowed the request.
     ///
     /// ```
     /// use std::time::Duration;
-    /// use tollgate_core::{Decision, Quota, Refusal};
+    /// use tollgate_core::{Decision, Quota, RefusalReason};
     /// use tollgate_tower::headers::{PolicyReport, Problem, ProblemType};
     ///
     /// let quota = Quota::fixed_window(100, Duration::from_secs(60))?;
     /// let decision = Decision::refused(
-    ///     Refusal::CostExceedsLimit, 100, 100, Duration::ZERO, Duration::ZERO,
+    ///     RefusalReason::CostExceedsLimit, 100, 100, Duration::ZERO, Duration::ZERO,
     /// );
     /// let problem = Problem::for_refusal(&PolicyReport::new("bulk", &quota, &decision)).unwrap();
     /// assert_eq!(problem.kind(), ProblemType::CostExceedsLimit);
@@ -223,7 +223,7 @@ impl Problem {
     /// ```
     pub fn for_refusal(report: &PolicyReport<'_>) -> Option<Problem> {
         Some(match report.decision.refusal()? {
-            Refusal::CostExceedsLimit => {
+            RefusalReason::CostExceedsLimit => {
                 Problem::cost_exceeds_limit(report.name, report.quota.limit())
             }
             // The decision's own number, as `Retry-After` and a responder have it.
@@ -434,14 +434,14 @@ mod tests {
     fn for_refusal_picks_the_problem_from_the_decision() {
         let quota = Quota::fixed_window(100, Duration::from_secs(60)).unwrap();
         let limit = Decision::refused(
-            Refusal::LimitReached,
+            RefusalReason::LimitReached,
             100,
             0,
             Duration::from_secs(60),
             Duration::from_millis(4500),
         );
         let too_big = Decision::refused(
-            Refusal::CostExceedsLimit,
+            RefusalReason::CostExceedsLimit,
             100,
             100,
             Duration::ZERO,

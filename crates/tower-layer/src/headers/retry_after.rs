@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use http::header::RETRY_AFTER;
 use http::{HeaderMap, HeaderValue};
-use tollgate_core::{Decision, Refusal};
+use tollgate_core::{Decision, RefusalReason};
 
 use crate::headers::sf::sf_seconds_up;
 
@@ -24,14 +24,14 @@ pub(crate) fn retry_after_secs(wait: Duration) -> u64 {
 /// The `Retry-After` seconds for a decision, or `None` when none should be sent:
 ///
 /// * allowed: `None` (there is nothing to retry);
-/// * refused with [`Refusal::LimitReached`] (or any refusal a later request can pass):
+/// * refused with [`RefusalReason::LimitReached`] (or any refusal a later request can pass):
 ///   [`Decision::retry_after_secs`], so always at least 1, and the number a responder reads
 ///   from the decision;
-/// * refused with [`Refusal::CostExceedsLimit`]: `None`, because the same request can never
+/// * refused with [`RefusalReason::CostExceedsLimit`]: `None`, because the same request can never
 ///   fit, however long the caller waits; advertising a delay would invite a retry loop.
 pub(crate) fn refusal_retry_after_secs(decision: &Decision) -> Option<u64> {
     match decision.refusal()? {
-        Refusal::CostExceedsLimit => None,
+        RefusalReason::CostExceedsLimit => None,
         // A decision's wait is at most u64::MAX µs, about 1.8 × 10^13 s: always an sf-integer,
         // so the number is sent as the decision says it, never clamped.
         _ => Some(decision.retry_after_secs()),
@@ -47,7 +47,7 @@ pub(crate) fn insert_retry_after(headers: &mut HeaderMap, secs: u64) {
 mod tests {
     use super::*;
 
-    fn refused(reason: Refusal, retry_after: Duration) -> Decision {
+    fn refused(reason: RefusalReason, retry_after: Duration) -> Decision {
         Decision::refused(reason, 10, 0, Duration::from_secs(60), retry_after)
     }
 
@@ -68,11 +68,11 @@ mod tests {
     #[test]
     fn a_refusal_always_says_at_least_one_second() {
         assert_eq!(retry_after_secs(Duration::ZERO), 1);
-        let decision = refused(Refusal::LimitReached, Duration::ZERO);
+        let decision = refused(RefusalReason::LimitReached, Duration::ZERO);
         assert_eq!(refusal_retry_after_secs(&decision), Some(1));
-        let decision = refused(Refusal::LimitReached, Duration::from_millis(300));
+        let decision = refused(RefusalReason::LimitReached, Duration::from_millis(300));
         assert_eq!(refusal_retry_after_secs(&decision), Some(1));
-        let decision = refused(Refusal::LimitReached, Duration::from_millis(1001));
+        let decision = refused(RefusalReason::LimitReached, Duration::from_millis(1001));
         assert_eq!(refusal_retry_after_secs(&decision), Some(2));
     }
 
@@ -87,7 +87,7 @@ mod tests {
             Duration::MAX,
         ]);
         for wait in waits {
-            let decision = refused(Refusal::LimitReached, wait);
+            let decision = refused(RefusalReason::LimitReached, wait);
             assert_eq!(
                 refusal_retry_after_secs(&decision),
                 Some(decision.retry_after_secs()),
@@ -106,7 +106,7 @@ mod tests {
     fn no_retry_after_when_allowed_or_when_retrying_cannot_help() {
         let allowed = Decision::allowed(10, 9, Duration::from_secs(1));
         assert_eq!(refusal_retry_after_secs(&allowed), None);
-        let never = refused(Refusal::CostExceedsLimit, Duration::from_secs(5));
+        let never = refused(RefusalReason::CostExceedsLimit, Duration::from_secs(5));
         assert_eq!(refusal_retry_after_secs(&never), None);
     }
 
@@ -133,10 +133,10 @@ mod tests {
     fn the_example_of_refusal_retry_after_secs() {
         use super::refusal_retry_after_secs;
         use std::time::Duration;
-        use tollgate_core::{Decision, Refusal};
+        use tollgate_core::{Decision, RefusalReason};
 
         let full = Decision::refused(
-            Refusal::LimitReached,
+            RefusalReason::LimitReached,
             10,
             0,
             Duration::from_secs(60),
@@ -145,7 +145,7 @@ mod tests {
         assert_eq!(refusal_retry_after_secs(&full), Some(2));
 
         let never = Decision::refused(
-            Refusal::CostExceedsLimit,
+            RefusalReason::CostExceedsLimit,
             10,
             10,
             Duration::ZERO,

@@ -9,7 +9,8 @@ use http::Response;
 use http::request::Parts;
 use smallvec::SmallVec;
 use tollgate_core::{
-    BatchDecision, Decision, Item, ItemDecision, Key, OnStoreFailure, Receipt, Refusal, StoreError,
+    BatchDecision, Decision, Item, ItemDecision, Key, OnStoreFailure, Receipt, RefusalReason,
+    StoreError,
 };
 
 use crate::pipeline::disclosure::Disclosure;
@@ -20,7 +21,7 @@ use crate::pipeline::respond;
 use crate::rules::rule::CountWhen;
 use crate::rules::rule_set::{RuleRef, RuleSet};
 use crate::settings::Settings;
-use crate::{RefusalAction, Rule};
+use crate::{OnRefusal, Rule};
 
 /// Charges that count only for some responses, with the rule's test.
 pub(crate) type Charges = SmallVec<[(Receipt, CountWhen); 1]>;
@@ -89,7 +90,7 @@ pub(crate) fn conclude(
             decision,
             rule.can_refuse(),
         );
-        if matches!(rule.on_refusal, RefusalAction::Flag) && batch.is_allowed() {
+        if matches!(rule.on_refusal, OnRefusal::Flag) && batch.is_allowed() {
             Flagged::add(request, rule.id.clone(), *decision);
         }
     }
@@ -135,7 +136,7 @@ pub(crate) fn conclude(
     let refused = Refused::new(&rule.id, quota, *decision, disclosure.to_headers());
     Conclusion::Respond {
         response: respond::refusal(settings, rule, refused),
-        refused_by: (decision.refusal() == Some(Refusal::LimitReached)).then_some(position),
+        refused_by: (decision.refusal() == Some(RefusalReason::LimitReached)).then_some(position),
     }
 }
 
@@ -183,7 +184,7 @@ fn blocked(
     // The rule's own policy refuses, for as long as the block lasts.
     let until = block.retry_after();
     let limit = planned.quota.limit();
-    let decision = Decision::refused(Refusal::LimitReached, limit, 0, until, until);
+    let decision = Decision::refused(RefusalReason::LimitReached, limit, 0, until, until);
     refusal(rules, planned.rule, &planned.key, &decision, true);
     count(
         rules,

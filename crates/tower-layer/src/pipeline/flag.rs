@@ -4,7 +4,7 @@ use http::request::Parts;
 use tollgate_core::{Decision, RuleId};
 
 /// The rules that would have refused this request but are configured to flag it instead
-/// ([`RefusalAction::Flag`](crate::RefusalAction::Flag)). The layer inserts it as a request
+/// ([`OnRefusal::Flag`](crate::OnRefusal::Flag)). The layer inserts it as a request
 /// extension, so downstream code can, say, put a new account into review:
 ///
 /// ```

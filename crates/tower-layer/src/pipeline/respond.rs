@@ -7,12 +7,12 @@ use crate::headers::Problem;
 use crate::pipeline::plan::Unplanned;
 use crate::pipeline::refused::Refused;
 use crate::settings::Settings;
-use crate::{RefusalAction, Rule};
+use crate::{OnRefusal, Rule};
 
 /// What a refusal by `rule` answers.
 pub(crate) fn refusal(settings: &Settings, rule: &Rule, refused: Refused) -> Response<Bytes> {
     match &rule.on_refusal {
-        RefusalAction::Respond(respond) => respond(&refused),
+        OnRefusal::Respond(respond) => respond(&refused),
         _ => match &settings.responder {
             Some(responder) => responder(&refused),
             None => refused.default_response(),

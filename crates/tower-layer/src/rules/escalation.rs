@@ -10,7 +10,7 @@
 //!   `block_for`;
 //! * while the block bucket is empty, the rule refuses the caller and nothing is counted, with
 //!   `Retry-After` saying when the block ends. The block is read in the request's own store
-//!   call, as a read-only item ([`Mode::Gate`](tollgate_core::Mode::Gate)) beside the rules' items,
+//!   call, as a read-only item ([`Mode::ReadOnly`](tollgate_core::Mode::ReadOnly)) beside the rules' items,
 //!   so escalation costs no extra round trip for a request that is not refused; recording a
 //!   strike after a refusal is one more call, for refused requests only.
 
@@ -87,7 +87,7 @@ impl Escalated {
     /// that refuses the request while the block bucket is empty, and charges nothing.
     pub(crate) fn block_gate<'a>(&'a self, key: &'a Key, policy: OnStoreFailure) -> Item<'a> {
         self.block(key)
-            .with_mode(Mode::Gate)
+            .with_mode(Mode::ReadOnly)
             .with_store_failure(policy)
     }
 

@@ -22,7 +22,7 @@ use crate::settings::Responder;
 /// use std::time::Duration;
 /// use tollgate_core::{OnStoreFailure, Quota, Rate};
 /// use tollgate_tower::key::{Global, HeaderKey};
-/// use tollgate_tower::{Rule, RefusalAction};
+/// use tollgate_tower::{Rule, OnRefusal};
 ///
 /// // The partner API: 200 a second per API key, fail open.
 /// let partner = Rule::new(
@@ -33,8 +33,8 @@ use crate::settings::Responder;
 ///
 /// // Sign-ups: a global cap that fails closed and flags instead of refusing.
 /// let signups = Rule::new("signups-global", Quota::fixed_window(2_000, Duration::from_secs(1))?, Global)?
-///     .on_store_failure(OnStoreFailure::Closed)
-///     .on_refusal(RefusalAction::Flag);
+///     .with_store_failure(OnStoreFailure::Closed)
+///     .on_refusal(OnRefusal::Flag);
 /// # let _ = (partner, signups);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
@@ -45,7 +45,7 @@ pub struct Rule {
     pub(crate) key: Arc<dyn KeyExtractor>,
     pub(crate) cost: Cost,
     pub(crate) mode: Mode,
-    pub(crate) on_refusal: RefusalAction,
+    pub(crate) on_refusal: OnRefusal,
     pub(crate) on_missing_key: MissingKey,
     pub(crate) on_store_failure: OnStoreFailure,
     pub(crate) counting: Counting,
@@ -85,7 +85,7 @@ impl Rule {
             key,
             cost: Cost::Fixed(1),
             mode: Mode::Enforce,
-            on_refusal: RefusalAction::Reject,
+            on_refusal: OnRefusal::Reject,
             on_missing_key: MissingKey::Skip,
             on_store_failure: OnStoreFailure::Open,
             counting: Counting::Exact,
@@ -171,14 +171,14 @@ impl Rule {
 
     /// Sets the mode.
     #[must_use]
-    pub fn mode(mut self, mode: Mode) -> Self {
+    pub fn with_mode(mut self, mode: Mode) -> Self {
         self.mode = mode;
         self
     }
 
     /// What a refusal by this rule does (default: 429).
     #[must_use]
-    pub fn on_refusal(mut self, action: RefusalAction) -> Self {
+    pub fn on_refusal(mut self, action: OnRefusal) -> Self {
         self.on_refusal = action;
         self
     }
@@ -198,7 +198,7 @@ impl Rule {
     /// circuit breaker). With a plain store that simply fails, the layer can only tell open from
     /// closed, and `Local` and `OpenWithin` fail open.
     #[must_use]
-    pub fn on_store_failure(mut self, policy: OnStoreFailure) -> Self {
+    pub fn with_store_failure(mut self, policy: OnStoreFailure) -> Self {
         self.on_store_failure = policy;
         self
     }
@@ -218,18 +218,18 @@ impl Rule {
     ///     Quota::token_bucket(200, Rate::per_second(200))?,
     ///     HeaderKey::new(http::HeaderName::from_static("x-api-key")),
     /// )?
-    /// .counting(Counting::Lease(LeaseSettings::new().max_units(20)));
-    /// assert_eq!(partner.counted().name(), "lease");
+    /// .with_counting(Counting::Lease(LeaseSettings::new().max_units(20)));
+    /// assert_eq!(partner.counting().name(), "lease");
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     #[must_use]
-    pub fn counting(mut self, counting: Counting) -> Self {
+    pub fn with_counting(mut self, counting: Counting) -> Self {
         self.counting = counting;
         self
     }
 
     /// How the rule is counted across a fleet.
-    pub fn counted(&self) -> Counting {
+    pub fn counting(&self) -> Counting {
         self.counting
     }
 
@@ -250,12 +250,12 @@ impl Rule {
     /// // "Each of 50 servers allows 4 a second locally, with no shared state."
     /// let search = Rule::new("search", Quota::token_bucket(200, Rate::per_second(200))?, Global)?
     ///     .split(50);
-    /// assert_eq!(search.counted().name(), "split");
+    /// assert_eq!(search.counting().name(), "split");
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     #[must_use]
     pub fn split(self, gateways: u32) -> Self {
-        self.counting(Counting::Split(tollgate_core::SplitSettings::new(gateways)))
+        self.with_counting(Counting::Split(tollgate_core::SplitSettings::new(gateways)))
     }
 
     /// Spreads each key's count over `sub_buckets` sub-keys on different Redis Cluster slots,
@@ -286,7 +286,7 @@ impl Rule {
     /// [`Stores`](tollgate_core::Stores) (a home region's Redis for security rules, say)
     /// instead of the default one.
     #[must_use]
-    pub fn store(mut self, name: &str) -> Self {
+    pub fn with_store(mut self, name: &str) -> Self {
         self.store = Some(Arc::from(name));
         self
     }
@@ -347,12 +347,12 @@ impl Rule {
     }
 
     /// The rule's mode: enforcing, shadow, ...
-    pub fn mode_in_force(&self) -> Mode {
+    pub fn mode(&self) -> Mode {
         self.mode
     }
 
     /// What the rule does when the store cannot answer.
-    pub fn store_failure_policy(&self) -> OnStoreFailure {
+    pub fn on_store_failure(&self) -> OnStoreFailure {
         self.on_store_failure
     }
 
@@ -361,24 +361,24 @@ impl Rule {
     ///
     /// ```
     /// use tollgate_core::{Quota, Rate};
-    /// use tollgate_tower::{RefusalAction, Rule, key::PeerIp};
+    /// use tollgate_tower::{OnRefusal, Rule, key::PeerIp};
     ///
     /// let quota = Quota::token_bucket(10, Rate::per_second(1))?;
     /// let rule = Rule::new("reads", quota, PeerIp::new())?;
     /// assert!(rule.can_refuse());
     /// assert!(!rule.clone().shadow().can_refuse());
-    /// assert!(!rule.on_refusal(RefusalAction::Flag).can_refuse());
+    /// assert!(!rule.on_refusal(OnRefusal::Flag).can_refuse());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn can_refuse(&self) -> bool {
-        matches!(self.store_mode(), Mode::Enforce | Mode::Gate)
+        matches!(self.store_mode(), Mode::Enforce | Mode::ReadOnly)
     }
 
     /// How the rule is sent to the store: a flag rule as a shadow one (it never stops a
     /// request).
     pub(crate) fn store_mode(&self) -> Mode {
         match self.on_refusal {
-            RefusalAction::Flag => Mode::Shadow,
+            OnRefusal::Flag => Mode::Shadow,
             _ => self.mode,
         }
     }
@@ -386,8 +386,8 @@ impl Rule {
     /// Whether the policy is shown in headers.
     pub fn is_disclosed(&self) -> bool {
         self.disclose.unwrap_or(
-            matches!(self.mode, Mode::Enforce | Mode::Gate)
-                && matches!(self.on_refusal, RefusalAction::Reject),
+            matches!(self.mode, Mode::Enforce | Mode::ReadOnly)
+                && matches!(self.on_refusal, OnRefusal::Reject),
         )
     }
 
@@ -423,7 +423,7 @@ pub(crate) enum Cost {
 /// What a refusal by a rule does.
 #[derive(Clone, Default)]
 #[non_exhaustive]
-pub enum RefusalAction {
+pub enum OnRefusal {
     /// Answer `429 Too Many Requests` with `Retry-After` and a problem body (or the layer's
     /// responder).
     #[default]
@@ -437,15 +437,15 @@ pub enum RefusalAction {
     Flag,
 }
 
-impl RefusalAction {
+impl OnRefusal {
     /// Answers refusals with `respond(refused)`.
     ///
     /// ```
     /// use bytes::Bytes;
-    /// use tollgate_tower::{RefusalAction, Refused};
+    /// use tollgate_tower::{OnRefusal, Refused};
     ///
     /// // A challenge page that keeps tollgate's headers (Retry-After, RateLimit).
-    /// let challenge = RefusalAction::respond(|refused: &Refused| {
+    /// let challenge = OnRefusal::respond(|refused: &Refused| {
     ///     let mut page = http::Response::new(Bytes::from_static(b"<form>solve me</form>"));
     ///     page.headers_mut().extend(refused.headers().clone());
     ///     page
@@ -455,16 +455,16 @@ impl RefusalAction {
     pub fn respond(
         respond: impl Fn(&crate::Refused) -> http::Response<Bytes> + Send + Sync + 'static,
     ) -> Self {
-        RefusalAction::Respond(Arc::new(respond))
+        OnRefusal::Respond(Arc::new(respond))
     }
 }
 
-impl fmt::Debug for RefusalAction {
+impl fmt::Debug for OnRefusal {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            RefusalAction::Reject => f.write_str("Reject"),
-            RefusalAction::Respond(_) => f.write_str("Respond(..)"),
-            RefusalAction::Flag => f.write_str("Flag"),
+            OnRefusal::Reject => f.write_str("Reject"),
+            OnRefusal::Respond(_) => f.write_str("Respond(..)"),
+            OnRefusal::Flag => f.write_str("Flag"),
         }
     }
 }

@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use crate::testing::conformance::START;
 use crate::testing::{ManualClock, replay};
-use crate::{Algorithm, Decision, Item, Key, Quota, Rate, Receipt, Refusal, RuleId, Store};
+use crate::{Algorithm, Decision, Item, Key, Quota, Rate, Receipt, RefusalReason, RuleId, Store};
 
 const HOUR: Duration = Duration::from_secs(3_600);
 const DAY: Duration = Duration::from_secs(86_400);
@@ -205,7 +205,7 @@ pub async fn a_much_longer_period_keeps_the_usage_and_still_ends<S: Store>(
             } else {
                 assert_eq!(
                     first.refusal(),
-                    Some(Refusal::LimitReached),
+                    Some(RefusalReason::LimitReached),
                     "{algorithm}: a caller spent on a 1 s quota is still spent right after it is \
                      lengthened to {longer:?}"
                 );
@@ -245,7 +245,7 @@ pub async fn fixed_window_lengthened_from_a_second_to_an_hour_lets_the_caller_ba
     let right_after = decide(&store, hourly).await;
     assert_eq!(
         right_after.refusal(),
-        Some(Refusal::LimitReached),
+        Some(RefusalReason::LimitReached),
         "fixed_window: the 5 spent this second count in the new hour"
     );
     assert!(
@@ -283,7 +283,7 @@ pub async fn token_bucket_of_1000_a_day_spent_then_10_a_second_waits_at_most_100
     let next = decide(&store, item).await;
     assert_eq!(
         next.refusal(),
-        Some(Refusal::LimitReached),
+        Some(RefusalReason::LimitReached),
         "token_bucket: the day's 1,000 spent leave the new bucket empty"
     );
     assert!(
@@ -320,7 +320,7 @@ pub async fn a_much_shorter_period_waits_no_longer_than_the_new_quota<S: Store>(
             let first = decide(&store, after).await;
             assert_eq!(
                 first.refusal(),
-                Some(Refusal::LimitReached),
+                Some(RefusalReason::LimitReached),
                 "{algorithm}: a caller spent on a {longer:?} quota is still spent right after it \
                  is shortened to 1 s"
             );
@@ -362,7 +362,7 @@ pub async fn token_bucket_refilled_more_slowly_at_the_same_capacity_grants_nothi
     let next = decide(&store, item).await;
     assert_eq!(
         next.refusal(),
-        Some(Refusal::LimitReached),
+        Some(RefusalReason::LimitReached),
         "token_bucket: 100 spent at 100/s, refilled at 1/s: nothing at once"
     );
     assert!(
@@ -491,7 +491,7 @@ pub async fn token_bucket_to_pacing_and_back_grants_nothing_extra<S: Store>(
     let first = decide(&store, bucketed).await;
     assert_eq!(
         first.refusal(),
-        Some(Refusal::LimitReached),
+        Some(RefusalReason::LimitReached),
         "token_bucket after ten booked pacing slots: nothing left"
     );
     assert!(
@@ -567,7 +567,7 @@ pub async fn a_lowered_limit_refuses_no_longer_than_the_new_quota_would<S: Store
         let refused = decide(&store, lowered).await;
         assert_eq!(
             refused.refusal(),
-            Some(Refusal::LimitReached),
+            Some(RefusalReason::LimitReached),
             "{algorithm}: 6 used, limit lowered to 3: refused"
         );
         let bound = match small.algorithm() {
@@ -688,7 +688,7 @@ pub async fn keys_of_one_rule_are_each_judged_by_their_own_quota<S: Store>(
         let still = decide(&store, spent).await;
         assert_eq!(
             still.refusal(),
-            Some(Refusal::LimitReached),
+            Some(RefusalReason::LimitReached),
             "{algorithm}: A, spent on {long:?}, is allowed again 61 s later because B's quota \
              is {short:?}"
         );

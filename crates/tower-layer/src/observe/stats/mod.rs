@@ -170,7 +170,7 @@ fn current_minute() -> u64 {
 mod tests {
     use std::time::Duration;
 
-    use tollgate_core::Refusal;
+    use tollgate_core::RefusalReason;
 
     use super::*;
 
@@ -179,7 +179,7 @@ mod tests {
         let counters = RuleCounters::default();
         let allowed = Decision::allowed(10, 9, Duration::ZERO);
         let refused = Decision::refused(
-            Refusal::LimitReached,
+            RefusalReason::LimitReached,
             10,
             0,
             Duration::from_secs(1),
