@@ -69,7 +69,9 @@ pub(crate) async fn charge(
             .watch
             .decided(decision, enforcing, answer.refused_locally());
         if !decision.is_allowed() {
-            check.watch.refused(&check.key, decision, enforcing);
+            check
+                .watch
+                .refused(&check.key, decision, enforcing, tollgate.logging());
         }
     }
     if let Some((position, answer)) = batch.worst_refusal(&items) {

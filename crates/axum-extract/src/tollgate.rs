@@ -274,7 +274,7 @@ fn declare<L: Limit>(tollgate: &Tollgate) -> Declared {
     let quota = L::default_quota().map_err(|error| format!("limit {:?}: {error}", L::ID))?;
     let watch = match tollgate.layer() {
         Some(layer) => layer.watch(&rule),
-        None => RuleWatch::log_only(&rule, tollgate.logging()),
+        None => RuleWatch::log_only(&rule),
     };
     Ok(DeclaredLimit {
         watch,

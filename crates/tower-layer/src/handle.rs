@@ -10,7 +10,7 @@ use tollgate_core::{DynStore, RuleId, Store, Unsupported};
 use crate::headers::HeaderStyle;
 use crate::observe::stats::RuleStats;
 use crate::observe::top_refused::TopRefusedReport;
-use crate::observe::watch::Watched;
+use crate::observe::watch::{Reobserve, Watched};
 use crate::observe::{Observers, RuleWatch};
 use crate::rules::notices::RuleNotices;
 use crate::settings::{KeyLogging, Responder, Settings};
@@ -29,31 +29,42 @@ pub(crate) struct Live {
 }
 
 impl Live {
+    /// `live`, shared, and known to its observers (so an observer turned on from any layer value
+    /// reaches these rules too).
+    pub(crate) fn watched(live: Live) -> Arc<Live> {
+        let live = Arc::new(live);
+        let weak: std::sync::Weak<dyn Reobserve> = Arc::downgrade(&live) as _;
+        live.observers.watching(weak);
+        live
+    }
+
     /// `rules` as this layer installs them: with what each observer keeps for each rule.
-    pub(crate) fn prepared(&self, rules: RuleSet, logging: KeyLogging) -> RuleSet {
+    pub(crate) fn prepared(&self, rules: RuleSet) -> RuleSet {
         rules
-            .observed_by(&self.observers, logging)
+            .observed_by(&self.observers)
             .checked_against(&self.store.capabilities())
     }
 
     /// Installs `rules` for every request from the next one on.
-    pub(crate) fn install(&self, rules: RuleSet, logging: KeyLogging) {
-        self.rules.store(Arc::new(self.prepared(rules, logging)));
+    pub(crate) fn install(&self, rules: RuleSet) {
+        self.rules.store(Arc::new(self.prepared(rules)));
     }
+}
 
-    /// Installs the rules in force again, in place, so each rule gets what the observers keep
-    /// now (after one was turned on); a watcher or an earlier clone goes on replacing them.
-    pub(crate) fn observe_again(&self, logging: KeyLogging) {
-        let observers = &self.observers;
+impl Reobserve for Live {
+    fn reobserve(&self, observers: &Observers) {
         self.rules
-            .rcu(|rules| RuleSet::clone(rules).observed_by(observers, logging));
+            .rcu(|rules| RuleSet::clone(rules).observed_by(observers));
     }
 }
 
 /// A running layer as code outside it sees it: its store, its rules in force (to read or
 /// replace), its settings, and what it has observed. Made by
 /// [`RateLimitLayer::handle`](crate::RateLimitLayer::handle); cheap to clone, and every clone
-/// speaks for the same layer value (a later builder call on the layer makes a new one).
+/// speaks for the same layer value. A later builder call that adds rules gives the layer a rule
+/// set of its own, which an earlier handle does not replace; a later call that changes a setting
+/// (headers, key logging, ...) changes that layer value's settings, not the handle's (refusal
+/// events always show keys as the layer serving the request says).
 ///
 /// ```
 /// use std::time::Duration;
@@ -119,7 +130,7 @@ impl LayerHandle {
         if let Some((rule, reason)) = rules.first_unsupported(&capabilities) {
             return Err(UnsupportedRule { rule, reason });
         }
-        self.live.install(rules, self.settings.key_logging);
+        self.live.install(rules);
         Ok(())
     }
 
@@ -195,10 +206,7 @@ impl LayerHandle {
     /// the layer's rules). Make it once per rule, not per request.
     pub fn watch(&self, rule: &RuleId) -> RuleWatch {
         let notices = Arc::new(RuleNotices::default());
-        let logging = self.settings.key_logging;
-        self.live
-            .observers
-            .watch(rule, notices, logging, Watched::TypedLimit)
+        (self.live.observers).watch(rule, notices, Watched::TypedLimit)
     }
 
     /// Tells the layer's observers that a rule file or fleet document was loaded (`ok`) or

@@ -79,15 +79,13 @@ impl<St: tollgate_core::Store> RateLimitLayer<St> {
     /// A layer counting in `store`, with no rules yet.
     pub fn new(store: St) -> Self {
         let store = Arc::new(store);
+        let live = Live::watched(Live {
+            store: tollgate_core::DynStore::from_arc(Arc::clone(&store)),
+            rules: ArcSwap::from_pointee(RuleSet::new()),
+            observers: Arc::default(),
+        });
         RateLimitLayer {
-            core: Arc::new(Core {
-                live: Arc::new(Live {
-                    store: tollgate_core::DynStore::from_arc(Arc::clone(&store)),
-                    rules: ArcSwap::from_pointee(RuleSet::new()),
-                    observers: Arc::default(),
-                }),
-                store,
-            }),
+            core: Arc::new(Core { live, store }),
             settings: Arc::new(Settings::default()),
         }
     }
@@ -124,7 +122,7 @@ impl<St: tollgate_core::Store> RateLimitLayer<St> {
     fn update_rules(mut self, change: impl FnOnce(RuleSet) -> RuleSet) -> Self {
         let live = &self.core.live;
         let current = RuleSet::clone(&live.rules.load());
-        let rules = live.prepared(change(current), self.settings.key_logging);
+        let rules = live.prepared(change(current));
         let live = Live {
             store: live.store.clone(),
             rules: ArcSwap::from_pointee(rules),
@@ -132,7 +130,7 @@ impl<St: tollgate_core::Store> RateLimitLayer<St> {
         };
         self.core = Arc::new(Core {
             store: Arc::clone(&self.core.store),
-            live: Arc::new(live),
+            live: Live::watched(live),
         });
         self
     }
@@ -160,7 +158,7 @@ impl<St: tollgate_core::Store> RateLimitLayer<St> {
     pub fn metrics(self) -> Self {
         let live = &self.core.live;
         (live.observers.metrics).store(true, std::sync::atomic::Ordering::Release);
-        live.observe_again(self.settings.key_logging);
+        live.observers.changed();
         self
     }
 
@@ -186,7 +184,7 @@ impl<St: tollgate_core::Store> RateLimitLayer<St> {
     pub fn track_stats(self) -> Self {
         let live = &self.core.live;
         let _ = live.observers.stats.set(StatsBook::default());
-        live.observe_again(self.settings.key_logging);
+        live.observers.changed();
         self
     }
 
@@ -212,7 +210,7 @@ impl<St: tollgate_core::Store> RateLimitLayer<St> {
             .observers
             .top_refused
             .get_or_init(|| Arc::new(TopRefused::start(k)));
-        live.observe_again(self.settings.key_logging);
+        live.observers.changed();
         self
     }
 
@@ -224,7 +222,7 @@ impl<St: tollgate_core::Store> RateLimitLayer<St> {
         (live.observers.custom.lock())
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .push(Arc::new(observer));
-        live.observe_again(self.settings.key_logging);
+        live.observers.changed();
         self
     }
 
@@ -279,8 +277,6 @@ impl<St: tollgate_core::Store> RateLimitLayer<St> {
     /// How keys appear in `tollgate::refusal` events (default: hashed).
     pub fn key_logging(mut self, logging: KeyLogging) -> Self {
         Arc::make_mut(&mut self.settings).key_logging = logging;
-        // The rules' refusal events show keys this way from now on.
-        self.core.live.observe_again(logging);
         self
     }
 

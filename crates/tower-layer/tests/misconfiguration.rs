@@ -41,11 +41,10 @@ fn errors_about(policy: &str) -> Vec<common::events::Recorded> {
     events
 }
 
-#[tokio::test]
-async fn an_ip_rule_served_without_a_peer_address_answers_500_and_says_why_once() {
-    Recorder::global();
-    let server = TestServer::start_without_peer(app(per_ip("no-peer"))).await;
-    for _ in 0..4 {
+/// Sends `requests` requests, each answered 500 as misconfigured without naming `policy`, and
+/// gives the one `error` the rule logged for them.
+async fn answers_500_and_logs_once(server: &TestServer, policy: &str, requests: usize) -> String {
+    for _ in 0..requests {
         let reply = Reply::send(server.client.get(server.url("/"))).await;
         assert_eq!(
             reply.status,
@@ -59,13 +58,20 @@ async fn an_ip_rule_served_without_a_peer_address_answers_500_and_says_why_once(
             reply.body
         );
         assert!(
-            !reply.body.contains("no-peer"),
+            !reply.body.contains(policy),
             "the caller is not told the rule"
         );
     }
-    let errors = errors_about("no-peer");
+    let errors = errors_about(policy);
     assert_eq!(errors.len(), 1, "logged once, not per request: {errors:?}");
-    let message = errors[0].field("message").unwrap_or_default();
+    errors[0].field("message").unwrap_or_default().to_owned()
+}
+
+#[tokio::test]
+async fn an_ip_rule_served_without_a_peer_address_answers_500_and_says_why_once() {
+    Recorder::global();
+    let server = TestServer::start_without_peer(app(per_ip("no-peer"))).await;
+    let message = answers_500_and_logs_once(&server, "no-peer", 4).await;
     assert!(
         message.contains("into_make_service_with_connect_info") && message.contains("PeerAddr"),
         "the log names the fix: {message}"
@@ -79,22 +85,7 @@ async fn a_rule_asking_for_what_the_store_cannot_do_answers_500_and_says_what_to
         tollgate_core::LeaseSettings::new(),
     ));
     let server = TestServer::start(app(leased)).await;
-    for _ in 0..3 {
-        let reply = Reply::send(server.client.get(server.url("/"))).await;
-        assert_eq!(
-            reply.status,
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "{}",
-            reply.body
-        );
-        assert!(
-            !reply.body.contains("leased-on-memory"),
-            "the caller is not told the rule"
-        );
-    }
-    let errors = errors_about("leased-on-memory");
-    assert_eq!(errors.len(), 1, "logged once, not per request: {errors:?}");
-    let message = errors[0].field("message").unwrap_or_default();
+    let message = answers_500_and_logs_once(&server, "leased-on-memory", 3).await;
     assert!(
         message.contains("FleetStore"),
         "the log names the fix: {message}"

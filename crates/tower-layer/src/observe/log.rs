@@ -14,13 +14,12 @@ use crate::settings::KeyLogging;
 pub(crate) struct RuleLog {
     pub(crate) rule: RuleId,
     pub(crate) notices: Arc<RuleNotices>,
-    pub(crate) logging: KeyLogging,
 }
 
 impl RuleObserver for RuleLog {
-    fn refused(&self, key: &Key, decision: &Decision, enforced: bool) {
+    fn refused(&self, key: &Key, decision: &Decision, enforced: bool, logging: KeyLogging) {
         self.notices.refused(&self.rule);
-        log_refusal(&self.rule, key, decision, enforced, self.logging);
+        log_refusal(&self.rule, key, decision, enforced, logging);
     }
 }
 

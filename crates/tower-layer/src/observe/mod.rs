@@ -17,7 +17,7 @@
 //! use tollgate_core::{Decision, Key, MemoryStore, Quota, RuleId};
 //! use tollgate_tower::observe::{Observer, RuleObserver};
 //! use tollgate_tower::key::Global;
-//! use tollgate_tower::{RateLimitLayer, Rule};
+//! use tollgate_tower::{KeyLogging, RateLimitLayer, Rule};
 //!
 //! /// Counts refusals of every rule together.
 //! #[derive(Default)]
@@ -30,7 +30,7 @@
 //! }
 //!
 //! impl RuleObserver for Refusals {
-//!     fn refused(&self, _key: &Key, _decision: &Decision, _enforced: bool) {
+//!     fn refused(&self, _key: &Key, _decision: &Decision, _enforced: bool, _logging: KeyLogging) {
 //!         self.0.fetch_add(1, Ordering::Relaxed);
 //!     }
 //! }
@@ -54,6 +54,8 @@ pub(crate) mod watch;
 use std::sync::Arc;
 
 use tollgate_core::{Decision, Key, RuleId};
+
+use crate::settings::KeyLogging;
 
 pub(crate) use self::watch::Observers;
 pub use self::watch::RuleWatch;
@@ -81,9 +83,10 @@ pub trait RuleObserver: Send + Sync + 'static {
     }
 
     /// The rule refused `key` (`enforced`: the request was refused; else a shadow or flag
-    /// rule's would-be refusal).
-    fn refused(&self, key: &Key, decision: &Decision, enforced: bool) {
-        let _ = (key, decision, enforced);
+    /// rule's would-be refusal); `logging` is how the layer (or the typed limit) that refused
+    /// shows keys in logs ([`KeyLogging::show`]).
+    fn refused(&self, key: &Key, decision: &Decision, enforced: bool, logging: KeyLogging) {
+        let _ = (key, decision, enforced, logging);
     }
 
     /// The store could not answer; the rule's failure policy let the request through

@@ -1,7 +1,7 @@
 //! The layer's observers, and what they keep for one rule.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
 
 use smallvec::SmallVec;
 use tollgate_core::{Decision, Key, RuleId};
@@ -26,6 +26,15 @@ pub(crate) struct Observers {
     pub(crate) top_refused: OnceLock<Arc<TopRefused>>,
     /// The service's own ([`RateLimitLayer::observe`](crate::RateLimitLayer::observe)).
     pub(crate) custom: Mutex<Vec<Arc<dyn Observer>>>,
+    /// Every rule set in force that these observers watch (one per layer value with rules of
+    /// its own), so an observer turned on from any of them reaches them all.
+    watched: Mutex<Vec<Weak<dyn Reobserve>>>,
+}
+
+/// Rules in force that can be installed again with what the observers keep now.
+pub(crate) trait Reobserve: Send + Sync {
+    /// Installs the rules in force again, in place, watched by `observers` as they are now.
+    fn reobserve(&self, observers: &Observers);
 }
 
 /// Which decisions a watch is for: a layer's rule, or a typed limit in a handler (which the
@@ -47,14 +56,12 @@ impl Observers {
         &self,
         rule: &RuleId,
         notices: Arc<RuleNotices>,
-        logging: KeyLogging,
         watched: Watched,
     ) -> RuleWatch {
         let mut observers: SmallVec<[Arc<dyn RuleObserver>; 4]> = SmallVec::new();
         observers.push(Arc::new(RuleLog {
             rule: rule.clone(),
             notices,
-            logging,
         }));
         #[cfg(feature = "metrics")]
         if self.metered() {
@@ -72,6 +79,25 @@ impl Observers {
         let custom = self.custom.lock().unwrap_or_else(PoisonError::into_inner);
         observers.extend(custom.iter().map(|observer| observer.rule(rule)));
         RuleWatch { observers }
+    }
+
+    /// Remembers `rules` (weakly) as watched by these observers.
+    pub(crate) fn watching(&self, rules: Weak<dyn Reobserve>) {
+        let mut watched = self.watched.lock().unwrap_or_else(PoisonError::into_inner);
+        watched.retain(|rules| rules.strong_count() > 0);
+        watched.push(rules);
+    }
+
+    /// After an observer was turned on: every rule set these observers watch gets what each
+    /// observer keeps for its rules.
+    pub(crate) fn changed(&self) {
+        let watched: Vec<Arc<dyn Reobserve>> = {
+            let watched = self.watched.lock().unwrap_or_else(PoisonError::into_inner);
+            watched.iter().filter_map(Weak::upgrade).collect()
+        };
+        for rules in watched {
+            rules.reobserve(self);
+        }
     }
 
     /// A rule file or fleet document was loaded (`ok`) or refused.
@@ -108,12 +134,11 @@ impl RuleWatch {
     /// What a rule is watched with when there is no layer to ask: its refusal events and their
     /// once-a-minute summary (typed limits of a `tollgate_axum::Tollgate` made without a
     /// layer use it).
-    pub fn log_only(rule: &RuleId, logging: KeyLogging) -> RuleWatch {
+    pub fn log_only(rule: &RuleId) -> RuleWatch {
         let mut observers: SmallVec<[Arc<dyn RuleObserver>; 4]> = SmallVec::new();
         observers.push(Arc::new(RuleLog {
             rule: rule.clone(),
             notices: Arc::default(),
-            logging,
         }));
         RuleWatch { observers }
     }
@@ -125,10 +150,11 @@ impl RuleWatch {
         }
     }
 
-    /// The rule refused `key` (see [`RuleObserver::refused`]).
-    pub fn refused(&self, key: &Key, decision: &Decision, enforced: bool) {
+    /// The rule refused `key` (see [`RuleObserver::refused`]); `logging`: how the caller shows
+    /// keys in logs.
+    pub fn refused(&self, key: &Key, decision: &Decision, enforced: bool, logging: KeyLogging) {
         for observer in &self.observers {
-            observer.refused(key, decision, enforced);
+            observer.refused(key, decision, enforced, logging);
         }
     }
 

@@ -84,6 +84,7 @@ pub(crate) fn conclude(
             continue;
         }
         refusal(
+            settings,
             rules,
             planned.rule,
             &planned.key,
@@ -148,9 +149,16 @@ fn count(rules: &RuleSet, at: RuleRef, answer: &ItemDecision, enforcing: bool) {
 }
 
 /// Tells the rule's observers it refused `key` (`enforced`: the request was refused).
-fn refusal(rules: &RuleSet, at: RuleRef, key: &Key, decision: &Decision, enforced: bool) {
+fn refusal(
+    settings: &Settings,
+    rules: &RuleSet,
+    at: RuleRef,
+    key: &Key,
+    decision: &Decision,
+    enforced: bool,
+) {
     if let Some(watch) = rules.watch(at) {
-        watch.refused(key, decision, enforced);
+        watch.refused(key, decision, enforced, settings.key_logging);
     }
 }
 
@@ -185,7 +193,7 @@ fn blocked(
     let until = block.retry_after();
     let limit = planned.quota.limit();
     let decision = Decision::refused(RefusalReason::LimitReached, limit, 0, until, until);
-    refusal(rules, planned.rule, &planned.key, &decision, true);
+    refusal(settings, rules, planned.rule, &planned.key, &decision, true);
     count(
         rules,
         planned.rule,

@@ -12,7 +12,6 @@ use crate::key::MatchedPattern;
 use crate::observe::watch::Watched;
 use crate::observe::{Observers, RuleWatch};
 use crate::rules::exemptions::Exemptions;
-use crate::settings::KeyLogging;
 use crate::{PathPattern, PathPatternError, Rule};
 use tollgate_core::{Capabilities, RuleId, Unsupported};
 
@@ -119,12 +118,12 @@ impl RuleSet {
 
     /// The set with what `observers` keep for each of its rules (made now, once: the request
     /// path only uses them).
-    pub(crate) fn observed_by(mut self, observers: &Observers, logging: KeyLogging) -> Self {
+    pub(crate) fn observed_by(mut self, observers: &Observers) -> Self {
         let watches: Vec<RuleWatch> = self
             .rules()
             .map(|rule| {
                 let notices = Arc::clone(&rule.notices);
-                observers.watch(&rule.id, notices, logging, Watched::LayerRule)
+                observers.watch(&rule.id, notices, Watched::LayerRule)
             })
             .collect();
         self.watches = Some(watches.into());

@@ -155,7 +155,13 @@ pub(crate) struct RuleTop {
 }
 
 impl super::RuleObserver for RuleTop {
-    fn refused(&self, key: &Key, _decision: &tollgate_core::Decision, _enforced: bool) {
+    fn refused(
+        &self,
+        key: &Key,
+        _decision: &tollgate_core::Decision,
+        _enforced: bool,
+        _logging: KeyLogging,
+    ) {
         self.top.offer(&self.rule, key);
     }
 }
