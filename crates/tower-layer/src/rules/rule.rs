@@ -205,9 +205,10 @@ impl Rule {
 
     /// How the rule is counted across a fleet of gateways (default: exactly, in the shared store
     /// on every check). [`Counting::Lease`] and [`Counting::Sync`] trade a stated, bounded
-    /// overshoot for far fewer store calls on hot keys; they take effect when the layer's store
-    /// is a [`FleetStore`](tollgate_core::FleetStore), and every other store counts exactly.
-    /// Shadow and flag rules, and pacing quotas, are always counted exactly.
+    /// overshoot for far fewer store calls on hot keys; they need the layer's store to be (or
+    /// hold, as its default store) a [`FleetStore`](tollgate_core::FleetStore): over any other
+    /// store the rule is refused when installed (see
+    /// [`Capabilities`](tollgate_core::Capabilities)). Pacing quotas are always counted exactly.
     ///
     /// ```
     /// use tollgate_core::{Counting, LeaseSettings, Quota, Rate};
@@ -240,8 +241,8 @@ impl Rule {
     /// balancer spreads each caller's requests evenly. Needs a limit of at least `gateways`
     /// (else the rule is counted whole). Give the layer a store of this gateway's own — a
     /// [`FleetStore`](tollgate_core::FleetStore) (split rules never reach its shared store) or
-    /// a `MemoryStore`: over a store the gateways share, without a `FleetStore`, every gateway's
-    /// part is counted in the one shared key, and the fleet admits one part in all.
+    /// a `MemoryStore`; over a store the gateways share, without a `FleetStore`, the rule is
+    /// refused when installed (every gateway's part would be counted in one shared key).
     ///
     /// ```
     /// use tollgate_core::{Quota, Rate};
