@@ -6,7 +6,7 @@ mod common;
 use std::time::Duration;
 
 use axum::extract::FromRequestParts;
-use common::events::Recorder;
+use common::events::{Recorder, RefusalsBy};
 use tollgate_axum::{Limit, Limiter, Tollgate};
 use tollgate_core::{Key, MemoryStore, Quota, QuotaError};
 use tollgate_tower::{KeyLogging, RateLimitLayer};
@@ -34,16 +34,6 @@ async fn limiter(tollgate: Tollgate) -> Limiter {
         .expect("a Tollgate extension")
 }
 
-/// The refusal events' keys of `rule`, as logged.
-fn logged_keys(rule: &str) -> Vec<String> {
-    Recorder::global()
-        .on_target("tollgate::refusal")
-        .into_iter()
-        .filter(|event| event.field("rule") == Some(rule) && event.level == tracing::Level::DEBUG)
-        .map(|event| event.field("key").unwrap_or_default().to_owned())
-        .collect()
-}
-
 #[tokio::test]
 async fn a_typed_limits_events_show_keys_as_its_tollgate_says() {
     Recorder::global();
@@ -59,10 +49,10 @@ async fn a_typed_limits_events_show_keys_as_its_tollgate_says() {
             .check::<HashedOverRawLayer>(&Key::new("private"))
             .await;
     }
-    let keys = logged_keys("typed-without-layer");
+    let keys = Recorder::global().keys_refused_by("typed-without-layer");
     assert!(keys.len() == 1 && keys[0].contains("shown-1"), "{keys:?}");
-    let keys = logged_keys("typed-raw-over-hashed");
+    let keys = Recorder::global().keys_refused_by("typed-raw-over-hashed");
     assert!(keys.len() == 1 && keys[0].contains("shown-2"), "{keys:?}");
-    let keys = logged_keys("typed-hashed-over-raw");
+    let keys = Recorder::global().keys_refused_by("typed-hashed-over-raw");
     assert!(keys.len() == 1 && !keys[0].contains("private"), "{keys:?}");
 }

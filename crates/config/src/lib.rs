@@ -118,13 +118,11 @@ struct Entry {
     asks: Asks,
 }
 
-/// What a rule asks of the layer's store beyond its counting and store name (which the rule
-/// says itself), and where each of its fleet modes is written: what a layer whose store cannot
-/// do it is told, at that field.
+/// Where each of a rule's fleet modes (what it asks of the layer's store,
+/// `Rule::fleet_modes`) is written: what a layer whose store cannot do it is told, at that
+/// field.
 #[derive(Debug, Clone)]
 struct Asks {
-    sub_buckets: u32,
-    cache_blocked: bool,
     /// Each fleet-mode field written (`counting` or `split`, `sub_buckets`, `cache_blocked`,
     /// `store`) and where its value is.
     written: Vec<(&'static str, error::Position)>,
@@ -137,13 +135,6 @@ impl Asks {
     fn of(value: &toml_span::Value<'_>, report: &mut Report<'_>) -> Asks {
         let table = value.as_table();
         let field = |name: &str| table.and_then(|table| table.get(name));
-        let sub_buckets = field("sub_buckets")
-            .and_then(|value| value.as_integer())
-            .and_then(|spread| u32::try_from(spread).ok())
-            .unwrap_or(1);
-        let cache_blocked = field("cache_blocked")
-            .and_then(|value| value.as_bool())
-            .unwrap_or(false);
         let rule_at = report.position(value.span.start);
         let mut written: Vec<(&'static str, usize)> =
             ["counting", "split", "sub_buckets", "cache_blocked", "store"]
@@ -156,21 +147,7 @@ impl Asks {
             .into_iter()
             .map(|(name, offset)| (name, report.position(offset)))
             .collect();
-        Asks {
-            sub_buckets,
-            cache_blocked,
-            written,
-            rule_at,
-        }
-    }
-
-    /// The fleet modes `rule` asks for.
-    fn modes<'r>(&self, rule: &'r tollgate_tower::Rule) -> tollgate_core::FleetModes<'r> {
-        tollgate_core::FleetModes::new()
-            .with_counting(rule.counting())
-            .with_sub_buckets(self.sub_buckets)
-            .with_cache_blocked(self.cache_blocked)
-            .with_store(rule.store_name())
+        Asks { written, rule_at }
     }
 
     /// The field `unsupported` is about, and where it is written.
@@ -408,7 +385,7 @@ impl RuleFile {
             .entries
             .iter()
             .filter_map(|entry| {
-                let unsupported = capabilities.supports(&entry.asks.modes(&entry.rule)).err()?;
+                let unsupported = capabilities.supports(&entry.rule.fleet_modes()).err()?;
                 let (field, at) = entry.asks.field(&unsupported);
                 Some(at.error(format!(
                     "rule {:?} cannot be counted as it asks in the layer's store: {unsupported}; or remove `{field}`",
@@ -444,8 +421,8 @@ impl RuleFile {
     /// gateways share without one (`split`), `sub_buckets` without a `SubBuckets`,
     /// `cache_blocked` without a `BlockedCache`. Then the mistakes, each at the field that
     /// asks, and the rules in force stay. (A [`RuleWatcher`] checks the same, and more, on
-    /// every load; `replace_rules(file.rules().clone())` takes the rules as code rules, which
-    /// are not checked here.)
+    /// every load; `LayerHandle::replace_rules(file.rules().clone())` refuses the same rules,
+    /// with an error naming the rule rather than the file's line.)
     ///
     /// ```
     /// use tollgate_core::{MemoryStore, Stores};

@@ -13,10 +13,7 @@ use axum::Router;
 use axum::routing::get;
 use http::StatusCode;
 use tollgate_config::{Extractors, RuleFile, RuleWatcher, WatchError};
-use tollgate_core::{
-    BatchDecision, BlockedCache, Decision, FleetStore, Item, Key, MemoryStore, Receipt,
-    RefundError, RuleId, Store, StoreError, Stores, SubBuckets,
-};
+use tollgate_core::{BlockedCache, FleetStore, MemoryStore, Store, Stores, SubBuckets};
 use tollgate_tower::RateLimitLayer;
 
 use common::server::TestServer;
@@ -218,23 +215,7 @@ fn fleet_mode_mistakes_are_reported_at_their_line() {
 }
 
 /// A store every gateway shares and that knows nothing of fleet modes (as the Redis store).
-#[derive(Clone, Default)]
-struct Shared(MemoryStore);
-
-impl Store for Shared {
-    async fn check(&self, items: &[Item<'_>]) -> Result<BatchDecision, StoreError> {
-        self.0.check(items).await
-    }
-    async fn peek(&self, item: &Item<'_>) -> Result<Decision, StoreError> {
-        self.0.peek(item).await
-    }
-    async fn refund(&self, receipt: Receipt) -> Result<(), RefundError> {
-        self.0.refund(receipt).await
-    }
-    async fn reset(&self, rule: &RuleId, key: &Key) -> Result<(), StoreError> {
-        self.0.reset(rule, key).await
-    }
-}
+use tollgate_core::testing::SharedMemory as Shared;
 
 /// A rule of 8 a second on one global key, with `extra` fields from line 7 on.
 fn asking(extra: &str) -> String {

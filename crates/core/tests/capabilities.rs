@@ -7,30 +7,13 @@
 use std::sync::Arc;
 
 use tollgate_core::{
-    BatchDecision, BlockedCache, Capabilities, Counting, Decision, DynStore, FallbackStore,
-    FleetModes, FleetStore, Item, Key, LeaseSettings, MemoryStore, Receipt, RefundError, RuleId,
-    SplitSettings, Store, StoreError, Stores, SubBuckets, SyncSettings, Unsupported,
+    BlockedCache, Capabilities, Counting, DynStore, FallbackStore, FleetModes, FleetStore,
+    LeaseSettings, MemoryStore, SplitSettings, Store, Stores, SubBuckets, SyncSettings,
+    Unsupported,
 };
 
-/// A store every gateway shares and that knows nothing of fleet modes (as the Redis store):
-/// it keeps the default capabilities.
-#[derive(Clone, Default)]
-struct Shared(MemoryStore);
-
-impl Store for Shared {
-    async fn check(&self, items: &[Item<'_>]) -> Result<BatchDecision, StoreError> {
-        self.0.check(items).await
-    }
-    async fn peek(&self, item: &Item<'_>) -> Result<Decision, StoreError> {
-        self.0.peek(item).await
-    }
-    async fn refund(&self, receipt: Receipt) -> Result<(), RefundError> {
-        self.0.refund(receipt).await
-    }
-    async fn reset(&self, rule: &RuleId, key: &Key) -> Result<(), StoreError> {
-        self.0.reset(rule, key).await
-    }
-}
+/// A store every gateway shares and that knows nothing of fleet modes (as the Redis store).
+use tollgate_core::testing::SharedMemory as Shared;
 
 /// What an item can ask, by the name the tables below use.
 fn ask(name: &'static str) -> FleetModes<'static> {

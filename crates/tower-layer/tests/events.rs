@@ -194,16 +194,6 @@ async fn the_block_event_of_an_escalating_rule_shows_the_key_as_configured() {
     );
 }
 
-/// The refusal events' keys of `rule`, as logged.
-fn logged_keys(rule: &str) -> Vec<String> {
-    Recorder::global()
-        .on_target("tollgate::refusal")
-        .into_iter()
-        .filter(|event| event.field("rule") == Some(rule) && event.level == tracing::Level::DEBUG)
-        .map(|event| event.field("key").unwrap_or_default().to_owned())
-        .collect()
-}
-
 /// Two requests for `account` through `layer` (its rule allows one).
 async fn refuse_once(layer: &RateLimitLayer<MemoryStore>, account: &str) {
     let service = layer.layer(service_fn(|_: Request<()>| async {
@@ -230,7 +220,7 @@ async fn key_logging_set_on_a_clone_is_that_clones_own() {
     let base = RateLimitLayer::new(MemoryStore::new()).rule(one_a_minute("clone-logging"));
     let _raw = base.clone().key_logging(KeyLogging::Raw);
     refuse_once(&base, "secret-account").await;
-    let keys = logged_keys("clone-logging");
+    let keys = Recorder::global().keys_refused_by("clone-logging");
     assert_eq!(keys.len(), 1, "{keys:?}");
     assert!(
         !keys[0].contains("secret-account"),
@@ -248,7 +238,7 @@ async fn rules_replaced_through_an_earlier_handle_log_keys_as_the_serving_layer_
         .replace_rules(tollgate_tower::RuleSet::new().rule(one_a_minute("early-handle")))
         .expect("a memory store counts it");
     refuse_once(&layer, "should-be-hashed").await;
-    let keys = logged_keys("early-handle");
+    let keys = Recorder::global().keys_refused_by("early-handle");
     assert_eq!(keys.len(), 1, "{keys:?}");
     assert!(!keys[0].contains("should-be-hashed"), "hashed: {keys:?}");
 }

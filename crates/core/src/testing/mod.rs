@@ -15,10 +15,12 @@ pub mod conformance;
 mod counting_allocator;
 mod event_recorder;
 mod manual_clock;
+mod shared_memory;
 
 pub use counting_allocator::CountingAllocator;
 pub use event_recorder::{EventRecorder, RecordedEvent};
 pub use manual_clock::ManualClock;
+pub use shared_memory::SharedMemory;
 
 /// The same receipt again, exactly as a retry sends it after a refund whose answer was lost (the
 /// store may or may not have applied it). Refunding both must give back once: the conformance

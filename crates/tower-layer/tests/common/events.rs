@@ -12,6 +12,15 @@ pub(crate) trait RefusalsBy {
     /// The `info` summaries of `policy`'s refusals so far.
     #[allow(dead_code, reason = "not every test file reads summaries")]
     fn summaries_of(&self, policy: &str) -> Vec<Recorded>;
+
+    /// The keys `policy`'s refusal events show, as logged.
+    #[allow(dead_code, reason = "not every test file reads keys")]
+    fn keys_refused_by(&self, policy: &str) -> Vec<String> {
+        self.refusals_by(policy)
+            .iter()
+            .map(|event| event.field("key").unwrap_or_default().to_owned())
+            .collect()
+    }
 }
 
 impl RefusalsBy for Recorder {

@@ -1,0 +1,38 @@
+//! An in-memory store that answers as a store the gateways share: for testing what a layer does
+//! over Redis without a server.
+
+use crate::{
+    BatchDecision, Decision, Item, Key, MemoryStore, Receipt, RefundError, RuleId, Store,
+    StoreError,
+};
+
+/// A [`MemoryStore`] that answers [`capabilities`](Store::capabilities) as a store every
+/// gateway shares (the Redis store's answer, the default), so fleet modes that need a wrapper
+/// over such a store are refused over it too. Clones share counts.
+///
+/// ```
+/// use tollgate_core::testing::SharedMemory;
+/// use tollgate_core::{Capabilities, Store};
+///
+/// assert_eq!(SharedMemory::default().capabilities(), Capabilities::default());
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct SharedMemory(MemoryStore);
+
+impl Store for SharedMemory {
+    async fn check(&self, items: &[Item<'_>]) -> Result<BatchDecision, StoreError> {
+        self.0.check(items).await
+    }
+
+    async fn peek(&self, item: &Item<'_>) -> Result<Decision, StoreError> {
+        self.0.peek(item).await
+    }
+
+    async fn refund(&self, receipt: Receipt) -> Result<(), RefundError> {
+        self.0.refund(receipt).await
+    }
+
+    async fn reset(&self, rule: &RuleId, key: &Key) -> Result<(), StoreError> {
+        self.0.reset(rule, key).await
+    }
+}
