@@ -86,7 +86,7 @@ fn app(mode: &str) -> Result<(Router, Keep), Box<dyn std::error::Error>> {
             PeerIp::new(),
         )?);
         if tracked {
-            layer = layer.track_top_refused(tollgate::tower::observe::top_refused::DEFAULT_TOP_K);
+            layer = layer.track_top_refused(100);
         }
         return Ok((hello.layer(layer), None));
     }

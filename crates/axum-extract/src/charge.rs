@@ -5,7 +5,6 @@ use tollgate_core::{
     Decision, Item, Key, Mode, OnStoreFailure, Quota, Receipt, RefundNow, RuleId, Store, StoreError,
 };
 use tollgate_tower::Refused;
-use tollgate_tower::headers::PolicyReport;
 use tollgate_tower::observe::RuleWatch;
 
 use crate::{Limit, LimitRejection, Tollgate};
@@ -154,14 +153,11 @@ impl Charged {
     /// The `RateLimit` / `RateLimit-Policy` fields for these limits, to put on the handler's
     /// response if it wants to disclose them.
     pub fn headers(&self) -> HeaderMap {
-        let reports: Vec<PolicyReport<'_>> = self
-            .decisions
-            .iter()
-            .map(|(rule, quota, decision)| PolicyReport::new(rule.as_str(), quota, decision))
-            .collect();
-        let mut headers = HeaderMap::new();
-        self.tollgate.header_style().insert(&mut headers, &reports);
-        headers
+        self.tollgate.header_style().fields(
+            self.decisions
+                .iter()
+                .map(|(rule, quota, decision)| (rule.as_str(), quota, decision)),
+        )
     }
 
     /// Takes back what was charged (as much as the limits' state still holds: see

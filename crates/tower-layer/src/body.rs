@@ -26,14 +26,14 @@ pin_project! {
 
 impl<B> ResponseBody<B> {
     /// Wraps the inner service's body.
-    pub fn inner(body: B) -> Self {
+    pub(crate) fn inner(body: B) -> Self {
         ResponseBody {
             kind: Kind::Inner { body },
         }
     }
 
     /// A body of `data`.
-    pub fn refusal(data: Bytes) -> Self {
+    pub(crate) fn refusal(data: Bytes) -> Self {
         ResponseBody {
             kind: Kind::Refusal { data: Some(data) },
         }

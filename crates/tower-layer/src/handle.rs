@@ -163,11 +163,6 @@ impl LayerHandle {
         self.settings.responder.as_ref()
     }
 
-    /// Whether the layer records metrics ([`RateLimitLayer::metrics`](crate::RateLimitLayer)).
-    pub fn metrics_enabled(&self) -> bool {
-        self.live.observers.metered()
-    }
-
     /// This gateway's number among the gateways a split rule shares its limit with, if set
     /// ([`RateLimitLayer::gateway`](crate::RateLimitLayer::gateway)).
     pub fn gateway(&self) -> Option<u32> {

@@ -9,11 +9,11 @@ use crate::headers::sf::{push_integer_param, push_sf_string, sf_seconds_up};
 
 /// `RateLimit-Policy`: the quota policies that apply, as an sf-list of
 /// `"name";q=<quota>;w=<window seconds>` items.
-pub const RATELIMIT_POLICY: HeaderName = HeaderName::from_static("ratelimit-policy");
+pub(crate) const RATELIMIT_POLICY: HeaderName = HeaderName::from_static("ratelimit-policy");
 
 /// `RateLimit`: the caller's standing under each policy, as an sf-list of
 /// `"name";r=<remaining>;t=<seconds until reset>` items.
-pub const RATELIMIT: HeaderName = HeaderName::from_static("ratelimit");
+pub(crate) const RATELIMIT: HeaderName = HeaderName::from_static("ratelimit");
 
 /// The two IETF field values for a list of policies, named so they cannot be swapped.
 #[derive(Debug, Clone, PartialEq, Eq)]

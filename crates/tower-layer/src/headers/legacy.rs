@@ -6,17 +6,18 @@ use crate::headers::report::PolicyReport;
 use crate::headers::sf::sf_seconds_up;
 
 /// `X-RateLimit-Limit`: the policy's limit (the same number as `q` in `RateLimit-Policy`).
-pub const X_RATELIMIT_LIMIT: HeaderName = HeaderName::from_static("x-ratelimit-limit");
+pub(crate) const X_RATELIMIT_LIMIT: HeaderName = HeaderName::from_static("x-ratelimit-limit");
 
 /// `X-RateLimit-Remaining`: what the caller can still spend now.
-pub const X_RATELIMIT_REMAINING: HeaderName = HeaderName::from_static("x-ratelimit-remaining");
+pub(crate) const X_RATELIMIT_REMAINING: HeaderName =
+    HeaderName::from_static("x-ratelimit-remaining");
 
 /// `X-RateLimit-Reset`: seconds until the allowance is whole again, rounded up.
 ///
 /// This is a *delay* in seconds (as the IETF `t` parameter), not a Unix timestamp as some APIs
 /// use: a delay needs no agreement between the server's and the client's clocks, and tollgate's
 /// decisions are made on the store's clock, not the gateway's.
-pub const X_RATELIMIT_RESET: HeaderName = HeaderName::from_static("x-ratelimit-reset");
+pub(crate) const X_RATELIMIT_RESET: HeaderName = HeaderName::from_static("x-ratelimit-reset");
 
 /// The three legacy fields for one policy, in the order limit, remaining, reset.
 ///
@@ -113,7 +114,8 @@ mod tests {
     #[test]
     fn the_example_of_legacy_fields() -> Result<(), Box<dyn std::error::Error>> {
         use super::legacy_fields;
-        use crate::headers::{PolicyReport, X_RATELIMIT_RESET};
+        use crate::headers::PolicyReport;
+        use crate::headers::legacy::X_RATELIMIT_RESET;
         use std::time::Duration;
         use tollgate_core::{Decision, Quota};
 

@@ -1,8 +1,8 @@
 //! What an HTTP caller sees about its limits: the `RateLimit` and `RateLimit-Policy` fields,
 //! the legacy `X-RateLimit-*` fields, `Retry-After`, and RFC 9457 problem bodies for refusals.
 //!
-//! Everything here is formatting: it takes [`PolicyReport`]s (a policy name, its quota and this
-//! request's decision) and produces [`http`] header values and bodies. It does not choose what
+//! Everything here is formatting: it takes a policy name, its quota and this request's decision
+//! ([`HeaderStyle::fields`]) and produces [`http`] header values and bodies. It does not choose what
 //! to disclose; the middleware does (see [Disclosure](#disclosure)).
 //!
 //! # The fields
@@ -76,9 +76,10 @@
 //!
 //! ```
 //! use std::time::Duration;
-//! use http::{HeaderMap, StatusCode, header::RETRY_AFTER};
-//! use tollgate_core::{Decision, Quota, Rate, RefusalReason};
-//! use tollgate_tower::headers::{HeaderStyle, PolicyReport, Problem};
+//! use http::{StatusCode, header::RETRY_AFTER};
+//! use tollgate_core::{Decision, Quota, Rate, RefusalReason, RuleId};
+//! use tollgate_tower::Refused;
+//! use tollgate_tower::headers::HeaderStyle;
 //!
 //! let burst = Quota::token_bucket(100, Rate::per_second(2))?; // refills in 50 s
 //! let daily = Quota::fixed_window(1000, Duration::from_secs(86_400))?;
@@ -86,31 +87,24 @@
 //! // Allowed: say where the caller stands under both policies.
 //! let burst_ok = Decision::allowed(100, 50, Duration::from_secs(25));
 //! let daily_ok = Decision::allowed(1000, 900, Duration::from_millis(3_599_500));
-//! let mut headers = HeaderMap::new();
-//! HeaderStyle::default().insert(&mut headers, &[
-//!     PolicyReport::new("burst", &burst, &burst_ok),
-//!     PolicyReport::new("daily", &daily, &daily_ok),
+//! let headers = HeaderStyle::default().fields([
+//!     ("burst", &burst, &burst_ok),
+//!     ("daily", &daily, &daily_ok),
 //! ]);
 //! assert_eq!(headers["ratelimit-policy"], r#""burst";q=100;w=50, "daily";q=1000;w=86400"#);
 //! assert_eq!(headers["ratelimit"], r#""burst";r=50;t=25, "daily";r=900;t=3600"#);
 //!
-//! // Refused by `daily`: 429, the refusing policy first, Retry-After rounded up.
+//! // Refused by `daily`: 429, Retry-After rounded up, a problem body.
 //! let daily_no = Decision::refused(
 //!     RefusalReason::LimitReached, 1000, 0, Duration::from_millis(7_200_300), Duration::from_millis(300),
 //! );
-//! let refusing = PolicyReport::new("daily", &daily, &daily_no);
-//! let problem = Problem::for_refusal(&refusing).expect("a refused decision");
-//! let (status, mut headers, body) = problem.into_response_parts();
-//! HeaderStyle::default().insert(&mut headers, &[refusing]);
-//! assert_eq!(status, StatusCode::TOO_MANY_REQUESTS);
-//! assert_eq!(headers[RETRY_AFTER], "1");
-//! assert_eq!(headers["ratelimit"], r#""daily";r=0;t=7201"#);
-//! assert!(String::from_utf8(body)?.contains(r#""retry_after":1"#));
-//!
-//! // Retry-After on its own, for middleware that writes its own body.
-//! let mut plain = HeaderMap::new();
-//! plain.insert(RETRY_AFTER, daily_no.retry_after_secs().into());
-//! assert_eq!(plain[RETRY_AFTER], "1");
+//! let refused = Refused::for_policy(&RuleId::new("daily")?, daily, daily_no, HeaderStyle::default());
+//! let response = refused.default_response();
+//! assert_eq!(response.status(), StatusCode::TOO_MANY_REQUESTS);
+//! assert_eq!(response.headers()[RETRY_AFTER], "1");
+//! assert_eq!(response.headers()["ratelimit"], r#""daily";r=0;t=7201"#);
+//! assert_eq!(response.headers()["content-type"], "application/problem+json");
+//! assert!(String::from_utf8(response.body().to_vec())?.contains(r#""retry_after":1"#));
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
@@ -124,9 +118,7 @@ mod retry_after;
 mod sf;
 mod style;
 
-pub use ietf::{RATELIMIT, RATELIMIT_POLICY};
-pub use legacy::{X_RATELIMIT_LIMIT, X_RATELIMIT_REMAINING, X_RATELIMIT_RESET};
-pub use problem::{PROBLEM_JSON, Problem, ProblemType};
-pub use report::PolicyReport;
+pub use problem::Problem;
+pub(crate) use report::PolicyReport;
 pub(crate) use retry_after::{insert_retry_after, refusal_retry_after_secs};
 pub use style::HeaderStyle;

@@ -13,14 +13,14 @@ use crate::headers::report::PolicyReport;
 use crate::headers::retry_after::retry_after_secs;
 
 /// The media type of a problem details body (RFC 9457 §3).
-pub const PROBLEM_JSON: &str = "application/problem+json";
+pub(crate) const PROBLEM_JSON: &str = "application/problem+json";
 
 /// What went wrong, as a problem type: each has a fixed URI, title and status code.
 ///
 /// The URIs are URNs, not links: they identify the problem and are not meant to be fetched.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
-pub enum ProblemType {
+pub(crate) enum ProblemType {
     /// The caller used up a quota; a later retry can succeed (429).
     RateLimited,
     /// The request costs more than the quota allows at once; it can never succeed (429).
@@ -40,7 +40,7 @@ impl ProblemType {
     /// The `type` member: `urn:tollgate:problem:rate-limited`,
     /// `urn:tollgate:problem:cost-exceeds-limit`, `urn:tollgate:problem:limiter-unavailable` or
     /// `urn:tollgate:problem:missing-key` or `urn:tollgate:problem:misconfigured`.
-    pub const fn uri(self) -> &'static str {
+    pub(crate) const fn uri(self) -> &'static str {
         match self {
             ProblemType::RateLimited => "urn:tollgate:problem:rate-limited",
             ProblemType::CostExceedsLimit => "urn:tollgate:problem:cost-exceeds-limit",
@@ -51,7 +51,7 @@ impl ProblemType {
     }
 
     /// The `title` member: a short summary that is the same for every occurrence.
-    pub const fn title(self) -> &'static str {
+    pub(crate) const fn title(self) -> &'static str {
         match self {
             ProblemType::RateLimited => "Too many requests",
             ProblemType::CostExceedsLimit => "Request exceeds the rate limit",
@@ -64,7 +64,7 @@ impl ProblemType {
     /// The type's usual status code: 429 Too Many Requests, 503 Service Unavailable, 500
     /// Internal Server Error for a misconfigured limiter, or 400 Bad Request for a missing key
     /// (whose rule may choose another client error; see [`Problem::status`]).
-    pub const fn status(self) -> StatusCode {
+    pub(crate) const fn status(self) -> StatusCode {
         match self {
             ProblemType::RateLimited | ProblemType::CostExceedsLimit => {
                 StatusCode::TOO_MANY_REQUESTS
@@ -80,25 +80,19 @@ impl ProblemType {
 /// `policy` (the refusing policy's name) and `retry_after` (seconds, the same number as the
 /// `Retry-After` field), each present only where it means something.
 ///
-/// It is body-type-agnostic: [`to_json`](Problem::to_json) gives the body,
-/// [`into_response_parts`](Problem::into_response_parts) the status, headers and body bytes, and
-/// [`into_response`](Problem::into_response) a whole [`http::Response`] for any body type that
-/// can be made from a `Vec<u8>`.
+/// The layer writes these itself; this type is public so a handler or a typed limit that
+/// answers for the limiter (the store is down, a key is missing) sends the same body the layer
+/// would. A refusal's body is [`Refused::default_response`](crate::Refused::default_response).
 ///
 /// ```
-/// use std::time::Duration;
-/// use http::{StatusCode, header::{CONTENT_TYPE, RETRY_AFTER}};
-/// use tollgate_tower::headers::{PROBLEM_JSON, Problem};
+/// use http::{Response, StatusCode, header::CONTENT_TYPE};
+/// use tollgate_tower::headers::Problem;
 ///
-/// let problem = Problem::rate_limited("burst", Duration::from_millis(2300));
-/// assert_eq!(problem.retry_after_secs(), Some(3));
-/// assert!(problem.to_json().contains(r#""policy":"burst""#));
-///
-/// let (status, headers, body) = problem.into_response_parts();
-/// assert_eq!(status, StatusCode::TOO_MANY_REQUESTS);
-/// assert_eq!(headers[CONTENT_TYPE], PROBLEM_JSON);
-/// assert_eq!(headers[RETRY_AFTER], "3");
-/// assert!(body.starts_with(br#"{"type":"urn:tollgate:problem:rate-limited""#));
+/// let response: Response<Vec<u8>> =
+///     Problem::missing_key("per-api-key", StatusCode::UNAUTHORIZED).into_response();
+/// assert_eq!(response.status(), StatusCode::UNAUTHORIZED);
+/// assert_eq!(response.headers()[CONTENT_TYPE], "application/problem+json");
+/// assert!(response.body().starts_with(br#"{"type":"urn:tollgate:problem:missing-key""#));
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Problem {
@@ -112,7 +106,7 @@ pub struct Problem {
 impl Problem {
     /// 429: `policy` is used up; retrying after `retry_after` (sent rounded up, at least 1 s,
     /// see [`retry_after_secs`](crate::headers::retry_after_secs)) can succeed.
-    pub fn rate_limited(policy: &str, retry_after: Duration) -> Problem {
+    pub(crate) fn rate_limited(policy: &str, retry_after: Duration) -> Problem {
         Problem::rate_limited_secs(policy, retry_after_secs(retry_after))
     }
 
@@ -132,7 +126,7 @@ impl Problem {
 
     /// 429: the request costs more than `policy` allows at once (`limit`), so it can never be
     /// accepted however long the caller waits. No `retry_after`, and no `Retry-After` field.
-    pub fn cost_exceeds_limit(policy: &str, limit: u64) -> Problem {
+    pub(crate) fn cost_exceeds_limit(policy: &str, limit: u64) -> Problem {
         let mut detail = String::from("This request costs more than the rate limit policy ");
         push_quoted(&mut detail, policy);
         let _ = write!(
@@ -189,7 +183,7 @@ impl Problem {
     /// 500: the limiter cannot count this request because of how the service is deployed (an
     /// IP rule finds no peer address). Names no policy and no cause: that is in the `error`
     /// log, for the operator.
-    pub fn misconfigured() -> Problem {
+    pub(crate) fn misconfigured() -> Problem {
         Problem {
             kind: ProblemType::Misconfigured,
             status: ProblemType::Misconfigured.status(),
@@ -206,22 +200,7 @@ impl Problem {
     /// other refusal, told to retry after the decision's
     /// [`retry_after_secs`](tollgate_core::Decision::retry_after_secs) (the `Retry-After` the
     /// layer sends); `None` when the decision allowed the request.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// use tollgate_core::{Decision, Quota, RefusalReason};
-    /// use tollgate_tower::headers::{PolicyReport, Problem, ProblemType};
-    ///
-    /// let quota = Quota::fixed_window(100, Duration::from_secs(60))?;
-    /// let decision = Decision::refused(
-    ///     RefusalReason::CostExceedsLimit, 100, 100, Duration::ZERO, Duration::ZERO,
-    /// );
-    /// let problem = Problem::for_refusal(&PolicyReport::new("bulk", &quota, &decision)).unwrap();
-    /// assert_eq!(problem.kind(), ProblemType::CostExceedsLimit);
-    /// assert_eq!(problem.retry_after_secs(), None);
-    /// # Ok::<(), tollgate_core::QuotaError>(())
-    /// ```
-    pub fn for_refusal(report: &PolicyReport<'_>) -> Option<Problem> {
+    pub(crate) fn for_refusal(report: &PolicyReport<'_>) -> Option<Problem> {
         Some(match report.decision.refusal()? {
             RefusalReason::CostExceedsLimit => {
                 Problem::cost_exceeds_limit(report.name, report.quota.limit())
@@ -233,57 +212,15 @@ impl Problem {
 
     /// This problem with another `detail` (for example, in the caller's language, or with a link
     /// to the API's documentation). The type, title and status stay.
-    #[must_use]
-    pub fn with_detail(mut self, detail: impl Into<String>) -> Problem {
-        self.detail = detail.into();
-        self
-    }
-
-    /// The problem type.
-    pub const fn kind(&self) -> ProblemType {
-        self.kind
-    }
-
-    /// The `type` member.
-    pub const fn type_uri(&self) -> &'static str {
-        self.kind.uri()
-    }
-
-    /// The `title` member.
-    pub const fn title(&self) -> &'static str {
-        self.kind.title()
-    }
-
-    /// The `status` member, and the response's status code.
-    pub const fn status(&self) -> StatusCode {
-        self.status
-    }
-
-    /// The `detail` member: what happened this time, for a human.
-    pub fn detail(&self) -> &str {
-        &self.detail
-    }
-
-    /// The `policy` extension member: the refusing policy, if any.
-    pub fn policy(&self) -> Option<&str> {
-        self.policy.as_deref()
-    }
-
-    /// The `retry_after` extension member (seconds), also sent as `Retry-After`; `None` when a
-    /// retry cannot help.
-    pub const fn retry_after_secs(&self) -> Option<u64> {
-        self.retry_after_secs
-    }
-
     /// The body: a JSON object with `type`, `title`, `status`, `detail`, then `policy` and
     /// `retry_after` when present. Strings are escaped, so any policy name or detail is safe.
-    pub fn to_json(&self) -> String {
+    pub(crate) fn to_json(&self) -> String {
         let mut out = String::with_capacity(160 + self.detail.len());
         out.push_str("{\"type\":");
-        push_json_string(&mut out, self.type_uri());
+        push_json_string(&mut out, self.kind.uri());
         out.push_str(",\"title\":");
-        push_json_string(&mut out, self.title());
-        let _ = write!(out, ",\"status\":{}", self.status().as_u16());
+        push_json_string(&mut out, self.kind.title());
+        let _ = write!(out, ",\"status\":{}", self.status.as_u16());
         out.push_str(",\"detail\":");
         push_json_string(&mut out, &self.detail);
         if let Some(policy) = &self.policy {
@@ -300,13 +237,13 @@ impl Problem {
     /// The status code, the headers (`Content-Type: application/problem+json`, and
     /// `Retry-After` when a retry can help) and the JSON body, for the caller to wrap in its own
     /// body type. Add the `RateLimit` fields to the headers as well where they are disclosed.
-    pub fn into_response_parts(self) -> (StatusCode, HeaderMap, Vec<u8>) {
+    pub(crate) fn into_response_parts(self) -> (StatusCode, HeaderMap, Vec<u8>) {
         let mut headers = HeaderMap::with_capacity(2);
         headers.insert(CONTENT_TYPE, HeaderValue::from_static(PROBLEM_JSON));
         if let Some(secs) = self.retry_after_secs {
             headers.insert(RETRY_AFTER, HeaderValue::from(secs));
         }
-        (self.status(), headers, self.to_json().into_bytes())
+        (self.status, headers, self.to_json().into_bytes())
     }
 
     /// The whole response, with any body type that can be made from the JSON bytes (axum's
@@ -421,7 +358,8 @@ mod tests {
     #[test]
     fn names_and_details_are_escaped() {
         let name = "we\"ird\\name\n\u{1}";
-        let problem = Problem::rate_limited(name, Duration::from_secs(3)).with_detail("Ça \"va\"");
+        let mut problem = Problem::rate_limited(name, Duration::from_secs(3));
+        problem.detail = "Ça \"va\"".into();
         let body = parse(&problem);
         assert_eq!(body["policy"], name);
         assert_eq!(body["detail"], "Ça \"va\"");

@@ -9,20 +9,8 @@ use tollgate_core::{Decision, Quota};
 /// disclose, in the order to show them (on a refusal, the refusing policy first). The
 /// `name` is emitted as an sf-string, escaped as needed, so any text is safe, although rule ids
 /// are already restricted to `A-Z a-z 0-9 _ - .`.
-///
-/// ```
-/// use std::time::Duration;
-/// use tollgate_core::{Decision, Quota};
-/// use tollgate_tower::headers::PolicyReport;
-///
-/// let quota = Quota::fixed_window(100, Duration::from_secs(60))?;
-/// let decision = Decision::allowed(100, 99, Duration::from_secs(60));
-/// let report = PolicyReport::new("burst", &quota, &decision);
-/// assert_eq!(report.name, "burst");
-/// # Ok::<(), tollgate_core::QuotaError>(())
-/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PolicyReport<'a> {
+pub(crate) struct PolicyReport<'a> {
     /// The policy's public name (the rule id).
     pub name: &'a str,
     /// The rule's quota: gives `q` and `w` in `RateLimit-Policy`.
@@ -33,7 +21,11 @@ pub struct PolicyReport<'a> {
 
 impl<'a> PolicyReport<'a> {
     /// A report of `decision` under `quota`, shown as `name`.
-    pub const fn new(name: &'a str, quota: &'a Quota, decision: &'a Decision) -> PolicyReport<'a> {
+    pub(crate) const fn new(
+        name: &'a str,
+        quota: &'a Quota,
+        decision: &'a Decision,
+    ) -> PolicyReport<'a> {
         PolicyReport {
             name,
             quota,

@@ -1,6 +1,7 @@
 //! Which rate-limit fields a response carries: the IETF pair, the legacy trio, both or none.
 
 use http::HeaderMap;
+use tollgate_core::{Decision, Quota};
 
 use crate::headers::ietf::insert_rate_limit_fields;
 use crate::headers::legacy::insert_legacy_fields;
@@ -15,22 +16,17 @@ use crate::headers::report::PolicyReport;
 ///
 /// ```
 /// use std::time::Duration;
-/// use http::HeaderMap;
 /// use tollgate_core::{Decision, Quota};
-/// use tollgate_tower::headers::{HeaderStyle, PolicyReport};
+/// use tollgate_tower::headers::HeaderStyle;
 ///
 /// let quota = Quota::fixed_window(100, Duration::from_secs(60))?;
 /// let decision = Decision::allowed(100, 99, Duration::from_secs(60));
-/// let policies = [PolicyReport::new("burst", &quota, &decision)];
 ///
-/// let mut headers = HeaderMap::new();
-/// HeaderStyle::default().with_legacy(true).insert(&mut headers, &policies);
+/// let headers = HeaderStyle::default().with_legacy(true).fields([("burst", &quota, &decision)]);
 /// assert_eq!(headers["ratelimit"], r#""burst";r=99;t=60"#);
 /// assert_eq!(headers["x-ratelimit-remaining"], "99");
 ///
-/// let mut quiet = HeaderMap::new();
-/// HeaderStyle::none().insert(&mut quiet, &policies);
-/// assert!(quiet.is_empty());
+/// assert!(HeaderStyle::none().fields([("burst", &quota, &decision)]).is_empty());
 /// # Ok::<(), tollgate_core::QuotaError>(())
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -88,9 +84,26 @@ impl HeaderStyle {
         !self.ietf && !self.legacy
     }
 
+    /// The chosen fields for `policies` — each a policy name, the quota it was counted under
+    /// and this request's decision, in the order they should be listed — for a response the
+    /// layer does not write itself (a typed limit's, a custom handler's). An empty list gives
+    /// no field.
+    pub fn fields<'a>(
+        self,
+        policies: impl IntoIterator<Item = (&'a str, &'a Quota, &'a Decision)>,
+    ) -> HeaderMap {
+        let reports: Vec<PolicyReport<'a>> = policies
+            .into_iter()
+            .map(|(name, quota, decision)| PolicyReport::new(name, quota, decision))
+            .collect();
+        let mut headers = HeaderMap::new();
+        self.insert(&mut headers, &reports);
+        headers
+    }
+
     /// Sets the chosen fields in `headers` for `policies` (in the order given), replacing any
     /// values already there. An empty list sets nothing.
-    pub fn insert(self, headers: &mut HeaderMap, policies: &[PolicyReport<'_>]) {
+    pub(crate) fn insert(self, headers: &mut HeaderMap, policies: &[PolicyReport<'_>]) {
         if self.ietf {
             insert_rate_limit_fields(headers, policies);
         }
@@ -108,7 +121,8 @@ mod tests {
 
     use super::*;
     use crate::headers::{
-        RATELIMIT, RATELIMIT_POLICY, X_RATELIMIT_LIMIT, X_RATELIMIT_REMAINING, X_RATELIMIT_RESET,
+        ietf::{RATELIMIT, RATELIMIT_POLICY},
+        legacy::{X_RATELIMIT_LIMIT, X_RATELIMIT_REMAINING, X_RATELIMIT_RESET},
     };
 
     fn names(style: HeaderStyle) -> Vec<String> {

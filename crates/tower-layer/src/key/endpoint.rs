@@ -7,7 +7,7 @@ use super::{KeyBuilder, KeyExtractor, KeyValueError, next_value};
 /// The route pattern that matched a request (`/users/{id}/follow`), inserted by the layer's route
 /// table so [`Endpoint`] counts per route, not per concrete path.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct MatchedPattern(pub std::sync::Arc<str>);
+pub(crate) struct MatchedPattern(pub std::sync::Arc<str>);
 
 /// Counts by method and route: the [`MatchedPattern`] when the layer's route table matched one
 /// (or axum's `MatchedPath`, with the `axum` feature), else one shared "unmatched" route — never

@@ -35,7 +35,7 @@ pub struct HeaderKey {
 
 impl HeaderKey {
     /// The default longest header value counted as itself: 8 KiB.
-    pub const DEFAULT_MAX_LEN: usize = 8 * 1024;
+    pub(crate) const DEFAULT_MAX_LEN: usize = 8 * 1024;
 
     /// Counts by header `name`.
     pub fn new(name: HeaderName) -> Self {

@@ -58,7 +58,7 @@ pub struct PeerAddr(pub SocketAddr);
 /// The TCP peer's address of a request: a [`PeerAddr`] or `SocketAddr` request extension, or
 /// (with the `axum` feature) axum's `ConnectInfo<SocketAddr>`, which
 /// `into_make_service_with_connect_info` inserts. `None` when none is there.
-pub fn peer_addr(request: &Parts) -> Option<IpAddr> {
+pub(crate) fn peer_addr(request: &Parts) -> Option<IpAddr> {
     if let Some(PeerAddr(addr)) = request.extensions.get::<PeerAddr>() {
         return Some(addr.ip());
     }

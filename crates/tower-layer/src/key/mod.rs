@@ -32,11 +32,13 @@ mod ip;
 use http::request::Parts;
 pub use tollgate_core::KeyBuilder;
 
-pub use self::endpoint::{Endpoint, MatchedPattern};
+pub use self::endpoint::Endpoint;
+pub(crate) use self::endpoint::MatchedPattern;
 pub use self::extension::ExtensionKey;
 pub use self::global::Global;
 pub use self::header::HeaderKey;
-pub use self::ip::{ClientIp, PeerAddr, PeerIp, peer_addr};
+pub(crate) use self::ip::peer_addr;
+pub use self::ip::{ClientIp, PeerAddr, PeerIp};
 
 /// Names the caller a rule counts, from the request's parts.
 ///
@@ -231,7 +233,7 @@ impl<K: KeyExtractor + ?Sized> KeyExtractor for Box<K> {
 
 /// A [`KeyExtractor`] from a closure; see [`key_fn`].
 #[derive(Clone)]
-pub struct KeyFn<F>(F);
+struct KeyFn<F>(F);
 
 impl<F> std::fmt::Debug for KeyFn<F> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -253,7 +255,7 @@ impl<F> std::fmt::Debug for KeyFn<F> {
 /// });
 /// # let _ = tenant;
 /// ```
-pub fn key_fn<F>(extract: F) -> KeyFn<F>
+pub fn key_fn<F>(extract: F) -> impl KeyExtractor
 where
     F: Fn(&Parts, &mut KeyBuilder) -> bool + Send + Sync + 'static,
 {

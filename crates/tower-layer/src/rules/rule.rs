@@ -385,7 +385,7 @@ impl Rule {
     }
 
     /// Whether the policy is shown in headers.
-    pub fn is_disclosed(&self) -> bool {
+    pub(crate) fn is_disclosed(&self) -> bool {
         self.disclose.unwrap_or(
             matches!(self.mode, Mode::Enforce | Mode::ReadOnly)
                 && matches!(self.on_refusal, OnRefusal::Reject),

@@ -27,12 +27,9 @@ use tollgate_core::{Key, RuleId};
 use self::window::Window;
 use crate::KeyLogging;
 
-/// The default number of counters per rule and slice.
-pub const DEFAULT_TOP_K: usize = 100;
-
 /// The most counters per rule and slice (a larger `k` is taken as this): memory per rule is
 /// `k` × 12 slices × a key.
-pub const MAX_TOP_K: usize = 10_000;
+pub(crate) const MAX_TOP_K: usize = 10_000;
 
 /// How many refusals may wait for the counting thread before new ones are dropped.
 const CHANNEL: usize = 4096;
