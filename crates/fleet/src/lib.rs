@@ -425,7 +425,10 @@ impl FleetRules {
                 tracing::info!(target: "tollgate::config", document = %inner.place.name, version = next, bytes = body.len(), "fleet document published");
                 inner.check().await;
                 let status = self.status();
-                if status.version == Some(next) {
+                // A later version in force was written over this one (every write is a
+                // compare-and-set on the version read), so this one was published and
+                // superseded, not lost: another gateway changed the rules right after.
+                if status.version.is_some_and(|in_force| in_force >= next) {
                     return Ok(next);
                 }
                 let why = match (&status.refused, &status.last_redis_error) {
