@@ -231,7 +231,8 @@ impl Tollgate {
         let quota = self
             .shared
             .registry
-            .quota_for(&declared.rule, declared.default_quota);
+            .get(&declared.rule)
+            .unwrap_or(declared.default_quota);
         Ok(Resolved {
             rule: declared.rule,
             quota,

@@ -66,7 +66,7 @@ pub(crate) fn overrides(
             let entries = entries(plans, "`plans`", fields, cost, report);
             match extractor.zip(entries) {
                 Some((extractor, entries)) => {
-                    result = result.plans_shared(
+                    result = result.plans(
                         extractor,
                         entries.iter().map(|(name, quota)| (name.as_str(), *quota)),
                     );

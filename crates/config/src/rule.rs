@@ -68,7 +68,7 @@ pub(crate) fn rule(
         None => Some(Applies::Everywhere),
     };
     let mut built = match (id, quota, key) {
-        (Some(id), Some(quota), Some(key)) => match Rule::new_shared(id, quota, key) {
+        (Some(id), Some(quota), Some(key)) => match Rule::new(id, quota, key) {
             Ok(rule) => Some(rule),
             Err(error) => {
                 report.at(

@@ -7,7 +7,7 @@ use super::{KeyBuilder, KeyExtractor, KeyValueError, next_value};
 /// The route pattern that matched a request (`/users/{id}/follow`), inserted by the layer's route
 /// table so [`Endpoint`] counts per route, not per concrete path.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct MatchedPattern(pub std::sync::Arc<str>);
+pub struct MatchedPattern(pub std::sync::Arc<str>);
 
 /// Counts by method and route: the [`MatchedPattern`] when the layer's route table matched one
 /// (or axum's `MatchedPath`, with the `axum` feature), else one shared "unmatched" route — never
@@ -15,7 +15,7 @@ pub(crate) struct MatchedPattern(pub std::sync::Arc<str>);
 /// with a caller key: `(account, Endpoint)`.
 ///
 /// ```
-/// use tollgate_tower::key::{Endpoint, Global};
+/// use tollgate_key::{Endpoint, Global};
 /// let per_route = (Global, Endpoint);
 /// # let _ = per_route;
 /// ```

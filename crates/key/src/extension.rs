@@ -11,7 +11,7 @@ use super::{KeyBuilder, KeyExtractor};
 /// anonymous caller) have no key.
 ///
 /// ```
-/// use tollgate_tower::key::ExtensionKey;
+/// use tollgate_key::ExtensionKey;
 ///
 /// #[derive(Clone)]
 /// struct AccountId(u64);

@@ -7,7 +7,7 @@ use super::{KeyBuilder, KeyExtractor, KeyValueError};
 /// Everyone together: a global cap ("never more than 2,000 OTPs a second in total").
 ///
 /// ```
-/// use tollgate_tower::key::Global;
+/// use tollgate_key::Global;
 /// let everyone = Global;
 /// # let _ = everyone;
 /// ```

@@ -23,7 +23,7 @@ use super::{KeyBuilder, KeyExtractor, KeyValueError, next_value};
 /// other.
 ///
 /// ```
-/// use tollgate_tower::key::HeaderKey;
+/// use tollgate_key::HeaderKey;
 /// let api_key = HeaderKey::new(http::HeaderName::from_static("x-api-key")).max_len(64);
 /// # let _ = api_key;
 /// ```

@@ -12,53 +12,15 @@ use crate::client_ip::{IpGrouping, TrustedProxies};
 ///
 /// axum apps need nothing of this: serve with `into_make_service_with_connect_info::<SocketAddr>()`
 /// and enable the `axum` feature, and the layer reads axum's `ConnectInfo`. With plain tower and
-/// hyper, insert it per connection:
-///
-/// ```no_run
-/// use std::convert::Infallible;
-/// use std::time::Duration;
-/// use http::{Request, Response};
-/// use hyper::body::Incoming;
-/// use hyper_util::rt::{TokioIo, TokioTimer};
-/// use hyper_util::service::TowerToHyperService;
-/// use tollgate_core::{MemoryStore, Quota};
-/// use tollgate_tower::key::{PeerAddr, PeerIp};
-/// use tollgate_tower::{RateLimitLayer, Rule};
-/// use tower::{ServiceBuilder, service_fn};
-///
-/// # #[tokio::main]
-/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// let limits = RateLimitLayer::new(MemoryStore::new())
-///     .rule(Rule::new("per-ip", Quota::fixed_window(100, Duration::from_secs(60))?, PeerIp::new())?);
-/// let listener = tokio::net::TcpListener::bind("127.0.0.1:3000").await?;
-/// loop {
-///     let (stream, peer) = listener.accept().await?;
-///     let service = ServiceBuilder::new()
-///         // Every request of this connection carries its peer.
-///         .map_request(move |mut request: Request<Incoming>| {
-///             request.extensions_mut().insert(PeerAddr(peer));
-///             request
-///         })
-///         .layer(limits.clone())
-///         .service(service_fn(|_request: Request<Incoming>| async {
-///             Ok::<_, Infallible>(Response::new(String::from("hello")))
-///         }));
-///     tokio::spawn(async move {
-///         let connection = hyper::server::conn::http1::Builder::new()
-///             .timer(TokioTimer::new())
-///             .serve_connection(TokioIo::new(stream), TowerToHyperService::new(service));
-///         let _ = connection.await;
-///     });
-/// }
-/// # }
-/// ```
+/// hyper, insert it per connection, as tollgate-tower's crate documentation shows ("Without
+/// axum").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct PeerAddr(pub SocketAddr);
 
 /// The TCP peer's address of a request: a [`PeerAddr`] or `SocketAddr` request extension, or
 /// (with the `axum` feature) axum's `ConnectInfo<SocketAddr>`, which
 /// `into_make_service_with_connect_info` inserts. `None` when none is there.
-pub(crate) fn peer_addr(request: &Parts) -> Option<IpAddr> {
+pub fn peer_addr(request: &Parts) -> Option<IpAddr> {
     if let Some(PeerAddr(addr)) = request.extensions.get::<PeerAddr>() {
         return Some(addr.ip());
     }
@@ -80,11 +42,11 @@ pub(crate) fn peer_addr(request: &Parts) -> Option<IpAddr> {
 const NO_PEER_ADDRESS: &str = if cfg!(feature = "axum") {
     "no peer address on the request: serve the app with \
      `into_make_service_with_connect_info::<SocketAddr>()`, or insert a \
-     `tollgate_tower::key::PeerAddr` extension in the serve loop"
+     `tollgate_key::PeerAddr` extension in the serve loop"
 } else {
     "no peer address on the request: enable tollgate's `axum` feature and serve the app with \
      `into_make_service_with_connect_info::<SocketAddr>()`, or insert a \
-     `tollgate_tower::key::PeerAddr` extension in the serve loop"
+     `tollgate_key::PeerAddr` extension in the serve loop"
 };
 
 fn no_peer_address(request: &Parts) -> Option<&'static str> {
@@ -96,8 +58,8 @@ fn no_peer_address(request: &Parts) -> Option<&'static str> {
 /// proxy's address: use [`ClientIp`] there.
 ///
 /// ```
-/// use tollgate_tower::client_ip::IpGrouping;
-/// use tollgate_tower::key::PeerIp;
+/// use tollgate_key::client_ip::IpGrouping;
+/// use tollgate_key::PeerIp;
 /// let per_block = PeerIp::new().grouping(IpGrouping::default().with_ipv4_prefix(24)?);
 /// # let _ = per_block;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -150,8 +112,8 @@ impl KeyExtractor for PeerIp {
 /// the peer's; grouped into blocks like [`PeerIp`].
 ///
 /// ```
-/// use tollgate_tower::client_ip::{ProxyHeader, TrustedProxies};
-/// use tollgate_tower::key::ClientIp;
+/// use tollgate_key::client_ip::{ProxyHeader, TrustedProxies};
+/// use tollgate_key::ClientIp;
 ///
 /// let proxies = TrustedProxies::new(ProxyHeader::XForwardedFor).trust("10.0.0.0/8".parse()?);
 /// let client = ClientIp::behind(proxies);

@@ -1,4 +1,7 @@
-//! Who to count: a [`KeyExtractor`] reads a request's parts and names the caller a rule counts.
+//! Who a tollgate rate limit counts: a [`KeyExtractor`] reads a request's parts and names the
+//! caller a rule counts, and [`client_ip`] finds the client's address safely behind proxies.
+//! tollgate-tower's rules take these extractors and re-export this crate as
+//! `tollgate_tower::key`; nothing here depends on tower, so another server can use them too.
 //!
 //! | extractor | counts | missing when |
 //! |---|---|---|
@@ -12,7 +15,7 @@
 //! | [`key_fn`] | whatever a closure says | the closure says so |
 //!
 //! What a rule does when its key is missing is the rule's choice
-//! ([`MissingKey`](crate::MissingKey)); by default the rule is skipped for that request, and
+//! (tollgate-tower's `MissingKey`); by default the rule is skipped for that request, and
 //! the first skip of each rule is logged at `warn`.
 //!
 //! **A key that cannot be found because of how the service is deployed is not missing.** An IP
@@ -20,9 +23,10 @@
 //! `into_make_service_with_connect_info`, or the facade lacks the `axum` feature and nothing
 //! inserts a [`PeerAddr`]) would otherwise skip every request and limit nothing. Such a request
 //! is answered `500` and the cause is logged at `error` (at most once a minute per rule), unless
-//! the rule opts into skipping with [`MissingKey::SkipAlways`](crate::MissingKey::SkipAlways).
+//! the rule opts into skipping with `MissingKey::SkipAlways`.
 //! Extractors say so through [`KeyExtractor::misconfiguration`].
 
+pub mod client_ip;
 mod endpoint;
 mod extension;
 mod global;
@@ -32,13 +36,11 @@ mod ip;
 use http::request::Parts;
 pub use tollgate_core::KeyBuilder;
 
-pub use self::endpoint::Endpoint;
-pub(crate) use self::endpoint::MatchedPattern;
+pub use self::endpoint::{Endpoint, MatchedPattern};
 pub use self::extension::ExtensionKey;
 pub use self::global::Global;
 pub use self::header::HeaderKey;
-pub(crate) use self::ip::peer_addr;
-pub use self::ip::{ClientIp, PeerAddr, PeerIp};
+pub use self::ip::{ClientIp, PeerAddr, PeerIp, peer_addr};
 
 /// Names the caller a rule counts, from the request's parts.
 ///
@@ -48,7 +50,7 @@ pub use self::ip::{ClientIp, PeerAddr, PeerIp};
 ///
 /// ```
 /// use http::request::Parts;
-/// use tollgate_tower::key::{KeyBuilder, KeyExtractor};
+/// use tollgate_key::{KeyBuilder, KeyExtractor};
 ///
 /// /// Counts by the `tenant` query parameter.
 /// struct Tenant;
@@ -141,7 +143,17 @@ pub(crate) fn next_value<'v>(
 
 /// Builds `extractor`'s key for a caller named by `values` (one per part, all used): what an
 /// operator's reset counts against ([`KeyExtractor::key_from_values`]).
-pub(crate) fn key_of_values(
+///
+/// ```
+/// use tollgate_key::{Endpoint, HeaderKey, key_of_values};
+///
+/// let per_key_and_route = (HeaderKey::new(http::HeaderName::from_static("x-api-key")), Endpoint);
+/// let key = key_of_values(&per_key_and_route, &["k-123", "GET /search"])?;
+/// assert!(key_of_values(&per_key_and_route, &["k-123"]).is_err()); // a part is missing
+/// # let _ = key;
+/// # Ok::<(), tollgate_key::KeyValueError>(())
+/// ```
+pub fn key_of_values(
     extractor: &dyn KeyExtractor,
     values: &[&str],
 ) -> Result<tollgate_core::Key, KeyValueError> {
@@ -231,42 +243,22 @@ impl<K: KeyExtractor + ?Sized> KeyExtractor for Box<K> {
     }
 }
 
-/// A [`KeyExtractor`] from a closure; see [`key_fn`].
-#[derive(Clone)]
-struct KeyFn<F>(F);
-
-impl<F> std::fmt::Debug for KeyFn<F> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("KeyFn").finish_non_exhaustive()
-    }
-}
-
-/// Makes a [`KeyExtractor`] of a closure.
+/// `key` as a shared extractor, for a rule to keep: an extractor already shared (an
+/// `Arc<dyn KeyExtractor>`, as a rule file's named extractors are) is kept as it is rather than
+/// wrapped a second time, so the request path follows one pointer, not two.
 ///
 /// ```
-/// use tollgate_tower::key::key_fn;
-/// // Count by the first path segment (a tenant in `/{tenant}/...`).
-/// let tenant = key_fn(|request, key| match request.uri.path().split('/').nth(1) {
-///     Some(tenant) if !tenant.is_empty() => {
-///         key.part(tenant);
-///         true
-///     }
-///     _ => false,
-/// });
-/// # let _ = tenant;
+/// use std::sync::Arc;
+/// use tollgate_key::{Global, KeyExtractor, shared};
+///
+/// let once: Arc<dyn KeyExtractor> = Arc::new(Global);
+/// assert!(Arc::ptr_eq(&shared(Arc::clone(&once)), &once));
 /// ```
-pub fn key_fn<F>(extract: F) -> impl KeyExtractor
-where
-    F: Fn(&Parts, &mut KeyBuilder) -> bool + Send + Sync + 'static,
-{
-    KeyFn(extract)
-}
-
-impl<F> KeyExtractor for KeyFn<F>
-where
-    F: Fn(&Parts, &mut KeyBuilder) -> bool + Send + Sync + 'static,
-{
-    fn extract(&self, request: &Parts, key: &mut KeyBuilder) -> bool {
-        (self.0)(request, key)
+pub fn shared(key: impl KeyExtractor) -> std::sync::Arc<dyn KeyExtractor> {
+    let mut slot = Some(key);
+    let any: &mut dyn std::any::Any = &mut slot;
+    match any.downcast_mut::<Option<std::sync::Arc<dyn KeyExtractor>>>() {
+        Some(already) => already.take().expect("the slot was just filled"),
+        None => std::sync::Arc::new(slot.take().expect("the slot was just filled")),
     }
 }

@@ -71,12 +71,54 @@
 //! ## Features
 //!
 //! * `axum` — read the peer address from axum's `ConnectInfo<SocketAddr>` too, and count per
-//!   route with axum's `MatchedPath`. Without it, a service supplies the peer as a
-//!   [`PeerAddr`](key::PeerAddr) request extension (see its example of a hyper serve loop).
+//!   route with axum's `MatchedPath` (tollgate-key's `axum` feature). Without it, a service
+//!   supplies the peer as a [`PeerAddr`](key::PeerAddr) request extension, as below.
+//!
+//! ## Without axum
+//!
+//! A plain tower service served by hyper inserts each connection's peer address, so that IP
+//! rules can count:
+//!
+//! ```no_run
+//! use std::convert::Infallible;
+//! use std::time::Duration;
+//! use http::{Request, Response};
+//! use hyper::body::Incoming;
+//! use hyper_util::rt::{TokioIo, TokioTimer};
+//! use hyper_util::service::TowerToHyperService;
+//! use tollgate_core::{MemoryStore, Quota};
+//! use tollgate_tower::key::{PeerAddr, PeerIp};
+//! use tollgate_tower::{RateLimitLayer, Rule};
+//! use tower::{ServiceBuilder, service_fn};
+//!
+//! # #[tokio::main]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let limits = RateLimitLayer::new(MemoryStore::new())
+//!     .rule(Rule::new("per-ip", Quota::fixed_window(100, Duration::from_secs(60))?, PeerIp::new())?);
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:3000").await?;
+//! loop {
+//!     let (stream, peer) = listener.accept().await?;
+//!     let service = ServiceBuilder::new()
+//!         // Every request of this connection carries its peer.
+//!         .map_request(move |mut request: Request<Incoming>| {
+//!             request.extensions_mut().insert(PeerAddr(peer));
+//!             request
+//!         })
+//!         .layer(limits.clone())
+//!         .service(service_fn(|_request: Request<Incoming>| async {
+//!             Ok::<_, Infallible>(Response::new(String::from("hello")))
+//!         }));
+//!     tokio::spawn(async move {
+//!         let connection = hyper::server::conn::http1::Builder::new()
+//!             .timer(TokioTimer::new())
+//!             .serve_connection(TokioIo::new(stream), TowerToHyperService::new(service));
+//!         let _ = connection.await;
+//!     });
+//! }
+//! # }
+//! ```
 
-pub mod client_ip;
 pub mod headers;
-pub mod key;
 
 mod body;
 mod future;
@@ -107,3 +149,7 @@ pub use settings::{KeyLogging, Responder};
 
 /// The core crate this middleware is built on.
 pub use tollgate_core as core;
+/// Who a rule counts: the key extractors (the `tollgate-key` crate).
+pub use tollgate_key as key;
+/// The client address behind trusted proxies (`tollgate_key::client_ip`).
+pub use tollgate_key::client_ip;

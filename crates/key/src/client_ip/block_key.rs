@@ -18,12 +18,12 @@ const IPV6_TAG: u8 = 6;
 /// # Example
 ///
 /// ```
-/// use tollgate_tower::client_ip::{BlockKey, Cidr};
+/// use tollgate_key::client_ip::{BlockKey, Cidr};
 ///
 /// let key = BlockKey::from("192.0.2.0/24".parse::<Cidr>()?);
 /// assert_eq!(key.as_bytes(), [4, 24, 192, 0, 2, 0]);
 /// assert_eq!(BlockKey::from("2001:db8::/32".parse::<Cidr>()?).as_bytes().len(), 18);
-/// # Ok::<(), tollgate_tower::client_ip::CidrError>(())
+/// # Ok::<(), tollgate_key::client_ip::CidrError>(())
 /// ```
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct BlockKey {

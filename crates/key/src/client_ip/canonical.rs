@@ -16,7 +16,7 @@ use std::net::IpAddr;
 ///
 /// ```
 /// use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
-/// use tollgate_tower::client_ip::canonical_ip;
+/// use tollgate_key::client_ip::canonical_ip;
 ///
 /// let mapped: IpAddr = "::ffff:192.0.2.7".parse()?;
 /// assert_eq!(canonical_ip(mapped), IpAddr::V4(Ipv4Addr::new(192, 0, 2, 7)));

@@ -28,7 +28,7 @@ use crate::client_ip::canonical_ip;
 /// # Example
 ///
 /// ```
-/// use tollgate_tower::client_ip::Cidr;
+/// use tollgate_key::client_ip::Cidr;
 ///
 /// let office: Cidr = "192.0.2.0/24".parse()?;
 /// assert!(office.contains("192.0.2.77".parse()?));
@@ -56,12 +56,12 @@ impl Cidr {
     ///
     /// ```
     /// use std::net::{IpAddr, Ipv4Addr};
-    /// use tollgate_tower::client_ip::Cidr;
+    /// use tollgate_key::client_ip::Cidr;
     ///
     /// let net = Cidr::new(IpAddr::V4(Ipv4Addr::new(10, 9, 8, 7)), 8)?;
     /// assert_eq!(net.to_string(), "10.0.0.0/8");
     /// assert!(Cidr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 33).is_err());
-    /// # Ok::<(), tollgate_tower::client_ip::CidrError>(())
+    /// # Ok::<(), tollgate_key::client_ip::CidrError>(())
     /// ```
     pub fn new(addr: IpAddr, prefix: u8) -> Result<Self, CidrError> {
         if prefix > max_prefix(addr) {
@@ -80,7 +80,7 @@ impl Cidr {
     /// # Example
     ///
     /// ```
-    /// use tollgate_tower::client_ip::Cidr;
+    /// use tollgate_key::client_ip::Cidr;
     ///
     /// let host = Cidr::host("::ffff:192.0.2.1".parse()?);
     /// assert_eq!(host.to_string(), "192.0.2.1/32");
@@ -191,7 +191,7 @@ impl FromStr for Cidr {
 /// # Example
 ///
 /// ```
-/// use tollgate_tower::client_ip::Cidr;
+/// use tollgate_key::client_ip::Cidr;
 ///
 /// let err = "10.0.0.0/33".parse::<Cidr>().unwrap_err();
 /// assert!(err.is_invalid_prefix());

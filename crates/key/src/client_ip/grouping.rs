@@ -18,7 +18,7 @@ use crate::client_ip::{BlockKey, Cidr, canonical_ip};
 /// # Example
 ///
 /// ```
-/// use tollgate_tower::client_ip::IpGrouping;
+/// use tollgate_key::client_ip::IpGrouping;
 ///
 /// let grouping = IpGrouping::new(24, 64)?;
 /// let a = grouping.key("192.0.2.7".parse()?);
@@ -51,7 +51,7 @@ impl IpGrouping {
     /// # Example
     ///
     /// ```
-    /// use tollgate_tower::client_ip::IpGrouping;
+    /// use tollgate_key::client_ip::IpGrouping;
     ///
     /// assert!(IpGrouping::new(24, 56).is_ok());
     /// let err = IpGrouping::new(33, 64).unwrap_err();
@@ -85,11 +85,11 @@ impl IpGrouping {
     /// # Example
     ///
     /// ```
-    /// use tollgate_tower::client_ip::IpGrouping;
+    /// use tollgate_key::client_ip::IpGrouping;
     ///
     /// let grouping = IpGrouping::default().with_ipv4_prefix(24)?;
     /// assert_eq!((grouping.ipv4_prefix(), grouping.ipv6_prefix()), (24, 64));
-    /// # Ok::<(), tollgate_tower::client_ip::GroupingError>(())
+    /// # Ok::<(), tollgate_key::client_ip::GroupingError>(())
     /// ```
     pub fn with_ipv4_prefix(self, prefix: u8) -> Result<Self, GroupingError> {
         Self::new(prefix, self.ipv6_prefix)
@@ -104,12 +104,12 @@ impl IpGrouping {
     /// # Example
     ///
     /// ```
-    /// use tollgate_tower::client_ip::IpGrouping;
+    /// use tollgate_key::client_ip::IpGrouping;
     ///
     /// let grouping = IpGrouping::default().with_ipv6_prefix(56)?;
     /// assert_eq!(grouping.ipv6_prefix(), 56);
     /// assert!(IpGrouping::default().with_ipv6_prefix(129).is_err());
-    /// # Ok::<(), tollgate_tower::client_ip::GroupingError>(())
+    /// # Ok::<(), tollgate_key::client_ip::GroupingError>(())
     /// ```
     pub fn with_ipv6_prefix(self, prefix: u8) -> Result<Self, GroupingError> {
         Self::new(self.ipv4_prefix, prefix)
@@ -160,7 +160,7 @@ impl Default for IpGrouping {
 /// # Example
 ///
 /// ```
-/// use tollgate_tower::client_ip::IpGrouping;
+/// use tollgate_key::client_ip::IpGrouping;
 ///
 /// let err = IpGrouping::new(24, 0).unwrap_err();
 /// assert!(err.is_ipv6());

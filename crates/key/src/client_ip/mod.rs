@@ -38,7 +38,7 @@
 //! ```
 //! use std::net::IpAddr;
 //! use http::HeaderMap;
-//! use tollgate_tower::client_ip::{IpGrouping, ProxyHeader, TrustedProxies};
+//! use tollgate_key::client_ip::{IpGrouping, ProxyHeader, TrustedProxies};
 //!
 //! // The load balancers live in 10.0.0.0/8 and append to `Forwarded`.
 //! let proxies = TrustedProxies::new(ProxyHeader::Forwarded).trust("10.0.0.0/8".parse()?);

@@ -12,7 +12,7 @@ use http::header::FORWARDED;
 /// # Example
 ///
 /// ```
-/// use tollgate_tower::client_ip::ProxyHeader;
+/// use tollgate_key::client_ip::ProxyHeader;
 ///
 /// assert_eq!(ProxyHeader::Forwarded.header_name(), "forwarded");
 /// assert_eq!(ProxyHeader::XForwardedFor.header_name(), "x-forwarded-for");

@@ -25,7 +25,7 @@ use crate::client_ip::{Cidr, ProxyHeader, canonical_ip, forwarded, x_forwarded_f
 ///
 /// ```
 /// use http::HeaderMap;
-/// use tollgate_tower::client_ip::{ProxyHeader, TrustedProxies};
+/// use tollgate_key::client_ip::{ProxyHeader, TrustedProxies};
 ///
 /// let proxies = TrustedProxies::new(ProxyHeader::XForwardedFor)
 ///     .trust("10.0.0.0/8".parse()?)
@@ -65,7 +65,7 @@ impl TrustedProxies {
     /// # Example
     ///
     /// ```
-    /// use tollgate_tower::client_ip::{ProxyHeader, TrustedProxies};
+    /// use tollgate_key::client_ip::{ProxyHeader, TrustedProxies};
     ///
     /// let proxies = TrustedProxies::new(ProxyHeader::Forwarded);
     /// assert!(proxies.proxies().is_empty());
@@ -89,7 +89,7 @@ impl TrustedProxies {
     /// # Example
     ///
     /// ```
-    /// use tollgate_tower::client_ip::{ProxyHeader, TrustedProxies};
+    /// use tollgate_key::client_ip::{ProxyHeader, TrustedProxies};
     ///
     /// let proxies = TrustedProxies::new(ProxyHeader::Forwarded).trust("10.0.0.0/8".parse()?);
     /// assert!(proxies.is_trusted("10.1.2.3".parse()?));
@@ -106,7 +106,7 @@ impl TrustedProxies {
     /// # Example
     ///
     /// ```
-    /// use tollgate_tower::client_ip::{Cidr, ProxyHeader, TrustedProxies};
+    /// use tollgate_key::client_ip::{Cidr, ProxyHeader, TrustedProxies};
     ///
     /// let networks = ["10.0.0.0/8", "fd00::/8"]
     ///     .iter()

@@ -71,7 +71,7 @@ impl Plan {
                     .as_ref()
                     .and_then(|overrides| overrides.resolve(&key, request))
                     .unwrap_or_else(|| {
-                        registry.map_or(rule.quota, |live| live.quota_for(&rule.id, rule.quota))
+                        registry.map_or(rule.quota, |live| live.get(&rule.id).unwrap_or(rule.quota))
                     });
                 plan.entries.push(Planned {
                     rule: at,

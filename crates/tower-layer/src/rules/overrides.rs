@@ -70,25 +70,16 @@ impl QuotaOverrides {
     }
 
     /// Callers whose plan — what `plan` extracts from the request, as one key part — is one of
-    /// `quotas`' names get that quota. Replaces earlier plans.
+    /// `quotas`' names get that quota. Replaces earlier plans. `plan` may be an
+    /// `Arc<dyn KeyExtractor>` shared with rules; it is kept as it is.
     #[must_use]
     pub fn plans<'a>(
-        self,
+        mut self,
         plan: impl KeyExtractor,
         quotas: impl IntoIterator<Item = (&'a str, Quota)>,
     ) -> Self {
-        self.plans_shared(Arc::new(plan), quotas)
-    }
-
-    /// [`plans`](Self::plans) with an extractor already shared (a rule file's).
-    #[must_use]
-    pub fn plans_shared<'a>(
-        mut self,
-        plan: Arc<dyn KeyExtractor>,
-        quotas: impl IntoIterator<Item = (&'a str, Quota)>,
-    ) -> Self {
         self.plan = Some(PlanQuotas {
-            extractor: plan,
+            extractor: crate::key::shared(plan),
             quotas: quotas
                 .into_iter()
                 .map(|(name, quota)| (Key::new(name), quota))

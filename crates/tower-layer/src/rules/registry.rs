@@ -41,11 +41,6 @@ impl QuotaRegistry {
         self.quotas.load().get(rule).copied()
     }
 
-    /// `rule`'s live quota, or `declared` without an entry.
-    pub fn quota_for(&self, rule: &RuleId, declared: Quota) -> Quota {
-        self.get(rule).unwrap_or(declared)
-    }
-
     /// Sets `rule`'s live quota.
     pub fn set(&self, rule: RuleId, quota: Quota) {
         self.quotas.rcu(|quotas| {

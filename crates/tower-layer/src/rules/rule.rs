@@ -68,21 +68,14 @@ impl Rule {
     /// A rule named `id` (the policy name in headers and logs: `A-Z a-z 0-9 _ - .`, at most 64
     /// bytes) allowing `quota` per caller that `key` names. It enforces, costs 1, answers 429,
     /// skips requests without a key and fails open; change any of that with the methods below.
+    ///
+    /// `key` may also be an `Arc<dyn KeyExtractor>` shared with other rules (a rule file's named
+    /// extractors are); it is kept as it is, not wrapped again.
     pub fn new(id: &str, quota: Quota, key: impl KeyExtractor) -> Result<Rule, RuleIdError> {
-        Rule::new_shared(id, quota, Arc::new(key))
-    }
-
-    /// [`new`](Rule::new) with an extractor already shared (as a rule file's named extractors
-    /// are), so it is not boxed twice.
-    pub fn new_shared(
-        id: &str,
-        quota: Quota,
-        key: Arc<dyn KeyExtractor>,
-    ) -> Result<Rule, RuleIdError> {
         Ok(Rule {
             id: RuleId::new(id)?,
             quota,
-            key,
+            key: crate::key::shared(key),
             cost: Cost::Fixed(1),
             mode: Mode::Enforce,
             on_refusal: OnRefusal::Reject,
