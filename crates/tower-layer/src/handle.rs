@@ -45,9 +45,15 @@ impl Live {
             .checked_against(&self.store.capabilities())
     }
 
-    /// Installs `rules` for every request from the next one on.
-    pub(crate) fn install(&self, rules: RuleSet) {
-        self.rules.store(Arc::new(self.prepared(rules)));
+    /// Installs `rules` for every request from the next one on, unless the store cannot count
+    /// one of them as it asks.
+    fn install(&self, rules: RuleSet) -> Result<(), UnsupportedRule> {
+        let prepared = self.prepared(rules);
+        if let Some((rule, reason)) = prepared.first_unsupported() {
+            return Err(UnsupportedRule { rule, reason });
+        }
+        self.rules.store(Arc::new(prepared));
+        Ok(())
     }
 }
 
@@ -126,12 +132,7 @@ impl LayerHandle {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn replace_rules(&self, rules: RuleSet) -> Result<(), UnsupportedRule> {
-        let capabilities = self.live.store.capabilities();
-        if let Some((rule, reason)) = rules.first_unsupported(&capabilities) {
-            return Err(UnsupportedRule { rule, reason });
-        }
-        self.live.install(rules);
-        Ok(())
+        self.live.install(rules)
     }
 
     /// The live-quota registry, if the layer was given one.

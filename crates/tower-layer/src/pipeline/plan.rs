@@ -155,7 +155,7 @@ fn without_key(rule: &Rule, request: &Parts) -> Result<(), Unplanned> {
         && let Some(why) = rule.key.misconfiguration(request)
     {
         let enforcing = rule.can_refuse();
-        rule.notices.misconfigured(&rule.id, why, enforcing);
+        rule.notices.misconfigured(&rule.id, &why, enforcing);
         return if enforcing {
             Err(Unplanned::Misconfigured)
         } else {

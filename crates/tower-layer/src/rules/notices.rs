@@ -61,7 +61,12 @@ impl RuleNotices {
 
     /// The rule cannot find its key because of the deployment, for the reason `why`; an
     /// enforcing rule answers such requests 500, a shadow or flag rule lets them pass.
-    pub(crate) fn misconfigured(&self, rule: &RuleId, why: &str, enforcing: bool) {
+    pub(crate) fn misconfigured(
+        &self,
+        rule: &RuleId,
+        why: &dyn std::fmt::Display,
+        enforcing: bool,
+    ) {
         if self.misconfigured.ready(MISCONFIGURATION_EVERY) {
             let outcome = if enforcing {
                 "its requests are answered 500"

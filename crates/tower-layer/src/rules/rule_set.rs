@@ -43,7 +43,7 @@ pub struct RuleSet {
     watches: Option<Arc<[RuleWatch]>>,
     /// Why the layer's store cannot count each rule as it asks (`None`: it can), by position,
     /// found when the set is installed.
-    unsupported: Option<Arc<[Option<Arc<str>>]>>,
+    unsupported: Option<Arc<[Option<Unsupported>]>>,
 }
 
 impl RuleSet {
@@ -132,34 +132,25 @@ impl RuleSet {
 
     /// The set with each rule checked against what the layer's store can do.
     pub(crate) fn checked_against(mut self, capabilities: &Capabilities) -> Self {
-        let found: Vec<Option<Arc<str>>> = self
+        let found: Vec<Option<Unsupported>> = self
             .rules()
-            .map(|rule| {
-                let unsupported = capabilities.supports(&rule.fleet_modes()).err()?;
-                Some(Arc::from(format!("{unsupported}")))
-            })
+            .map(|rule| capabilities.supports(&rule.fleet_modes()).err())
             .collect();
         self.unsupported = found.iter().any(Option::is_some).then(|| found.into());
         self
     }
 
-    /// The first rule of the set the layer's store cannot count as it asks, and why.
-    pub(crate) fn first_unsupported(
-        &self,
-        capabilities: &Capabilities,
-    ) -> Option<(RuleId, Unsupported)> {
-        self.rules().find_map(|rule| {
-            let unsupported = capabilities.supports(&rule.fleet_modes()).err()?;
-            Some((rule.id.clone(), unsupported))
-        })
+    /// The first rule of a checked set the layer's store cannot count as it asks, and why.
+    pub(crate) fn first_unsupported(&self) -> Option<(RuleId, Unsupported)> {
+        let found = self.unsupported.as_ref()?;
+        self.rules()
+            .zip(found.iter())
+            .find_map(|(rule, unsupported)| Some((rule.id.clone(), unsupported.clone()?)))
     }
 
     /// Why the layer's store cannot count the rule `at` names as it asks, once installed.
-    pub(crate) fn unsupported(&self, at: RuleRef) -> Option<&str> {
-        self.unsupported
-            .as_ref()?
-            .get(self.position(at))?
-            .as_deref()
+    pub(crate) fn unsupported(&self, at: RuleRef) -> Option<&Unsupported> {
+        self.unsupported.as_ref()?.get(self.position(at))?.as_ref()
     }
 
     /// What the layer's observers keep for the rule `at` names, once the set is installed.
