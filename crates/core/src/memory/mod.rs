@@ -280,21 +280,26 @@ impl<C: Clock> Inner<C> {
         }
     }
 
-    /// The common case, one rule: one lock, no sorting. The clock is read before locking, so
-    /// the lock is held only for the decision itself.
+    /// The common case, one rule: one lock, no sorting.
+    ///
+    /// The lock-free path reads the clock before it looks. The exclusive path reads it again
+    /// once it holds the lock: a "now" read before waiting for the lock can be older than the
+    /// time another thread charged the key at, and read as a clock that stepped back, whose
+    /// rewrite (capping the backlog at the quota's reach) would hand the delay back as tokens.
+    /// Read under the lock, it is never older than any charge the state holds.
     #[inline]
     fn check_one(&self, item: &Item<'_>) -> ItemDecision {
         if item.is_read_only() {
             return ItemDecision::new(self.peek(item), None);
         }
         let at = self.locate(item.rule(), item.key());
-        let now = self.clock.now();
         if item.take() == Take::Exact
-            && let Some(answer) = self.check_known_timestamp(item, at, now)
+            && let Some(answer) = self.check_known_timestamp(item, at, self.clock.now())
         {
             return answer;
         }
         let mut shard = self.lock(at.shard);
+        let now = self.clock.now();
         let (decision, charge, owed) = ops::evaluate(&mut shard, at, item, now, now, self);
         ItemDecision::new(decision, charge).owing(owed)
     }
@@ -417,8 +422,9 @@ impl<C: Clock> Inner<C> {
             return;
         }
         let at = self.locate(receipt.rule(), receipt.key());
-        let now = self.clock.now();
         let mut shard = self.lock(at.shard);
+        // Read under the lock, as a check's exclusive path does.
+        let now = self.clock.now();
         let key = receipt.key().as_bytes();
         ops::refund(&mut shard, at, key, receipt.quota(), receipt.charge(), now);
     }
