@@ -1,5 +1,6 @@
 //! The layer's observers, and what they keep for one rule.
 
+#[cfg(feature = "metrics")]
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
 
@@ -18,7 +19,8 @@ use crate::settings::KeyLogging;
 /// the service's own.
 #[derive(Default)]
 pub(crate) struct Observers {
-    /// Metrics (feature `metrics`): whether installed rules get metric handles.
+    /// Metrics: whether installed rules get metric handles.
+    #[cfg(feature = "metrics")]
     pub(crate) metrics: AtomicBool,
     /// The admin counters, once tracked.
     pub(crate) stats: OnceLock<StatsBook>,
@@ -47,8 +49,9 @@ pub(crate) enum Watched {
 
 impl Observers {
     /// Whether installed rules record metrics.
+    #[cfg(feature = "metrics")]
     pub(crate) fn metered(&self) -> bool {
-        cfg!(feature = "metrics") && self.metrics.load(Ordering::Acquire)
+        self.metrics.load(Ordering::Acquire)
     }
 
     /// What every observer keeps for `rule`.
