@@ -451,6 +451,50 @@ async fn a_lost_key_after_a_refused_future_version_does_not_freeze_the_fleet() {
     assert_eq!(announced_limit(&second).await, 3);
 }
 
+/// A gateway that applied a version an hour ahead (a publisher's clock was fast), after the key
+/// is lost: a new publish is lower, ignored there as a rollback, and `publish` says so instead of
+/// claiming the document is in force.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_publish_below_the_version_in_force_is_not_reported_in_force() {
+    let server = RedisServer::start().expect("start redis-server");
+    let gateway = Setup::new(standalone(&server).await, "ahead").start().await;
+    let key = "tollgate:fleet:{chirp}";
+    let hour_ahead = (u64::try_from(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .expect("after 1970")
+            .as_millis(),
+    )
+    .expect("fits")
+        + 3_600_000)
+        .to_string();
+    server
+        .cli(&[
+            "HSET",
+            key,
+            "version",
+            &hour_ahead,
+            "body",
+            &reads(5),
+            "mac",
+            "",
+        ])
+        .expect("HSET");
+    gateway.fleet.refresh().await;
+    assert_eq!(
+        announced_limit(&gateway).await,
+        5,
+        "the skewed version is in force"
+    );
+    server.cli(&["DEL", key]).expect("DEL");
+    let published = gateway.fleet.publish(&reads(7)).await;
+    assert!(
+        matches!(published, Err(PublishError::NotApplied { .. })),
+        "published but not in force here: {published:?}"
+    );
+    assert_eq!(announced_limit(&gateway).await, 5);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_corrupt_key_is_refused_and_named_and_publishing_says_to_delete_it() {
     let server = RedisServer::start().expect("start redis-server");

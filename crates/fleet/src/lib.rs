@@ -420,15 +420,20 @@ impl FleetRules {
                 return Err(PublishError::Stale { in_redis: seen });
             }
             let next = (previous + 1).max(now_ms());
+            let in_force_before = self.status().version;
             let mac = document::sign(inner.signing_key.as_deref(), &inner.place.name, next, body);
             if document::write(&inner.connection, &inner.place, &seen, next, body, &mac).await? {
                 tracing::info!(target: "tollgate::config", document = %inner.place.name, version = next, bytes = body.len(), "fleet document published");
                 inner.check().await;
                 let status = self.status();
-                // A later version in force was written over this one (every write is a
-                // compare-and-set on the version read), so this one was published and
-                // superseded, not lost: another gateway changed the rules right after.
-                if status.version.is_some_and(|in_force| in_force >= next) {
+                // A later version that came into force during this publish was written over
+                // this one (every write is a compare-and-set on the version read): published
+                // and superseded, not lost — another gateway changed the rules right after. A
+                // higher version already in force before it (a clock ahead, a key lost since)
+                // is not: this gateway ignores the new document as a rollback.
+                let superseded = status.version.is_some_and(|in_force| in_force > next)
+                    && status.version != in_force_before;
+                if status.version == Some(next) || superseded {
                     return Ok(next);
                 }
                 let why = match (&status.refused, &status.last_redis_error) {

@@ -4,8 +4,9 @@ use http::request::Parts;
 
 use super::{KeyBuilder, KeyExtractor, KeyValueError, next_value};
 
-/// The route pattern that matched a request (`/users/{id}/follow`), inserted by the layer's route
-/// table so [`Endpoint`] counts per route, not per concrete path.
+/// The route pattern that matched a request (`/users/{id}/follow`), as a request extension:
+/// tollgate-tower's route table inserts it (a router of your own may too) so [`Endpoint`]
+/// counts per route, not per concrete path.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MatchedPattern(pub std::sync::Arc<str>);
 

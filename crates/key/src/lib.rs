@@ -262,3 +262,71 @@ pub fn shared(key: impl KeyExtractor) -> std::sync::Arc<dyn KeyExtractor> {
         None => std::sync::Arc::new(slot.take().expect("the slot was just filled")),
     }
 }
+
+/// A [`KeyExtractor`] from a closure; see [`key_fn`].
+#[derive(Clone)]
+struct KeyFn<F>(F);
+
+impl<F> std::fmt::Debug for KeyFn<F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KeyFn").finish_non_exhaustive()
+    }
+}
+
+/// Makes a [`KeyExtractor`] of a closure.
+///
+/// ```
+/// use tollgate_key::key_fn;
+/// // Count by the first path segment (a tenant in `/{tenant}/...`).
+/// let tenant = key_fn(|request, key| match request.uri.path().split('/').nth(1) {
+///     Some(tenant) if !tenant.is_empty() => {
+///         key.part(tenant);
+///         true
+///     }
+///     _ => false,
+/// });
+/// # let _ = tenant;
+/// ```
+pub fn key_fn<F>(extract: F) -> impl KeyExtractor
+where
+    F: Fn(&Parts, &mut KeyBuilder) -> bool + Send + Sync + 'static,
+{
+    KeyFn(extract)
+}
+
+impl<F> KeyExtractor for KeyFn<F>
+where
+    F: Fn(&Parts, &mut KeyBuilder) -> bool + Send + Sync + 'static,
+{
+    fn extract(&self, request: &Parts, key: &mut KeyBuilder) -> bool {
+        (self.0)(request, key)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_closure_names_the_caller_it_finds_and_skips_a_request_without_one() {
+        let tenant = key_fn(|request, key| match request.uri.path().split('/').nth(1) {
+            Some(tenant) if !tenant.is_empty() => {
+                key.part(tenant);
+                true
+            }
+            _ => false,
+        });
+        let parts = |path: &str| {
+            http::Request::builder()
+                .uri(path)
+                .body(())
+                .expect("a request")
+                .into_parts()
+                .0
+        };
+        let mut acme = KeyBuilder::default();
+        assert!(tenant.extract(&parts("/acme/orders"), &mut acme));
+        assert_eq!(acme.build(), tollgate_core::Key::new("acme"));
+        assert!(!tenant.extract(&parts("/"), &mut KeyBuilder::default()));
+    }
+}

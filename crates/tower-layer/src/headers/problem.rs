@@ -210,8 +210,6 @@ impl Problem {
         })
     }
 
-    /// This problem with another `detail` (for example, in the caller's language, or with a link
-    /// to the API's documentation). The type, title and status stay.
     /// The body: a JSON object with `type`, `title`, `status`, `detail`, then `policy` and
     /// `retry_after` when present. Strings are escaped, so any policy name or detail is safe.
     pub(crate) fn to_json(&self) -> String {
