@@ -5,7 +5,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
-use tollgate_core::{Clock, FallbackStore, Item, Key, MemoryStore, Quota, RuleId, Store};
+use tollgate_core::{
+    Clock, FallbackStore, FleetStore, Item, Key, MemoryStore, Quota, RuleId, Store,
+};
 use utoipa::ToSchema;
 
 /// How long a probe waits for the store.
@@ -25,10 +27,14 @@ pub struct StoreReport {
     pub breaker_open: Option<bool>,
     /// The rules a `FallbackStore` answers by their failure policies right now.
     pub falling_back: Vec<String>,
+    /// Synced rules a `FleetStore` counts exactly right now: the fleet syncing them is too
+    /// large for their limit to keep sync's bound (`FleetStore::counted_exactly`).
+    pub counted_exactly: Vec<String>,
 }
 
 /// A store that can say whether it is healthy: implemented for the stores tollgate ships
-/// (`MemoryStore`, `FallbackStore`, `RedisStore` with feature `redis`, and `Arc`s of them);
+/// (`MemoryStore`, `FallbackStore`, `FleetStore`, `RedisStore` with feature `redis`, and `Arc`s
+/// of them);
 /// a store of your own implements it with [`probe`].
 ///
 /// ```
@@ -103,6 +109,18 @@ impl<P: Store + StoreHealth, C: Clock> StoreHealth for FallbackStore<P, C> {
             .falling_back()
             .iter()
             .map(|rule| rule.as_str().to_owned())
+            .collect();
+        report
+    }
+}
+
+impl<S: Store + StoreHealth, C: Clock + Clone> StoreHealth for FleetStore<S, C> {
+    async fn health(&self) -> StoreReport {
+        let mut report = self.shared().health().await;
+        report.counted_exactly = self
+            .counted_exactly()
+            .into_iter()
+            .map(|(rule, _)| rule.as_str().to_owned())
             .collect();
         report
     }

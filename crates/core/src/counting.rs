@@ -143,17 +143,29 @@ impl LeaseSettings {
 /// Each gateway decides on its own copy of the key's state and pushes what it spent to the
 /// shared count as debt ([`Take::AsDebt`](crate::Take)) every `every` (default 200 ms) or as
 /// soon as it has spent `max_unsynced` units, whichever is first, every key in one batched call;
-/// the same call brings back the shared count, which the local copy then starts from. Without
-/// a cap, a gateway can spend at most what its copy allows in one interval: M = B + R·I (the
-/// limit, and what refills in `every`).
+/// the same call brings back the shared count, which the local copy then starts from.
+///
+/// The fleet over-admits by at most G·M (G gateways, each at most M units ahead of the shared
+/// count). Without a cap, M is chosen so that this stays within a tenth of the limit L for the
+/// fleet that is actually running: M = ⌊L / 10G⌋, G being how many gateways pushed for the
+/// rule lately, which each learns from the shared store itself (every push also counts this
+/// gateway in a per-rule counter of gateways, a fixed window of max(1 s, 4·I), and reads it back
+/// on the same call). A gateway alone has nothing to over-admit against: M = B + R·I (the limit
+/// and what refills in one interval). For its first two intervals on a rule, before every
+/// gateway with keys in use has pushed and been counted, a gateway pushes every unit (M = 1). A rule whose limit is below 10·G cannot keep the bound
+/// with M ≥ 1 and is counted exactly instead, and the fleet store says so
+/// ([`FleetStore::counted_exactly`](crate::FleetStore::counted_exactly)).
 ///
 /// ```
 /// use std::time::Duration;
 /// use tollgate_core::{Quota, Rate, SyncSettings};
 /// let quota = Quota::token_bucket(200, Rate::per_second(200))?;
 /// let settings = SyncSettings::new().every(Duration::from_millis(200));
-/// assert_eq!(settings.unsynced_at_most(&quota), 240); // B + R·I = 200 + 40
-/// assert_eq!(settings.max_unsynced(50).unsynced_at_most(&quota), 50);
+/// assert_eq!(settings.unsynced_at_most(&quota, Some(1)), Some(240)); // B + R·I, alone
+/// assert_eq!(settings.unsynced_at_most(&quota, Some(4)), Some(5)); // 200 / (10 × 4)
+/// assert_eq!(settings.unsynced_at_most(&quota, None), Some(1)); // the fleet not known yet
+/// assert_eq!(settings.unsynced_at_most(&quota, Some(21)), None); // counted exactly
+/// assert_eq!(settings.max_unsynced(50).unsynced_at_most(&quota, Some(21)), Some(50));
 /// # Ok::<(), tollgate_core::QuotaError>(())
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -196,18 +208,36 @@ impl SyncSettings {
         self.every
     }
 
-    /// M under `quota`: the cap if set, else B + R·I (the limit, and the units that come back
-    /// in one interval: none for windows, which come back only when the window ends).
-    pub fn unsynced_at_most(&self, quota: &crate::Quota) -> u64 {
+    /// M under `quota` for a fleet of `gateways` (`None`: not known yet): the cap if set;
+    /// else ⌊L / 10G⌋ so the fleet's over-admission G·M stays within a tenth of the limit L;
+    /// B + R·I for a gateway alone (the limit, and the units that come back in one interval:
+    /// none for windows); 1 while the fleet is not known. `None` when no M ≥ 1 keeps the bound
+    /// (L < 10·G): the key is counted exactly.
+    pub fn unsynced_at_most(&self, quota: &crate::Quota, gateways: Option<u64>) -> Option<u64> {
         if let Some(cap) = self.max_unsynced {
-            return cap;
+            return Some(cap);
         }
-        let every = u64::try_from(self.every.as_micros()).unwrap_or(u64::MAX);
-        let refilled = match quota.algorithm() {
-            crate::Algorithm::TokenBucket => every / quota.interval_micros().max(1),
-            _ => 0,
-        };
-        quota.limit().saturating_add(refilled)
+        match gateways {
+            None => Some(1),
+            Some(0 | 1) => {
+                let every = u64::try_from(self.every.as_micros()).unwrap_or(u64::MAX);
+                let refilled = match quota.algorithm() {
+                    crate::Algorithm::TokenBucket => every / quota.interval_micros().max(1),
+                    _ => 0,
+                };
+                Some(quota.limit().saturating_add(refilled))
+            }
+            Some(gateways) => {
+                let m = quota.limit() / gateways.saturating_mul(10);
+                (m >= 1).then_some(m)
+            }
+        }
+    }
+
+    /// How long the per-rule counter of gateways counts each gateway once: max(1 s, 4·I), so
+    /// every gateway that pushes (at least once an interval while it has keys in use) is in it.
+    pub fn presence_window(&self) -> Duration {
+        self.every.saturating_mul(4).max(Duration::from_secs(1))
     }
 }
 

@@ -15,6 +15,10 @@ const MAX_RAW_LEN: usize = 128;
 /// [`MAX_RAW_LEN`] bytes, so every part length fits in one byte below `0x80`.
 const DIGEST_TAG: u8 = 0xFF;
 
+/// Marks a key no caller can have ([`Key::reserved`]): neither a part length (below `0x80`)
+/// nor [`DIGEST_TAG`].
+const RESERVED_TAG: u8 = 0xFE;
+
 /// The caller a rule counts: one or more parts (an account id; an IP block and a route; nothing
 /// at all for a global cap), encoded into a bounded byte string.
 ///
@@ -40,6 +44,15 @@ impl Key {
     /// A key of one part.
     pub fn new(part: impl AsRef<[u8]>) -> Key {
         Key::from_parts(&[part.as_ref()])
+    }
+
+    /// A key no caller can have (its first byte is neither a part length nor the digest tag),
+    /// for state a store wrapper keeps beside callers' under a rule: `name` says what it is.
+    pub(crate) fn reserved(name: &str) -> Key {
+        let mut bytes = Vec::with_capacity(name.len() + 1);
+        bytes.push(RESERVED_TAG);
+        bytes.extend_from_slice(name.as_bytes());
+        Key(Arc::from(bytes))
     }
 
     /// A key of several parts, in order.

@@ -73,6 +73,8 @@ pub const FLEET_LEASES_RETURNED: &str = "tollgate_fleet_leases_returned_total";
 pub const FLEET_FAILED_PUSHES: &str = "tollgate_fleet_failed_pushes_total";
 /// Units spent here and not yet in the shared count.
 pub const FLEET_UNSYNCED_UNITS: &str = "tollgate_fleet_unsynced_units";
+/// Synced rules counted exactly because the fleet syncing them is too large for their limit.
+pub const FLEET_RULES_COUNTED_EXACTLY: &str = "tollgate_fleet_rules_counted_exactly";
 
 /// Whether an allowed check that left `remaining` of `limit` was near the limit (below 20 %).
 pub fn is_near_limit(remaining: u64, limit: u64) -> bool {

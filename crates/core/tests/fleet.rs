@@ -85,10 +85,11 @@ fn a_leased_cost_above_the_limit_is_refused_and_takes_nothing() {
         let one =
             Item::new(&rule, quota, &key).with_fleet_modes(FleetModes::new().with_counting(lease));
         assert!(b.check(&[one]).await.expect("answers").is_allowed());
-        b.background_done().await; // b's top-up holds its share now
-        // Partly drained: a request for more than is left gets nothing, and holds nothing.
+        b.background_done().await;
+        // Partly drained (b took one): a request for more than is left gets nothing, and
+        // holds nothing.
         let most = Item::new(&rule, quota, &key)
-            .with_cost(95)
+            .with_cost(100)
             .with_fleet_modes(FleetModes::new().with_counting(lease));
         let refused = a.check(&[most]).await.expect("answers");
         assert!(!refused.is_allowed());

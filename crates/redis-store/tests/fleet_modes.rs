@@ -219,7 +219,10 @@ fn local_then_sync_over_redis_admits_within_g_times_m() {
             .every(Duration::from_millis(50))
             .max_unsynced(10);
         let measured = flood(&gateways, &clock, Counting::Sync(settings)).await;
-        let bound = GATEWAYS as u64 * settings.unsynced_at_most(&quota());
+        let bound = GATEWAYS as u64
+            * settings
+                .unsynced_at_most(&quota(), Some(GATEWAYS as u64))
+                .unwrap_or(1);
         report("sync", &measured, bound, 0);
         assert!(
             measured.over_admission() <= bound as i64,

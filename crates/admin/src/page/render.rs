@@ -88,6 +88,10 @@ pub(crate) async fn render(state: &State, base: &str) -> Markup {
                         dt { "Falling back" }
                         dd.refused { (store.falling_back.join(", ")) }
                     }
+                    @if !store.counted_exactly.is_empty() {
+                        dt { "Counted exactly" }
+                        dd #counted-exactly { (store.counted_exactly.join(", ")) }
+                    }
                     dt { "Rules version" }
                     dd #version {
                         "file " code { (rules.versions.file.as_deref().unwrap_or("—")) }

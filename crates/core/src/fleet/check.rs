@@ -28,12 +28,17 @@ impl<S: Store, C: Clock + Clone> Inner<S, C> {
     fn is_exact(&self, item: &Item<'_>) -> bool {
         match item.counting() {
             Counting::Exact => true,
-            Counting::Lease(_) | Counting::Sync(_) => {
-                item.cost() == 0
+            Counting::Lease(_) | Counting::Sync(_)
+                if item.cost() == 0
                     || item
                         .store_name()
-                        .is_some_and(|name| self.capabilities.knows_store(name))
+                        .is_some_and(|name| self.capabilities.knows_store(name)) =>
+            {
+                true
             }
+            Counting::Lease(_) => false,
+            // A rule whose fleet is too large for its limit: counted exactly (and said so).
+            Counting::Sync(settings) => self.syncs.counts_exactly(item, settings, self.clock.now()),
             _ => item.cost() == 0,
         }
     }

@@ -1,9 +1,11 @@
 //! Leases: units taken from the shared store in batches, spent here, the rest given back.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 use std::time::Duration;
 
 use parking_lot::Mutex;
+use tokio::sync::Notify;
 
 use super::table::{ByKey, Lookup, entry};
 
@@ -21,24 +23,41 @@ pub(crate) struct Leases {
     table: Mutex<ByKey<Lease>>,
 }
 
-/// One key's leases: the parts it still holds, oldest first, and what sizes the next one.
+/// One key's leases: the parts it still holds, oldest first, the one store call on its way for
+/// the key (if any), and what sizes the next lease.
+///
+/// One call at a time per key (single-flight): a check that finds too little held while a call
+/// is on its way waits for that call rather than making another, so a busy key costs about one
+/// store call per top-up period however many tasks check it. After the store refused, or ran
+/// short, the key asks again no sooner than the refusal's `Retry-After` and one top-up period,
+/// and checks that find too little meanwhile are refused here.
 struct Lease {
     parts: VecDeque<Part>,
     settings: LeaseSettings,
-    /// A top-up has been asked for and not answered yet.
-    topping_up: bool,
-    /// The next lease's size (N), adapted to the key's rate.
+    /// A store call for the key is on its way.
+    calling: bool,
+    /// How many calls have landed, so a waiter can tell whether the one it waits for has.
+    landed: u64,
+    /// The count of calls landed when the last one that failed did (the store did not answer).
+    failed_at: u64,
+    /// Woken each time a call lands.
+    notify: Arc<Notify>,
+    /// Units checks asked for (spent here or refused here) since `window_start`: the key's
+    /// demand in this top-up period so far.
+    demand: u64,
+    window_start: Timestamp,
+    /// The key's demand per top-up period over the last whole window.
+    last_rate: u64,
+    /// When the last call started.
+    last_call: Timestamp,
+    /// The last lease's size.
     size: u64,
-    spent_since_top_up: u64,
-    last_top_up: Timestamp,
+    /// No call for the key before this instant: the store refused (until its `Retry-After`, and
+    /// at least a top-up period) or had no more to give (a top-up period).
+    next_call_at: Timestamp,
     last_spend: Timestamp,
     /// The store's last answer for the key, to report with local spends.
     view: Decision,
-    /// The store refused a lease: nothing comes back before this (refused here till then).
-    dry_until: Timestamp,
-    /// After a refusal, one check is asking the store again: the others are refused here
-    /// meanwhile, so a flood on a dry key sends one store call per refill, not one per check.
-    probing: bool,
 }
 
 /// Units of one lease still unspent, its receipt, and when it ends.
@@ -50,13 +69,18 @@ struct Part {
 
 /// What a local spend found.
 pub(crate) enum Spend {
-    /// Spent from the lease.
-    Spent(Decision),
-    /// Refused here: the store refused a lease a moment ago and nothing is back yet.
-    Dry(Decision),
-    /// Not enough held: take this many from the store now (`waiting`: a top-up is on its way,
-    /// and may land first).
-    Short { want: u64, waiting: bool },
+    /// Spent from the lease; with a top-up to ask for in the background (marked on its way).
+    Spent(Decision, Option<TopUp>),
+    /// Refused here: the store refused or ran short a moment ago, and it is not time to ask
+    /// again.
+    Refused(Decision),
+    /// Too little held and a call is on its way: wait for it to land (`landed`: the count of
+    /// calls landed when this was answered).
+    Wait { notify: Arc<Notify>, landed: u64 },
+    /// Too little held: this check asks the store for `want` units (marked on its way).
+    Call { want: u64 },
+    /// Too little held, and this check may not ask (a check that must not wait).
+    Short,
 }
 
 /// A top-up to ask the store for in the background: up to `units`.
@@ -64,15 +88,27 @@ pub(crate) struct TopUp {
     pub(crate) units: u64,
 }
 
+/// What a call that landed brought the check that made it.
+pub(crate) enum Landed {
+    /// Its cost was spent from what the call brought.
+    Spent(Decision),
+    /// The store refused, or brought too little for its cost.
+    Refused(Decision),
+}
+
 impl Leases {
-    /// Spends `item`'s cost from the key's lease at `now`. Also answers a top-up to ask for (when
-    /// half a lease is left) and the unspent units of leases that ended, to give back.
+    /// Spends `item`'s cost from the key's lease at `now`, or says what to do instead: wait for
+    /// the call on its way, ask the store (only when `may_call`), or refuse here. `first`: this
+    /// check's first look (its cost counts toward the key's demand once). Also answers the
+    /// unspent units of leases that ended, to give back.
     pub(crate) fn spend(
         &self,
         item: &Item<'_>,
         settings: LeaseSettings,
         now: Timestamp,
-    ) -> (Spend, Option<TopUp>, Vec<Receipt>) {
+        first: bool,
+        may_call: bool,
+    ) -> (Spend, Vec<Receipt>) {
         let mut table = self.table.lock();
         let mut ended = Vec::new();
         if table.len() >= MAX_KEYS && !table.contains_key(&Lookup(item.rule(), item.key())) {
@@ -86,83 +122,127 @@ impl Leases {
         lease.settings = settings;
         ended.extend(lease.drop_ended(now));
         let cost = item.cost();
-        let held = lease.held();
-        if held < cost && lease.dry_until > now {
-            let wait = Duration::from_micros(lease.dry_until.micros_since(now));
-            return (Spend::Dry(lease.refused_here(item, wait)), None, ended);
+        lease.roll(now);
+        if first {
+            lease.demand = lease.demand.saturating_add(cost);
         }
-        if held < cost && lease.dry_until > Timestamp::EPOCH {
-            if lease.probing {
-                let wait = lease.view.retry_after();
-                return (Spend::Dry(lease.refused_here(item, wait)), None, ended);
-            }
-            lease.probing = true;
+        if lease.held() >= cost {
+            lease.take(cost);
+            lease.last_spend = now;
+            let top_up = lease.top_up_due(now);
+            return (Spend::Spent(lease.report(item.quota()), top_up), ended);
         }
-        if held < cost {
-            // With a top-up on its way, take only what this request needs: the top-up brings
-            // the rest, and the gateway never holds more than H.
-            let want = if lease.topping_up {
-                cost
-            } else {
-                lease.size.max(cost)
+        if lease.calling {
+            let wait = Spend::Wait {
+                notify: Arc::clone(&lease.notify),
+                landed: lease.landed,
             };
-            let waiting = lease.topping_up;
-            return (Spend::Short { want, waiting }, None, ended);
+            return (if may_call { wait } else { Spend::Short }, ended);
         }
-        lease.take(cost);
-        lease.last_spend = now;
-        lease.spent_since_top_up = lease.spent_since_top_up.saturating_add(cost);
-        let top_up = lease.top_up_due(now);
-        (Spend::Spent(lease.report(item.quota())), top_up, ended)
+        if now < lease.next_call_at {
+            let wait = Duration::from_micros(lease.next_call_at.micros_since(now));
+            return (Spend::Refused(lease.refused_here(item, wait)), ended);
+        }
+        if !may_call {
+            if first {
+                // Counted again when the check asks.
+                lease.demand = lease.demand.saturating_sub(cost);
+            }
+            return (Spend::Short, ended);
+        }
+        let want = lease.next_size().max(cost);
+        lease.start_call(want, now);
+        (Spend::Call { want }, ended)
     }
 
-    /// Adds what the store granted for a lease of `item`'s rule and key (its answer to an up-to
-    /// item, `asked` being that item) as a new part; answers the receipt back when there was
-    /// nothing to add.
-    pub(crate) fn add(&self, asked: &Item<'_>, answer: ItemDecision, now: Timestamp) {
+    /// How many calls for `item`'s key have landed.
+    pub(crate) fn landed(&self, item: &Item<'_>) -> u64 {
+        self.table
+            .lock()
+            .get(&Lookup(item.rule(), item.key()))
+            .map_or(u64::MAX, |lease| lease.landed)
+    }
+
+    /// Whether a call for `item`'s key failed since `landed` calls had landed: a check that
+    /// waited for it fails too, rather than wait for a call of its own.
+    pub(crate) fn failed_since(&self, item: &Item<'_>, landed: u64) -> bool {
+        self.table
+            .lock()
+            .get(&Lookup(item.rule(), item.key()))
+            .is_some_and(|lease| lease.failed_at > landed)
+    }
+
+    /// Lands a call for `asked`'s rule and key (an up-to item) that the store answered: its
+    /// units become a new part, the key's next call is timed from the answer, and waiters wake.
+    /// With `cost`, the check that made the call is decided first, on what it brought. Also
+    /// answers units to give back at once (too few for that check, or a key forgotten
+    /// meanwhile).
+    pub(crate) fn land(
+        &self,
+        asked: &Item<'_>,
+        answer: ItemDecision,
+        cost: Option<u64>,
+        now: Timestamp,
+    ) -> (Option<Landed>, Option<Receipt>) {
+        let want = asked.cost();
         let granted = answer.granted(asked);
         let view = *answer.decision();
         let receipt = answer.into_receipt(asked);
         let mut table = self.table.lock();
         let Some(lease) = table.get_mut(&Lookup(asked.rule(), asked.key())) else {
-            return;
+            // Forgotten meanwhile (a reset): the units go back.
+            let refused = cost.map(|_| Landed::Refused(view));
+            return (refused, receipt.filter(|_| granted > 0));
         };
         lease.view = view;
-        if let Some(receipt) = receipt.filter(|_| granted > 0) {
-            let ends_at = ends_at(&receipt, &view, lease.settings.lease_lifetime(), now);
-            lease.parts.push_back(Part {
-                receipt,
-                units: granted,
-                ends_at,
-            });
+        let period = micros(lease.settings.top_up_period());
+        if granted == 0 {
+            // Refused: remembered until its Retry-After, and at least a top-up period.
+            let wait = micros(view.retry_after()).max(period);
+            lease.next_call_at = now.saturating_add_micros(wait);
+        } else if granted < want || view.remaining() < want {
+            // The store had no more (or will not have a whole lease) to give: it refills
+            // while the gateway spends what it has.
+            lease.next_call_at = lease.last_call.saturating_add_micros(period);
         }
-    }
-
-    /// Records that the store refused a lease for `item`'s key at `now` with `refusal`: the
-    /// gateway refuses the key itself until the refusal's wait is over, as the store would (a
-    /// flood on a dry key costs no store call per request).
-    pub(crate) fn dry(&self, item: &Item<'_>, refusal: &Decision, now: Timestamp) {
-        if let Some(lease) = self.table.lock().get_mut(&Lookup(item.rule(), item.key())) {
-            lease.view = *refusal;
-            lease.dry_until = now.saturating_add_micros(micros(refusal.retry_after()));
-        }
-    }
-
-    /// Marks the key's probe after a refusal answered (whatever the answer): granted units
-    /// end the dry spell, a refusal starts another ([`dry`](Self::dry)).
-    pub(crate) fn probed(&self, item: &Item<'_>, granted: bool) {
-        if let Some(lease) = self.table.lock().get_mut(&Lookup(item.rule(), item.key())) {
-            lease.probing = false;
-            if granted {
-                lease.dry_until = Timestamp::EPOCH;
+        let mut part = receipt.filter(|_| granted > 0).map(|receipt| Part {
+            ends_at: ends_at(&receipt, &view, lease.settings.lease_lifetime(), now),
+            receipt,
+            units: granted,
+        });
+        let mut give_back = None;
+        let decided = cost.map(|cost| {
+            let held = lease.held().saturating_add(granted);
+            if granted == 0 {
+                Landed::Refused(view)
+            } else if held < cost {
+                // Too little for this request: the units go straight back rather than sit
+                // here, so no gateway holds more than H.
+                give_back = part.take().map(|part| part.receipt);
+                Landed::Refused(refusal(asked, &view, lease.held(), cost))
+            } else {
+                if let Some(part) = part.take() {
+                    lease.parts.push_back(part);
+                }
+                lease.take(cost);
+                lease.last_spend = now;
+                Landed::Spent(lease.report(asked.quota()))
             }
+        });
+        if let Some(part) = part {
+            lease.parts.push_back(part);
         }
+        lease.finish_call();
+        (decided, give_back)
     }
 
-    /// Marks the key's background top-up answered (whatever the answer).
-    pub(crate) fn topped_up(&self, rule: &RuleId, key: &Key) {
+    /// Ends the key's call without an answer to keep (the store failed, the rule's failure
+    /// policy decided, or the caller stopped waiting): the next check may ask again; waiters
+    /// wake.
+    pub(crate) fn call_failed(&self, rule: &RuleId, key: &Key) {
         if let Some(lease) = self.table.lock().get_mut(&Lookup(rule, key)) {
-            lease.topping_up = false;
+            lease.finish_call();
+            lease.failed_at = lease.landed;
         }
     }
 
@@ -175,31 +255,6 @@ impl Leases {
         {
             part.units = part.units.saturating_add(item.cost());
         }
-    }
-
-    /// The refusal for `item` when the store granted too little to cover its cost: the units
-    /// granted stay leased; a retry fits once the missing units are back.
-    pub(crate) fn refusal(&self, item: &Item<'_>, answer: &Decision) -> Decision {
-        let held = self
-            .table
-            .lock()
-            .get(&Lookup(item.rule(), item.key()))
-            .map_or(0, Lease::held);
-        let missing = item.cost().saturating_sub(held);
-        let quota = item.quota();
-        let retry = match quota.algorithm() {
-            Algorithm::TokenBucket => {
-                Duration::from_micros(missing.saturating_mul(quota.interval_micros()))
-            }
-            _ => answer.reset_after(),
-        };
-        Decision::refused(
-            RefusalReason::LimitReached,
-            quota.limit(),
-            held,
-            answer.reset_after(),
-            retry,
-        )
     }
 
     /// Ends leases at `now`: every part whose time is up, and every lease of a key quiet for two
@@ -220,7 +275,10 @@ impl Leases {
             .table
             .lock()
             .drain()
-            .flat_map(|(_, lease)| lease.parts.into_iter().map(Part::unspent))
+            .flat_map(|(_, mut lease)| {
+                lease.finish_call();
+                lease.parts.into_iter().map(Part::unspent)
+            })
             .collect();
         give_back.retain(|receipt| units_of(receipt) > 0);
         give_back
@@ -228,7 +286,9 @@ impl Leases {
 
     /// Forgets the key's leases (an operator's reset: the shared state is cleared too).
     pub(crate) fn forget(&self, rule: &RuleId, key: &Key) {
-        self.table.lock().remove(&Lookup(rule, key));
+        if let Some(mut lease) = self.table.lock().remove(&Lookup(rule, key)) {
+            lease.finish_call();
+        }
     }
 
     /// Units held now for `rule` and `key` (for tests and stats).
@@ -240,24 +300,86 @@ impl Leases {
     }
 }
 
+/// The refusal for a request of `cost` when the store granted too little to cover it, `held`
+/// being what stays leased: a retry fits once the missing units are back.
+fn refusal(asked: &Item<'_>, answer: &Decision, held: u64, cost: u64) -> Decision {
+    let missing = cost.saturating_sub(held);
+    let quota = asked.quota();
+    let retry = match quota.algorithm() {
+        Algorithm::TokenBucket => {
+            Duration::from_micros(missing.saturating_mul(quota.interval_micros()))
+        }
+        _ => answer.reset_after(),
+    };
+    Decision::refused(
+        RefusalReason::LimitReached,
+        quota.limit(),
+        held,
+        answer.reset_after(),
+        retry,
+    )
+}
+
 impl Lease {
     fn new(settings: LeaseSettings, quota: Quota, now: Timestamp) -> Self {
         Lease {
             parts: VecDeque::new(),
             settings,
-            topping_up: false,
+            calling: false,
+            landed: 0,
+            failed_at: 0,
+            notify: Arc::new(Notify::new()),
+            demand: 0,
+            window_start: now,
+            last_rate: 0,
+            last_call: now,
             size: 1,
-            spent_since_top_up: 0,
-            last_top_up: now,
+            next_call_at: Timestamp::EPOCH,
             last_spend: now,
             view: Decision::allowed(quota.limit(), quota.limit(), Duration::ZERO),
-            dry_until: Timestamp::EPOCH,
-            probing: false,
         }
     }
 
     fn held(&self) -> u64 {
         self.parts.iter().map(|part| part.units).sum()
+    }
+
+    /// Starts a new demand window once a top-up period has passed, keeping the last one's
+    /// demand per period.
+    fn roll(&mut self, now: Timestamp) {
+        let period = micros(self.settings.top_up_period()).max(1);
+        let elapsed = now.micros_since(self.window_start);
+        if elapsed >= period {
+            let per_period = u128::from(self.demand) * u128::from(period) / u128::from(elapsed);
+            self.last_rate = u64::try_from(per_period).unwrap_or(u64::MAX);
+            self.demand = 0;
+            self.window_start = now;
+        }
+    }
+
+    /// The next lease's size: the key's demand per top-up period — the last whole period's, or
+    /// this one's so far if more — at least 1, at most the cap. A first check, or the first after
+    /// a quiet spell, takes what it needs: one unit.
+    fn next_size(&self) -> u64 {
+        self.last_rate
+            .max(self.demand)
+            .clamp(1, self.settings.max_lease())
+    }
+
+    /// Marks a call of `want` units on its way from `now`.
+    fn start_call(&mut self, want: u64, now: Timestamp) {
+        self.calling = true;
+        self.size = want;
+        self.last_call = now;
+    }
+
+    /// Marks the key's call landed, and wakes whoever waits for it.
+    fn finish_call(&mut self) {
+        if self.calling {
+            self.calling = false;
+            self.landed = self.landed.wrapping_add(1);
+            self.notify.notify_waiters();
+        }
     }
 
     /// Takes `cost` from the oldest parts. A part spent to the last unit goes (its charge used),
@@ -292,26 +414,22 @@ impl Lease {
         gone.into_iter().map(Part::unspent).collect()
     }
 
-    /// A top-up to ask for when half a lease or less is left, sized to the rate since the last
-    /// one: about one top-up per period, at least 1 unit, at most the cap.
+    /// A top-up to ask for in the background, so a busy key never waits on the store: when half
+    /// a lease or less is left, no call is on its way, it is time to ask again, and the key is
+    /// busy enough to lease more than one unit at a time (a quiet key holds nothing).
     fn top_up_due(&mut self, now: Timestamp) -> Option<TopUp> {
-        if self.topping_up || self.held() > self.size / 2 {
+        if self.calling || now < self.next_call_at || self.held() > self.size / 2 {
             return None;
         }
-        let elapsed = now.micros_since(self.last_top_up).max(1);
-        let period = micros(self.settings.top_up_period());
-        let rate_sized =
-            u128::from(self.spent_since_top_up) * u128::from(period) / u128::from(elapsed);
-        self.size = u64::try_from(rate_sized)
-            .unwrap_or(u64::MAX)
-            .clamp(1, self.settings.max_lease());
-        self.spent_since_top_up = 0;
-        self.last_top_up = now;
-        self.topping_up = true;
-        Some(TopUp { units: self.size })
+        let size = self.next_size();
+        if size < 2 {
+            return None;
+        }
+        self.start_call(size, now);
+        Some(TopUp { units: size })
     }
 
-    /// A refusal answered here for a dry key: nothing held, retry after `wait`.
+    /// A refusal answered here, with too little held: retry after `wait`.
     fn refused_here(&self, item: &Item<'_>, wait: Duration) -> Decision {
         Decision::refused(
             RefusalReason::LimitReached,
@@ -381,7 +499,7 @@ fn end_leases(table: &mut ByKey<Lease>, now: Timestamp, all_idle: bool) -> Vec<R
         } else {
             quiet_for >= micros(lease.settings.top_up_period()).saturating_mul(2)
         };
-        if quiet && !lease.topping_up && !lease.probing {
+        if quiet && !lease.calling {
             give_back.extend(lease.parts.drain(..).map(Part::unspent));
             return false;
         }

@@ -6,15 +6,22 @@ use std::sync::atomic::Ordering;
 
 use super::background::Job;
 use super::check::Undo;
-use super::lease::Spend;
+use super::lease::{Landed, Spend, TopUp};
 use super::never_fits;
 use super::store::Inner;
 use crate::{
     Clock, CountedIn, Item, ItemDecision, LeaseSettings, Receipt, Store, StoreError, Take,
 };
 
+/// The most calls one check waits for before it is refused here. A check waits again only while
+/// the calls landing bring units that other checks took first (a call that finds the store
+/// refusing or short ends the wait with a refusal), so this bounds only a pathological flood
+/// where each lease is spent by others: 64 leases' worth of checks ahead of it.
+const WAITS_AT_MOST: usize = 64;
+
 impl<S: Store, C: Clock + Clone> Inner<S, C> {
-    /// A leased item: spent from this gateway's lease, or from a lease taken now.
+    /// A leased item: spent from this gateway's lease, or from what the key's one store call
+    /// brings (this check's, or the one on its way, waited for).
     pub(super) async fn lease(
         self: &Arc<Self>,
         item: &Item<'_>,
@@ -26,87 +33,106 @@ impl<S: Store, C: Clock + Clone> Inner<S, C> {
             let never = never_fits(item.quota());
             return Ok((ItemDecision::uncharged(never), Undo::Nothing));
         }
-        let mut want = 0;
-        for attempt in 0..2 {
-            let (spend, top_up, ended) = self.leases.spend(item, settings, now);
-            self.in_background(item, top_up.map(|top_up| top_up.units), ended)
-                .await;
+        let mut now = now;
+        for round in 0..WAITS_AT_MOST {
+            let (spend, ended) = self.leases.spend(item, settings, now, round == 0, true);
             match spend {
-                Spend::Spent(decision) => {
+                Spend::Spent(decision, top_up) => {
+                    self.in_background(item, top_up, ended).await;
                     self.counters
                         .decided_locally
                         .fetch_add(1, Ordering::Relaxed);
                     return Ok((ItemDecision::uncharged(decision), Undo::Lease));
                 }
-                // A top-up on its way may land if the runtime gets a turn (a current-thread
-                // runtime runs it only when this task yields).
-                Spend::Short { waiting: true, .. } if attempt == 0 => {
-                    tokio::task::yield_now().await;
-                }
-                Spend::Dry(refusal) => {
+                Spend::Refused(refusal) => {
+                    self.in_background(item, None, ended).await;
                     self.counters
                         .decided_locally
                         .fetch_add(1, Ordering::Relaxed);
                     return Ok((ItemDecision::uncharged(refusal), Undo::Nothing));
                 }
-                Spend::Short { want: short, .. } => {
-                    want = short;
-                    break;
+                Spend::Wait { notify, landed } => {
+                    self.in_background(item, None, ended).await;
+                    let notified = notify.notified();
+                    tokio::pin!(notified);
+                    notified.as_mut().enable();
+                    if self.leases.landed(item) == landed {
+                        notified.await;
+                    }
+                    if self.leases.failed_since(item, landed) {
+                        // The store did not answer the call this check waited for.
+                        return Err(StoreError::new(
+                            crate::StoreErrorKind::Unavailable,
+                            "the shared store did not answer this key's lease call",
+                        ));
+                    }
+                    now = self.clock.now();
                 }
+                Spend::Call { want } => {
+                    self.in_background(item, None, ended).await;
+                    return self.call(item, want).await;
+                }
+                // Never answered to a check that may call; looked at again if it were.
+                Spend::Short => now = self.clock.now(),
             }
         }
+        // The calls it waited for all went to other checks: refused here for a top-up period
+        // (rare: it takes a burst of other checks larger than every lease they brought).
+        self.counters
+            .decided_locally
+            .fetch_add(1, Ordering::Relaxed);
+        let wait = settings.top_up_period();
+        let busy = crate::Decision::refused(
+            crate::RefusalReason::LimitReached,
+            item.quota().limit(),
+            0,
+            wait,
+            wait,
+        );
+        Ok((ItemDecision::uncharged(busy), Undo::Nothing))
+    }
+
+    /// This check's call for the key: up to `want` units, its own cost spent first from what
+    /// comes back.
+    async fn call(
+        self: &Arc<Self>,
+        item: &Item<'_>,
+        want: u64,
+    ) -> Result<(ItemDecision, Undo), StoreError> {
         let asked = item.with_cost(want).with_take(Take::UpTo);
         self.counters.store_calls.fetch_add(1, Ordering::Relaxed);
-        // The probe mark is cleared however this ends, a caller that stops waiting included.
-        let probe = OnDrop::new(|| self.leases.probed(item, false));
+        // The call is marked landed however this ends, a caller that stops waiting included.
+        let on_its_way = OnDrop::new(|| self.leases.call_failed(item.rule(), item.key()));
         let answer = self.shared.check_one(&asked).await;
-        let granted = answer.as_ref().map_or(0, |answer| answer.granted(&asked));
-        probe.disarm();
-        self.leases.probed(item, granted > 0);
-        let answer = answer?;
-        if answer.counted_in() == CountedIn::Nowhere || granted == 0 {
-            // Refused, or let through uncounted by the rule's failure policy: as the store said.
-            if !answer.decision().is_allowed() && answer.counted_in() == CountedIn::Store {
-                self.leases.dry(item, answer.decision(), now);
+        on_its_way.disarm();
+        let answer = match answer {
+            Ok(answer) if answer.counted_in() != CountedIn::Nowhere => answer,
+            other => {
+                // An error, or let through uncounted by the rule's failure policy: as the
+                // store said; the next check asks again.
+                self.leases.call_failed(item.rule(), item.key());
+                return Ok((ItemDecision::uncharged(*other?.decision()), Undo::Nothing));
             }
-            return Ok((ItemDecision::uncharged(*answer.decision()), Undo::Nothing));
-        }
+        };
+        let now = self.clock.now();
         let view = *answer.decision();
-        if self
-            .leases
-            .held(item.rule(), item.key())
-            .saturating_add(granted)
-            < item.cost()
-        {
-            // Too little to cover this request: the units go straight back rather than sit
-            // here, so no gateway holds more than H.
-            if let Some(receipt) = answer.into_receipt(&asked) {
-                self.give_back(vec![receipt]).await;
-            }
-            return Ok((
-                ItemDecision::uncharged(self.leases.refusal(item, &view)),
-                Undo::Nothing,
-            ));
+        let (landed, give_back) = self.leases.land(&asked, answer, Some(item.cost()), now);
+        if let Some(receipt) = give_back {
+            self.give_back(vec![receipt]).await;
         }
-        self.leases.add(&asked, answer, now);
-        let (spend, top_up, ended) = self.leases.spend(item, settings, now);
-        self.in_background(item, top_up.map(|top_up| top_up.units), ended)
-            .await;
-        match spend {
-            Spend::Spent(decision) => Ok((ItemDecision::uncharged(decision), Undo::Lease)),
-            Spend::Short { .. } | Spend::Dry(_) => Ok((
-                ItemDecision::uncharged(self.leases.refusal(item, &view)),
-                Undo::Nothing,
-            )),
+        // A call made with a cost is always decided; `view` is only a fallback.
+        match landed.unwrap_or(Landed::Refused(view)) {
+            Landed::Spent(decision) => Ok((ItemDecision::uncharged(decision), Undo::Lease)),
+            Landed::Refused(refusal) => Ok((ItemDecision::uncharged(refusal), Undo::Nothing)),
         }
     }
 
-    /// Asks for a top-up of `top_up` units for `item`'s key, and gives back `ended`, without
-    /// holding up the caller when a Tokio runtime can run them.
+    /// Asks for a top-up for `item`'s key, and gives back `ended`, without holding up the
+    /// caller when a Tokio runtime can run them.
     async fn in_background(
         self: &Arc<Self>,
         item: &Item<'_>,
-        top_up: Option<u64>,
+        top_up: Option<TopUp>,
         ended: Vec<Receipt>,
     ) {
         for job in self.start_background(item, top_up, ended) {
@@ -119,7 +145,7 @@ impl<S: Store, C: Clock + Clone> Inner<S, C> {
     fn start_background(
         self: &Arc<Self>,
         item: &Item<'_>,
-        top_up: Option<u64>,
+        top_up: Option<TopUp>,
         ended: Vec<Receipt>,
     ) -> Vec<Job> {
         let mut inline = Vec::new();
@@ -127,13 +153,13 @@ impl<S: Store, C: Clock + Clone> Inner<S, C> {
             let inner = Arc::clone(self);
             inline.extend(self.start(async move { inner.give_back(ended).await }));
         }
-        if let Some(units) = top_up {
+        if let Some(TopUp { units }) = top_up {
             let inner = Arc::clone(self);
             let (rule, key, quota) = (item.rule().clone(), item.key().clone(), *item.quota());
             let policy = item.on_store_failure();
             inline.extend(self.start(async move {
-                // Marked answered however the job ends (a runtime shutting down drops it).
-                let _answered = OnDrop::new(|| inner.leases.topped_up(&rule, &key));
+                // Marked landed however the job ends (a runtime shutting down drops it).
+                let on_its_way = OnDrop::new(|| inner.leases.call_failed(&rule, &key));
                 let asked = Item::new(&rule, quota, &key)
                     .with_cost(units)
                     .with_take(Take::UpTo)
@@ -142,15 +168,19 @@ impl<S: Store, C: Clock + Clone> Inner<S, C> {
                 if let Ok(answer) = inner.shared.check_one(&asked).await
                     && answer.counted_in() != CountedIn::Nowhere
                 {
-                    inner.leases.add(&asked, answer, inner.clock.now());
+                    on_its_way.disarm();
+                    let (_, give_back) = inner.leases.land(&asked, answer, None, inner.clock.now());
+                    if let Some(receipt) = give_back {
+                        inner.give_back(vec![receipt]).await;
+                    }
                 }
             }));
         }
         inline
     }
 
-    /// A leased item decided now, from the lease (`None`: the store must be asked). Needs a
-    /// runtime for what it starts in the background.
+    /// A leased item decided now, from the lease (`None`: the store must be asked, or a call on
+    /// its way waited for). Needs a runtime for what it starts in the background.
     pub(super) fn lease_now(
         self: &Arc<Self>,
         item: &Item<'_>,
@@ -160,18 +190,19 @@ impl<S: Store, C: Clock + Clone> Inner<S, C> {
         if item.cost() > item.quota().limit() {
             return None;
         }
-        let (spend, top_up, ended) = self.leases.spend(item, settings, now);
-        let inline = self.start_background(item, top_up.map(|top_up| top_up.units), ended);
+        let (spend, ended) = self.leases.spend(item, settings, now, true, false);
+        let (decision, top_up) = match spend {
+            Spend::Spent(decision, top_up) => (Some(decision), top_up),
+            Spend::Refused(decision) => (Some(decision), None),
+            Spend::Wait { .. } | Spend::Call { .. } | Spend::Short => (None, None),
+        };
+        let inline = self.start_background(item, top_up, ended);
         debug_assert!(inline.is_empty(), "check_now runs inside a runtime");
-        match spend {
-            Spend::Spent(decision) | Spend::Dry(decision) => {
-                self.counters
-                    .decided_locally
-                    .fetch_add(1, Ordering::Relaxed);
-                Some(ItemDecision::uncharged(decision))
-            }
-            Spend::Short { .. } => None,
-        }
+        let decision = decision?;
+        self.counters
+            .decided_locally
+            .fetch_add(1, Ordering::Relaxed);
+        Some(ItemDecision::uncharged(decision))
     }
 
     /// Gives back the unspent units these receipts hold. One that fails is dropped: its units

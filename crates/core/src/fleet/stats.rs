@@ -26,6 +26,9 @@ pub struct FleetStats {
     /// Keys this gateway keeps a local copy for (past 65,536, keys with nothing unsynced are
     /// forgotten).
     pub synced_keys: usize,
+    /// Synced rules counted exactly now, their fleet too large for their limit
+    /// ([`FleetStore::counted_exactly`]).
+    pub rules_counted_exactly: usize,
 }
 
 impl<S: Store, C: Clock + Clone> FleetStore<S, C> {
@@ -40,6 +43,11 @@ impl<S: Store, C: Clock + Clone> FleetStore<S, C> {
             unsynced_units: self.inner.syncs.unsynced(),
             leased_keys: self.inner.leases.len(),
             synced_keys: self.inner.syncs.len(),
+            rules_counted_exactly: self
+                .inner
+                .syncs
+                .counted_exactly(self.inner.clock.now())
+                .len(),
         }
     }
 
@@ -53,8 +61,8 @@ impl<S: Store, C: Clock + Clone> FleetStore<S, C> {
     #[cfg(feature = "metrics")]
     pub fn publish_metrics(&self) {
         use crate::metrics::{
-            FLEET_DECIDED_LOCALLY, FLEET_FAILED_PUSHES, FLEET_LEASES_RETURNED, FLEET_STORE_CALLS,
-            FLEET_UNSYNCED_UNITS,
+            FLEET_DECIDED_LOCALLY, FLEET_FAILED_PUSHES, FLEET_LEASES_RETURNED,
+            FLEET_RULES_COUNTED_EXACTLY, FLEET_STORE_CALLS, FLEET_UNSYNCED_UNITS,
         };
         let stats = self.stats();
         metrics::counter!(FLEET_DECIDED_LOCALLY).absolute(stats.decided_locally);
@@ -62,5 +70,6 @@ impl<S: Store, C: Clock + Clone> FleetStore<S, C> {
         metrics::counter!(FLEET_LEASES_RETURNED).absolute(stats.receipts_given_back);
         metrics::counter!(FLEET_FAILED_PUSHES).absolute(stats.failed_pushes);
         metrics::gauge!(FLEET_UNSYNCED_UNITS).set(stats.unsynced_units as f64);
+        metrics::gauge!(FLEET_RULES_COUNTED_EXACTLY).set(stats.rules_counted_exactly as f64);
     }
 }

@@ -150,4 +150,18 @@ impl<S: Store, C: Clock + Clone> FleetStore<S, C> {
     pub fn leased(&self, rule: &RuleId, key: &Key) -> u64 {
         self.inner.leases.held(rule, key)
     }
+
+    /// Synced rules this gateway counts exactly now, with the fleet size it learnt for each:
+    /// their limit is below 10 gateways' worth of units per gateway (L < 10·G), so no push size
+    /// keeps the fleet's over-admission within a tenth of the limit (see
+    /// [`SyncSettings`](crate::SyncSettings)). Also in the metrics
+    /// (`tollgate_fleet_rules_counted_exactly`) and in tollgate-admin's health report.
+    ///
+    /// ```
+    /// let store = tollgate_core::FleetStore::new(tollgate_core::MemoryStore::new());
+    /// assert!(store.counted_exactly().is_empty());
+    /// ```
+    pub fn counted_exactly(&self) -> Vec<(RuleId, u64)> {
+        self.inner.syncs.counted_exactly(self.inner.clock.now())
+    }
 }

@@ -1,6 +1,7 @@
 //! Local-then-sync: decisions on a local copy of each key's state, the spend pushed to the shared
 //! count as debt in one batch per gateway, the shared count brought back on the same call.
 
+use std::collections::HashMap;
 use std::time::Duration;
 
 use parking_lot::Mutex;
@@ -15,10 +16,66 @@ use crate::{
 /// The most keys one gateway syncs at once: past it, keys with nothing unsynced are forgotten.
 const MAX_KEYS: usize = 1 << 16;
 
-/// Every synced key of this gateway, and the local copies decisions are made on.
+/// Every synced key of this gateway, the local copies decisions are made on, and what this
+/// gateway has learnt of the fleet that syncs each rule.
 pub(crate) struct Syncs<C: Clock> {
     table: Mutex<ByKey<Synced>>,
     local: MemoryStore<C>,
+    fleets: Mutex<HashMap<RuleId, Fleet>>,
+}
+
+/// How many gateways sync one rule, as the shared store's per-rule counter of gateways says:
+/// each gateway adds itself once per window of the counter and reads it on every push.
+struct Fleet {
+    /// When this gateway first counted itself in: the fleet is known from a read two intervals
+    /// later (every gateway with keys in use pushes at least once an interval, so by then each
+    /// has counted itself).
+    first_counted: Timestamp,
+    /// When the counter was last read.
+    last_read: Timestamp,
+    /// The window this gateway last counted itself in.
+    counted_in: u64,
+    /// The counter's value in the latest window read, and in the one before.
+    seen: u64,
+    seen_before: u64,
+    seen_window: u64,
+    /// The smallest limit of the rule's keys pushed lately (to say whether it is counted
+    /// exactly).
+    limit: u64,
+    settings: SyncSettings,
+}
+
+impl Fleet {
+    /// The gateways syncing the rule at `now`, once known: from a read two intervals after this
+    /// gateway first counted itself, and no longer once the last read is two of the counter's
+    /// windows old (a rule counted exactly pushes nothing, so it learns the fleet again, one
+    /// unit per push, as the fleet may have shrunk).
+    fn gateways(&self, now: Timestamp) -> Option<u64> {
+        let interval = micros(self.settings.interval());
+        let learnt = self.last_read >= self.first_counted.saturating_add_micros(2 * interval);
+        let window = micros(self.settings.presence_window());
+        let fresh = now.micros_since(self.last_read) <= window.saturating_mul(2);
+        (learnt && fresh).then(|| self.seen.max(self.seen_before).max(1))
+    }
+}
+
+/// One rule's entry in a push: count this gateway in the rule's counter of gateways (`cost` 1,
+/// once a window) or read it (`cost` 0).
+pub(crate) struct Presence {
+    pub(crate) rule: RuleId,
+    pub(crate) quota: Quota,
+    pub(crate) cost: u64,
+    window: u64,
+}
+
+/// The key of a rule's counter of gateways.
+pub(crate) fn presence_key() -> Key {
+    Key::reserved("gateways")
+}
+
+/// The counter's quota: a fixed window that never refuses.
+fn presence_quota(settings: &SyncSettings) -> Option<Quota> {
+    Quota::fixed_window(1 << 40, settings.presence_window()).ok()
 }
 
 /// One key: what was spent here and not yet pushed, and how the last push went.
@@ -40,7 +97,19 @@ struct Synced {
     /// The last push failed: the store is down for this key.
     down: bool,
     last_sync: Timestamp,
+    /// When a push of this key last went out: while the store is down, one attempt an
+    /// interval (a push that timed out may still land once the store answers, so each extra
+    /// attempt could count its units twice).
+    attempted: Timestamp,
     last_use: Timestamp,
+}
+
+impl Synced {
+    /// Whether a push of this key may go out at `now`.
+    fn may_push(&self, now: Timestamp) -> bool {
+        !self.pushing
+            && (!self.down || now.micros_since(self.attempted) >= micros(self.settings.interval()))
+    }
 }
 
 /// What a local decision found.
@@ -64,6 +133,7 @@ pub(crate) struct Push {
     pub(crate) key: Key,
     pub(crate) quota: Quota,
     pub(crate) units: u64,
+    settings: SyncSettings,
 }
 
 impl<C: Clock + Clone> Syncs<C> {
@@ -71,6 +141,108 @@ impl<C: Clock + Clone> Syncs<C> {
         Syncs {
             table: Mutex::new(ByKey::default()),
             local: MemoryStore::builder().clock(clock).build(),
+            fleets: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// M for `item` under `settings` at `now` (`None`: counted exactly), from what this
+    /// gateway knows of the rule's fleet.
+    fn unsynced_at_most(
+        &self,
+        item: &Item<'_>,
+        settings: SyncSettings,
+        now: Timestamp,
+    ) -> Option<u64> {
+        let gateways = self
+            .fleets
+            .lock()
+            .get(item.rule())
+            .and_then(|fleet| fleet.gateways(now));
+        settings.unsynced_at_most(item.quota(), gateways)
+    }
+
+    /// Whether `item`'s rule is counted exactly at `now`: the fleet syncing it is too large for
+    /// its limit to keep the over-admission within a tenth of it.
+    pub(crate) fn counts_exactly(
+        &self,
+        item: &Item<'_>,
+        settings: SyncSettings,
+        now: Timestamp,
+    ) -> bool {
+        self.unsynced_at_most(item, settings, now).is_none()
+    }
+
+    /// The rules counted exactly at `now`, with how many gateways sync each.
+    pub(crate) fn counted_exactly(&self, now: Timestamp) -> Vec<(RuleId, u64)> {
+        self.fleets
+            .lock()
+            .iter()
+            .filter_map(|(rule, fleet)| {
+                let gateways = fleet.gateways(now)?;
+                let probe = Quota::fixed_window(fleet.limit.max(1), Duration::from_secs(1)).ok()?;
+                fleet
+                    .settings
+                    .unsynced_at_most(&probe, Some(gateways))
+                    .is_none()
+                    .then(|| (rule.clone(), gateways))
+            })
+            .collect()
+    }
+
+    /// The entries a push of `pushes` carries for the rules' counters of gateways, at `now`.
+    pub(crate) fn presence(&self, pushes: &[Push], now: Timestamp) -> Vec<Presence> {
+        let mut fleets = self.fleets.lock();
+        let mut entries: Vec<Presence> = Vec::new();
+        for push in pushes {
+            if entries.iter().any(|entry| entry.rule == push.rule) {
+                continue;
+            }
+            let Some(quota) = presence_quota(&push.settings) else {
+                continue;
+            };
+            let window =
+                now.micros_since(Timestamp::EPOCH) / micros(push.settings.presence_window()).max(1);
+            let fleet = fleets.entry(push.rule.clone()).or_insert(Fleet {
+                first_counted: now,
+                last_read: now,
+                counted_in: u64::MAX,
+                seen: 0,
+                seen_before: 0,
+                seen_window: window,
+                limit: push.quota.limit(),
+                settings: push.settings,
+            });
+            fleet.settings = push.settings;
+            fleet.limit = fleet.limit.min(push.quota.limit());
+            let cost = u64::from(fleet.counted_in != window);
+            fleet.counted_in = window;
+            entries.push(Presence {
+                rule: push.rule.clone(),
+                quota,
+                cost,
+                window,
+            });
+        }
+        entries
+    }
+
+    /// What the store answered at `now` for a rule's counter of gateways (`count`: gateways
+    /// counted in its window so far).
+    pub(crate) fn saw_presence(&self, entry: &Presence, count: u64, now: Timestamp) {
+        if let Some(fleet) = self.fleets.lock().get_mut(&entry.rule) {
+            fleet.last_read = fleet.last_read.max(now);
+            if entry.window > fleet.seen_window {
+                fleet.seen_before = if entry.window == fleet.seen_window + 1 {
+                    fleet.seen
+                } else {
+                    0
+                };
+                fleet.seen = 0;
+                fleet.seen_window = entry.window;
+            }
+            if entry.window == fleet.seen_window {
+                fleet.seen = fleet.seen.max(count);
+            }
         }
     }
 
@@ -108,6 +280,7 @@ impl<C: Clock + Clone> Syncs<C> {
             known: false,
             down: false,
             last_sync: now,
+            attempted: Timestamp::EPOCH,
             last_use: now,
         });
         synced.quota = *item.quota();
@@ -127,10 +300,8 @@ impl<C: Clock + Clone> Syncs<C> {
         }
         // Never more than M unsynced, so the shared count never lags by more than G·M.
         let cost = item.cost();
-        if synced.unsynced > 0
-            && synced.unsynced.saturating_add(cost) > settings.unsynced_at_most(item.quota())
-            && !synced.down
-        {
+        let most = self.unsynced_at_most(item, settings, now).unwrap_or(1);
+        if synced.unsynced > 0 && synced.unsynced.saturating_add(cost) > most && !synced.down {
             return (Local::Full, true);
         }
         if let Some((until, cost, refusal)) = synced.refused_until
@@ -148,7 +319,8 @@ impl<C: Clock + Clone> Syncs<C> {
                 refusal.reset_after().saturating_sub(refusal.retry_after()) + wait,
                 wait,
             );
-            let due = now.micros_since(synced.last_sync) >= micros(settings.interval());
+            let due = now.micros_since(synced.last_sync) >= micros(settings.interval())
+                && synced.may_push(now);
             return (Local::Decided(ItemDecision::uncharged(refusal), None), due);
         }
         // While the copy owes a debt (the shared count did at the last sync), taken "up to" so
@@ -187,8 +359,9 @@ impl<C: Clock + Clone> Syncs<C> {
         if allowed || open_anyway {
             synced.unsynced = synced.unsynced.saturating_add(item.cost());
         }
-        let due = synced.unsynced >= settings.unsynced_at_most(item.quota())
-            || now.micros_since(synced.last_sync) >= micros(settings.interval());
+        let due = (synced.unsynced >= most
+            || now.micros_since(synced.last_sync) >= micros(settings.interval()))
+            && synced.may_push(now);
         let decision = if open_anyway && !allowed {
             // Failing open while the store is down: let it through, and count it to push later.
             Decision::allowed(decision.limit(), 0, decision.reset_after())
@@ -212,29 +385,39 @@ impl<C: Clock + Clone> Syncs<C> {
     }
 
     /// The keys to push at `now`: every key with unsynced spend, and every key used lately
-    /// whose view is an interval old; `only` limits it to one key (a first sync). Marks what
+    /// whose view is an interval old; `only` limits it to one key that a check of that cost
+    /// needs pushed (a first sync, or a gateway that spent its M) — nothing if another check's
+    /// push has done it meanwhile, so a cold key costs one push, not one per task. Marks what
     /// each pushes as on its way, and forgets keys quiet for four intervals with nothing owed.
-    pub(crate) fn start_push(&self, now: Timestamp, only: Option<(&RuleId, &Key)>) -> Vec<Push> {
-        let mut table = self.table.lock();
-        if let Some((rule, key)) = only {
+    pub(crate) fn start_push(&self, now: Timestamp, only: Option<&Item<'_>>) -> Vec<Push> {
+        if let Some(item) = only {
+            let most = self.unsynced_at_most(item, item_settings(item), now);
+            let mut table = self.table.lock();
             // One key (a first sync, or a gateway that spent its M): found directly.
-            return match table.get_mut(&Lookup(rule, key)) {
-                Some(synced) if !synced.pushing => {
+            return match table.get_mut(&Lookup(item.rule(), item.key())) {
+                Some(synced)
+                    if synced.may_push(now)
+                        && (!synced.known
+                            || synced.unsynced.saturating_add(item.cost()) > most.unwrap_or(1)) =>
+                {
                     synced.pushing = true;
+                    synced.attempted = now;
                     vec![Push {
-                        rule: rule.clone(),
-                        key: key.clone(),
+                        rule: item.rule().clone(),
+                        key: item.key().clone(),
                         quota: synced.quota,
                         units: synced.unsynced,
+                        settings: synced.settings,
                     }]
                 }
                 _ => Vec::new(),
             };
         }
+        let mut table = self.table.lock();
         let mut quiet = Vec::new();
         let mut pushes = Vec::new();
         for ((rule, key), synced) in table.iter_mut() {
-            if synced.pushing {
+            if !synced.may_push(now) {
                 continue;
             }
             let interval = micros(synced.settings.interval());
@@ -247,11 +430,13 @@ impl<C: Clock + Clone> Syncs<C> {
             if synced.unsynced > 0 || stale {
                 // A key with nothing to push is refreshed (a debt item of cost 0).
                 synced.pushing = true;
+                synced.attempted = now;
                 pushes.push(Push {
                     rule: rule.clone(),
                     key: key.clone(),
                     quota: synced.quota,
                     units: synced.unsynced,
+                    settings: synced.settings,
                 });
             }
         }
@@ -264,11 +449,13 @@ impl<C: Clock + Clone> Syncs<C> {
 
     /// Applies a push's answer (`None`: the store failed, and every unit stays unsynced): each
     /// key's local copy starts again from the shared count, with what was spent here during the
-    /// push on top.
+    /// push on top. `sent`: when the push was sent (a fixed window the answer counted in that
+    /// has ended by `now` brings nothing over to the next).
     pub(crate) fn finish_push(
         &self,
         pushes: &[Push],
         answer: Option<&BatchDecision>,
+        sent: Timestamp,
         now: Timestamp,
     ) {
         let mut table = self.table.lock();
@@ -285,12 +472,17 @@ impl<C: Clock + Clone> Syncs<C> {
             synced.known = true;
             synced.last_sync = now;
             synced.unsynced = synced.unsynced.saturating_sub(push.units);
-            let used = push
-                .quota
-                .limit()
-                .saturating_sub(shared.decision().remaining())
-                .saturating_add(shared.debt())
-                .saturating_add(synced.unsynced);
+            let window_over = push.quota.algorithm() == crate::Algorithm::FixedWindow
+                && sent.saturating_add_micros(micros(shared.decision().reset_after())) <= now;
+            let shared_used = if window_over {
+                0
+            } else {
+                push.quota
+                    .limit()
+                    .saturating_sub(shared.decision().remaining())
+                    .saturating_add(shared.debt())
+            };
+            let used = shared_used.saturating_add(synced.unsynced);
             self.local.reset_sync(&push.rule, &push.key);
             synced.refused_until = None;
             let copy = Item::new(&push.rule, push.quota, &push.key)
@@ -325,6 +517,14 @@ impl<C: Clock + Clone> Syncs<C> {
             crate::StoreErrorKind::Unavailable,
             "the shared store did not take the last sync; this rule fails closed",
         )
+    }
+}
+
+/// The sync settings `item` asks for (the defaults if it is not synced).
+fn item_settings(item: &Item<'_>) -> SyncSettings {
+    match item.counting() {
+        crate::Counting::Sync(settings) => settings,
+        _ => SyncSettings::new(),
     }
 }
 

@@ -7,10 +7,9 @@ use std::sync::atomic::Ordering;
 use super::background::Job;
 use super::check::Undo;
 use super::store::Inner;
-use super::sync::{Local, Push, Syncs};
+use super::sync::{Local, Push, Syncs, presence_key};
 use crate::{
-    Clock, CountedIn, Decision, Item, ItemDecision, Key, RuleId, Store, StoreError, SyncSettings,
-    Take,
+    Clock, CountedIn, Decision, Item, ItemDecision, Store, StoreError, SyncSettings, Take,
 };
 
 impl<S: Store, C: Clock + Clone> Inner<S, C> {
@@ -68,7 +67,7 @@ impl<S: Store, C: Clock + Clone> Inner<S, C> {
                     return Ok((answer, Undo::Sync(receipt)));
                 }
                 Local::StoreDown => return Err(Syncs::<C>::down_error()),
-                Local::Unknown | Local::Full => self.push(Some((item.rule(), item.key()))).await,
+                Local::Unknown | Local::Full => self.push(Some(item)).await,
                 Local::Crowded => self.push(None).await,
             }
         }
@@ -88,7 +87,7 @@ impl<S: Store, C: Clock + Clone> Inner<S, C> {
     /// Pushes every synced key with unsynced spend or a view an interval old (or only the one
     /// named) in one batch of debt items,
     /// and starts each key's local copy again from the shared count it brings back.
-    pub(super) async fn push(&self, only: Option<(&RuleId, &Key)>) {
+    pub(super) async fn push(&self, only: Option<&Item<'_>>) {
         let _one_at_a_time = self.pushing.lock().await;
         let pushes = self.syncs.start_push(self.clock.now(), only);
         self.send(pushes).await;
@@ -100,6 +99,8 @@ impl<S: Store, C: Clock + Clone> Inner<S, C> {
         if pushes.is_empty() {
             return;
         }
+        let presence = self.syncs.presence(&pushes, self.clock.now());
+        let gateways = presence_key();
         let items: Vec<Item<'_>> = pushes
             .iter()
             .map(|push| {
@@ -108,8 +109,15 @@ impl<S: Store, C: Clock + Clone> Inner<S, C> {
                     .with_take(Take::AsDebt)
                     .with_store_failure(crate::OnStoreFailure::Closed)
             })
+            .chain(presence.iter().map(|entry| {
+                // The rule's counter of gateways rides on the same call.
+                Item::new(&entry.rule, entry.quota, &gateways)
+                    .with_cost(entry.cost)
+                    .with_store_failure(crate::OnStoreFailure::Closed)
+            }))
             .collect();
         self.counters.store_calls.fetch_add(1, Ordering::Relaxed);
+        let sent = self.clock.now();
         let answer = self.shared.check(&items).await;
         // Spend counted anywhere but the shared store (a fallback's memory) was not pushed.
         let answer = answer.ok().filter(|batch| {
@@ -118,10 +126,19 @@ impl<S: Store, C: Clock + Clone> Inner<S, C> {
                 .iter()
                 .all(|item| item.counted_in() == CountedIn::Store)
         });
+        if let Some(batch) = &answer {
+            for (entry, answer) in presence.iter().zip(&batch.items()[pushes.len()..]) {
+                let counted = entry
+                    .quota
+                    .limit()
+                    .saturating_sub(answer.decision().remaining());
+                self.syncs.saw_presence(entry, counted, self.clock.now());
+            }
+        }
         if answer.is_none() {
             self.counters.failed_pushes.fetch_add(1, Ordering::Relaxed);
         }
         self.syncs
-            .finish_push(&pushes, answer.as_ref(), self.clock.now());
+            .finish_push(&pushes, answer.as_ref(), sent, self.clock.now());
     }
 }
