@@ -138,3 +138,43 @@ impl StoreHealth for tollgate_redis::RedisStore {
         probe(self)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use tollgate_core::testing::ManualClock;
+    use tollgate_core::{Counting, FleetModes, FleetStore, Item, Key, MemoryStore, Quota, RuleId};
+    use tollgate_core::{Store, SyncSettings, Timestamp};
+
+    use super::StoreHealth;
+
+    /// Ten gateways syncing a rule whose limit (50) is below 10 × 10: once they have learnt
+    /// the fleet, each one's health report names the rule as counted exactly.
+    #[tokio::test]
+    async fn the_health_report_names_the_rules_a_fleet_store_counts_exactly() {
+        let clock = ManualClock::new(Timestamp::from_secs(1_800_000_000));
+        let shared = MemoryStore::builder().clock(clock.clone()).build();
+        let fleet: Vec<_> = (0..10)
+            .map(|_| FleetStore::with_clock(shared.clone(), clock.clone()))
+            .collect();
+        let (rule, key) = (RuleId::new("tight").expect("valid"), Key::new("acme"));
+        let sync = Counting::Sync(SyncSettings::new().every(Duration::from_millis(100)));
+        let quota = Quota::fixed_window(50, Duration::from_secs(3_600)).expect("valid");
+        let item =
+            Item::new(&rule, quota, &key).with_fleet_modes(FleetModes::new().with_counting(sync));
+        assert!(fleet[0].health().await.counted_exactly.is_empty());
+        for _ in 0..3 {
+            for gateway in &fleet {
+                let _ = gateway.check(&[item]).await.expect("answers");
+            }
+            clock.advance(Duration::from_millis(100));
+            for gateway in &fleet {
+                gateway.tick().await;
+            }
+        }
+        let report = fleet[0].health().await;
+        assert!(report.reachable);
+        assert_eq!(report.counted_exactly, vec!["tight".to_owned()]);
+    }
+}

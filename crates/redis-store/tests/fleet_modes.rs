@@ -448,3 +448,68 @@ fn while_redis_is_down_synced_spend_waits_and_each_rule_fails_as_planned() {
         );
     });
 }
+
+/// Ten syncing gateways learn from the shared store that they are ten: a rule whose limit keeps
+/// a tenth within reach (200: M = 2) stays synced; one whose limit cannot (50 < 10 × 10) is
+/// counted exactly from then on, says so, and admits exactly its limit.
+#[test]
+fn gateways_learn_the_fleet_and_a_limit_too_small_for_it_is_counted_exactly() {
+    common::block_on(async {
+        let clock = ManualClock::new(tollgate_core::testing::conformance::START);
+        let fleet = gateways(&clock, standalone_connection);
+        let sync = Counting::Sync(SyncSettings::new().every(Duration::from_millis(100)));
+        let (roomy, tight) = (
+            RuleId::new("roomy").expect("valid"),
+            RuleId::new("tight").expect("valid"),
+        );
+        let key = Key::new("acme");
+        let hourly = |limit| Quota::fixed_window(limit, Duration::from_secs(3_600)).expect("valid");
+        let item = |rule, limit| {
+            Item::new(rule, hourly(limit), &key)
+                .with_fleet_modes(FleetModes::new().with_counting(sync))
+        };
+        // Three intervals of a check on every gateway, each ticking: every gateway pushes and
+        // is counted, and reads the count back.
+        for _ in 0..3 {
+            for gateway in &fleet {
+                for probe in [item(&roomy, 200), item(&tight, 50)] {
+                    let _ = gateway.check(&[probe]).await.expect("answers");
+                }
+            }
+            clock.advance(Duration::from_millis(100));
+            for gateway in &fleet {
+                gateway.tick().await;
+            }
+        }
+        for gateway in &fleet {
+            assert_eq!(
+                gateway.counted_exactly(),
+                vec![(tight.clone(), GATEWAYS as u64)],
+                "ten gateways, and only the tight rule counted exactly"
+            );
+            assert_eq!(gateway.stats().rules_counted_exactly, 1);
+        }
+        // Counted exactly: the rest of the limit and not one more, across the fleet.
+        let mut admitted = 0;
+        for _ in 0..10 {
+            for gateway in &fleet {
+                let answer = gateway.check(&[item(&tight, 50)]).await.expect("answers");
+                admitted += u64::from(answer.is_allowed());
+            }
+        }
+        for gateway in &fleet {
+            gateway.settle().await;
+        }
+        let left = fleet[0]
+            .shared()
+            .peek(&Item::new(&tight, hourly(50), &key).with_cost(0))
+            .await
+            .expect("peeks")
+            .remaining();
+        assert_eq!(
+            left, 0,
+            "the limit is used up: {admitted} admitted after warming up"
+        );
+        assert!(admitted <= 50, "never more than the limit: {admitted}");
+    });
+}
