@@ -9,8 +9,9 @@ use crate::attempts::{After, Attempts, host_key};
 
 /// The behaviour of [`RetryAfterLayer`](crate::RetryAfterLayer) as a `reqwest-middleware`
 /// middleware: waits as the server asks on `429` and `503`, with bounded jitter, a cap, the
-/// shared per-host cool-down and the retry budget of its [`RetryPolicy`]. A request whose body
-/// reqwest cannot clone (a stream) is sent once.
+/// shared per-host cool-down and the retry budget of its [`RetryPolicy`]. As the layer, a
+/// request whose body is over [`RetryPolicy::max_body`] (64 KiB by default), or a stream whose
+/// size is not known up front, is sent once and never kept for a retry.
 ///
 /// ```
 /// use tollgate_client::{RetryAfterMiddleware, RetryPolicy};
@@ -51,7 +52,12 @@ impl Middleware for RetryAfterMiddleware {
             .wait_to_send()
             .await
             .map_err(reqwest_middleware::Error::middleware)?;
-        let repeatable = attempts.may_repeat(request.headers());
+        let repeatable = attempts.may_repeat(request.headers())
+            && request.body().is_none_or(|body| {
+                // A stream has no bytes up front: never buffered for a retry.
+                body.as_bytes()
+                    .is_some_and(|bytes| bytes.len() <= self.policy.max_body)
+            });
         let mut request = request;
         loop {
             let again = repeatable.then(|| request.try_clone()).flatten();

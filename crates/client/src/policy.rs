@@ -124,7 +124,8 @@ impl RetryPolicy {
     }
 
     /// The largest body buffered to be sent again (default 64 KiB); a larger body, or one whose
-    /// size is not known up front (streaming), is sent once and never retried.
+    /// size is not known up front (streaming), is sent once and never retried — by the tower
+    /// layer and the reqwest middleware alike.
     #[must_use]
     pub fn max_body(mut self, bytes: usize) -> Self {
         self.max_body = bytes;

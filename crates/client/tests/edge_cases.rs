@@ -7,17 +7,14 @@ mod common;
 
 use std::convert::Infallible;
 use std::pin::Pin;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::Router;
-use axum::response::IntoResponse;
 use axum::routing::{get as get_route, post};
 use bytes::Bytes;
-use common::{Server, get};
-use http::{HeaderMap, Method, StatusCode};
+use common::{Server, get, refusing, too_many};
+use http::Method;
 use http_body::{Body, Frame, SizeHint};
 use http_body_util::Full;
 use tollgate_client::{RetryAfterLayer, RetryPolicy};
@@ -28,35 +25,6 @@ use tollgate_core::{
 use tollgate_tower::key::Global;
 use tollgate_tower::{RateLimitLayer, Rule};
 use tower::{Layer, ServiceExt};
-
-/// A route answering `refusal` the first `times` calls, then 200.
-fn refusing(
-    times: usize,
-    refusal: fn() -> axum::response::Response,
-) -> axum::routing::MethodRouter {
-    let calls = Arc::new(AtomicUsize::new(0));
-    let handler = move || {
-        let calls = Arc::clone(&calls);
-        async move {
-            if calls.fetch_add(1, Ordering::SeqCst) < times {
-                refusal()
-            } else {
-                "ok".into_response()
-            }
-        }
-    };
-    get_route(handler.clone())
-        .post(handler.clone())
-        .put(handler)
-}
-
-fn too_many(headers: &[(&'static str, &'static str)]) -> axum::response::Response {
-    let mut map = HeaderMap::new();
-    for (name, value) in headers {
-        map.insert(*name, http::HeaderValue::from_static(value));
-    }
-    (StatusCode::TOO_MANY_REQUESTS, map).into_response()
-}
 
 async fn scripted() -> Server {
     let app = Router::new()
@@ -216,6 +184,22 @@ async fn a_streaming_or_large_body_is_sent_once() {
             .expect("answers");
         assert_eq!(response.status(), 429);
         assert_eq!(server.arrivals().len(), 1);
+    }
+}
+
+/// A `PUT` of 100 KiB with an `Idempotency-Key`, answered `429 Retry-After: 1`: over the
+/// default `max_body` (64 KiB), so sent once and its refusal returned; 1 KiB is retried.
+#[tokio::test(start_paused = true)]
+async fn a_body_over_max_body_is_sent_once_and_a_small_one_retried() {
+    for (bytes, sent, status) in [(100 * 1024, 1, 429), (1024, 2, 200)] {
+        let server = scripted().await;
+        let request = http::Request::put(server.url("/one"))
+            .header("idempotency-key", "upload-7")
+            .body(Full::new(Bytes::from(vec![b'x'; bytes])))
+            .expect("a request");
+        let response = patient().oneshot(request).await.expect("answers");
+        assert_eq!(response.status(), status, "{bytes} bytes");
+        assert_eq!(server.arrivals().len(), sent, "{bytes} bytes");
     }
 }
 

@@ -68,3 +68,26 @@ async fn a_cooling_host_fails_fast_when_asked_to() {
     assert!(cooling.is_some(), "{error}");
     assert_eq!(server.arrivals().len(), 4);
 }
+
+/// As the tower layer: a `PUT` of 100 KiB with an `Idempotency-Key`, answered `429 Retry-After:
+/// 1`, is over the default `max_body` (64 KiB), so sent once and its refusal returned; 1 KiB is
+/// retried.
+#[tokio::test(start_paused = true)]
+async fn a_body_over_max_body_is_sent_once_and_a_small_one_retried() {
+    for (bytes, sent, status) in [(100 * 1024, 1, 429), (1024, 2, 200)] {
+        let app = axum::Router::new().route(
+            "/upload",
+            common::refusing(1, || common::too_many(&[("retry-after", "1")])),
+        );
+        let server = Server::start(app).await;
+        let response = client(RetryPolicy::default())
+            .put(server.url("/upload"))
+            .header("idempotency-key", "upload-7")
+            .body(vec![b'x'; bytes])
+            .send()
+            .await
+            .expect("answers");
+        assert_eq!(response.status(), status, "{bytes} bytes");
+        assert_eq!(server.arrivals().len(), sent, "{bytes} bytes");
+    }
+}

@@ -7,11 +7,15 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 use axum::Router;
 use axum::extract::{Request, State};
 use axum::middleware::Next;
+use axum::response::IntoResponse;
 use axum::response::Response;
 use bytes::Bytes;
+use http::{HeaderMap, StatusCode};
 use http_body_util::Full;
 use parking_lot::Mutex;
 use tokio::net::TcpListener;
@@ -165,4 +169,33 @@ pub fn never_early(arrivals: &[Arrival]) {
             );
         }
     }
+}
+
+/// A route answering `refusal` the first `times` calls, then 200.
+pub fn refusing(
+    times: usize,
+    refusal: fn() -> axum::response::Response,
+) -> axum::routing::MethodRouter {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let handler = move || {
+        let calls = Arc::clone(&calls);
+        async move {
+            if calls.fetch_add(1, Ordering::SeqCst) < times {
+                refusal()
+            } else {
+                "ok".into_response()
+            }
+        }
+    };
+    axum::routing::get(handler.clone())
+        .post(handler.clone())
+        .put(handler)
+}
+
+pub fn too_many(headers: &[(&'static str, &'static str)]) -> axum::response::Response {
+    let mut map = HeaderMap::new();
+    for (name, value) in headers {
+        map.insert(*name, http::HeaderValue::from_static(value));
+    }
+    (StatusCode::TOO_MANY_REQUESTS, map).into_response()
 }
