@@ -317,3 +317,52 @@ fn while_the_store_is_stopped_a_lease_spends_what_it_holds_then_fails_as_planned
         );
     });
 }
+
+/// 50 tasks check a cold synced key at once while the store cannot answer yet: one push is on
+/// its way (the key's first sync) and the others wait for it, not one push per task.
+#[test]
+fn a_cold_synced_key_is_pushed_once_not_once_per_task() {
+    let server = RedisServer::start().expect("start redis-server");
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime")
+        .block_on(async {
+            let gateway = fleet_flood::gateways(&server, 1, "cold").await.remove(0);
+            let rule = RuleId::new("partner-api").expect("valid");
+            let quota = Quota::token_bucket(200, Rate::per_second(200)).expect("valid");
+            let sync = Counting::Sync(tollgate_core::SyncSettings::new());
+            server.pause().expect("SIGSTOP the server");
+            let tasks: Vec<_> = (0..TASKS)
+                .map(|_| {
+                    let (gateway, rule) = (gateway.clone(), rule.clone());
+                    tokio::spawn(async move {
+                        let key = Key::new("acme");
+                        let item = Item::new(&rule, quota, &key)
+                            .with_fleet_modes(FleetModes::new().with_counting(sync));
+                        gateway
+                            .check(&[item])
+                            .await
+                            .map(|answer| answer.is_allowed())
+                    })
+                })
+                .collect();
+            for _ in 0..4 * TASKS {
+                tokio::task::yield_now().await;
+            }
+            assert_eq!(gateway.stats().store_calls, 1, "one first sync on its way");
+            server.resume().expect("SIGCONT the server");
+            let mut admitted = 0;
+            for task in tasks {
+                admitted += u64::from(task.await.expect("no panic").expect("the store answers"));
+            }
+            // After the first sync, while the gateway learns the fleet (its first two
+            // intervals), it pushes each unit it admits (M = 1): never more.
+            let calls = gateway.stats().store_calls;
+            assert!(
+                calls <= 1 + admitted,
+                "one first sync, then at most a push per unit admitted: {calls} calls, \
+                 {admitted} admitted"
+            );
+        });
+}
