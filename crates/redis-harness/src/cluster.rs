@@ -38,6 +38,8 @@ const NODE_LOG_LINES: usize = 15;
 /// `redis-cli --cluster create ... --cluster-replicas 1 --cluster-yes` and waits until the
 /// cluster is healthy (see [`wait_until_ok`](Self::wait_until_ok)). The node timeout is
 /// [`NODE_TIMEOUT`](Self::NODE_TIMEOUT) (2 s), so a killed master is replaced within seconds.
+/// The nodes run with `cluster-require-full-coverage no`, as a limiter's cluster should: while a
+/// master is down only its own slots stop answering, not the whole cluster.
 /// Dropping the value kills every node.
 ///
 /// Starting a cluster takes a few seconds; a test binary whose tests only read and write

@@ -353,7 +353,8 @@ fn write_config(path: &Path, dir: &Path, port: u16, mode: Mode) -> Result<(), Ha
         config.push_str(&format!(
             "cluster-enabled yes\n\
              cluster-config-file nodes.conf\n\
-             cluster-node-timeout {}\n",
+             cluster-node-timeout {}\n\
+             cluster-require-full-coverage no\n",
             node_timeout.as_millis()
         ));
     }

@@ -14,11 +14,15 @@ use crate::connecting::Connecting;
 use crate::error::is_temporarily_refused;
 use crate::script::ScriptCall;
 
-/// How many times a call refused without running is sent in all.
-const ATTEMPTS: u32 = 3;
-
-/// The pause before sending a refused call again, times the attempt number.
+/// The first pause before sending a refused call again; it doubles, up to [`MAX_RETRY_PAUSE`].
 const RETRY_PAUSE: Duration = Duration::from_millis(10);
+
+/// The longest pause between two sends of a refused call.
+const MAX_RETRY_PAUSE: Duration = Duration::from_millis(200);
+
+/// How many times one call loads the script after `NOSCRIPT` (each node it lands on may lack
+/// it: a freshly promoted replica, a node a slot just moved to).
+const SCRIPT_LOADS: u32 = 3;
 
 /// How long to wait for a connection and for an answer. The store-failure wrapper
 /// (`tollgate_core::FallbackStore`) applies its own, tighter per-call deadline on top; these
@@ -80,6 +84,9 @@ impl Default for ConnectionSettings {
 #[derive(Clone)]
 pub struct RedisConnection {
     backend: Backend,
+    /// How long a call refused without running (a failover, a moved slot) is sent again: the
+    /// response timeout.
+    patience: Duration,
     /// The URLs it was made from (a cluster's seed nodes): what a pub/sub subscriber dials.
     urls: std::sync::Arc<[String]>,
 }
@@ -116,6 +123,7 @@ impl RedisConnection {
         .await;
         Ok(RedisConnection {
             backend: Backend::Standalone(manager),
+            patience: settings.response_timeout,
             urls: std::sync::Arc::from([url.to_owned()]),
         })
     }
@@ -149,6 +157,7 @@ impl RedisConnection {
         .await;
         Ok(RedisConnection {
             backend: Backend::Cluster(connection),
+            patience: settings.response_timeout,
             urls,
         })
     }
@@ -158,30 +167,39 @@ impl RedisConnection {
         matches!(self.backend, Backend::Cluster(_))
     }
 
-    /// Runs one script execution: `EVALSHA`, loading the script on `NOSCRIPT`. A call the
-    /// server refused without running it is sent again, at most [`ATTEMPTS`] times in all: after
-    /// `MOVED` or a failover in progress to the slot's owner, after `ASK` (a slot being
-    /// migrated) to the node named, with `ASKING`. A call whose answer was lost is never sent
-    /// again: the script may have run.
+    /// Runs one script execution: `EVALSHA`, loading the script on `NOSCRIPT` (up to
+    /// [`SCRIPT_LOADS`] times, never counted as a redirection). A call the server refused
+    /// without running it is sent again: after `MOVED` or a failover in progress
+    /// (`CLUSTERDOWN`, `TRYAGAIN`, `MASTERDOWN`, `READONLY`, `LOADING`) to the slot's owner,
+    /// paced 10 ms doubling to 200 ms, until the response timeout has passed; after `ASK` (a
+    /// slot being migrated) to the node named, with `ASKING`. A call whose answer was lost is
+    /// never sent again: the script may have run.
     pub(crate) async fn invoke<T: FromRedisValue>(&self, call: &ScriptCall) -> RedisResult<T> {
-        let mut attempt = 1;
+        let started = tokio::time::Instant::now();
+        let mut pause = RETRY_PAUSE;
+        let mut loads = 0;
         loop {
             let answer = self.query::<T>(&call.evalsha()).await;
             let Err(error) = answer else {
                 return answer;
             };
-            if attempt >= ATTEMPTS {
-                return Err(error);
-            }
-            attempt += 1;
             match error.kind() {
-                ErrorKind::Server(ServerErrorKind::NoScript) => {
+                // A node without the script: load it and send again. Not a redirection: it
+                // never uses up the patience a failover gets.
+                ErrorKind::Server(ServerErrorKind::NoScript) if loads < SCRIPT_LOADS => {
+                    loads += 1;
                     self.query::<redis::Value>(&ScriptCall::load()).await?;
                 }
                 ErrorKind::Server(ServerErrorKind::Ask) => return self.ask(call, &error).await,
                 _ if is_temporarily_refused(&error) => {
-                    // Give the client a moment to learn the new slot map.
-                    tokio::time::sleep(RETRY_PAUSE * attempt).await;
+                    // A failover or a moved slot: paced tries (the client learns the new slot
+                    // map meanwhile) until the response timeout; a `FallbackStore` around the
+                    // store cuts this at the rule's own, tighter deadline.
+                    if started.elapsed() + pause > self.patience {
+                        return Err(error);
+                    }
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(MAX_RETRY_PAUSE);
                 }
                 _ => return Err(error),
             }

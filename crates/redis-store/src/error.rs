@@ -5,7 +5,7 @@ use tollgate_core::{StoreError, StoreErrorKind};
 
 /// A redis-rs error as a [`StoreError`]: timeouts as timeouts, anything that means "cannot
 /// reach or use the server now" (connection errors, a cluster in failover, a server loading,
-/// busy or out of memory) as unavailable, anything else (a script error, a wrong type) as a
+/// busy or out of memory, a node still without the script after it was loaded) as unavailable, anything else (a script error, a wrong type) as a
 /// protocol error.
 pub(crate) fn store_error(error: &RedisError) -> StoreError {
     let kind = if error.is_timeout() {
@@ -16,6 +16,7 @@ pub(crate) fn store_error(error: &RedisError) -> StoreError {
         || error.is_cluster_error()
         || error.is_unrecoverable_error()
         || is_temporarily_refused(error)
+        || error.kind() == ErrorKind::Server(ServerErrorKind::NoScript)
     {
         StoreErrorKind::Unavailable
     } else {
