@@ -27,6 +27,9 @@ pub struct StoreReport {
     pub breaker_open: Option<bool>,
     /// The rules a `FallbackStore` answers by their failure policies right now.
     pub falling_back: Vec<String>,
+    /// The nodes of a `FallbackStore`'s primary whose circuit breaker is open right now (a
+    /// Redis Cluster master, by address): only the keys they serve fall back.
+    pub failing_nodes: Vec<String>,
     /// Synced rules a `FleetStore` counts exactly right now: the fleet syncing them is too
     /// large for their limit to keep sync's bound (`FleetStore::counted_exactly`).
     pub counted_exactly: Vec<String>,
@@ -109,6 +112,11 @@ impl<P: Store + StoreHealth, C: Clock> StoreHealth for FallbackStore<P, C> {
             .falling_back()
             .iter()
             .map(|rule| rule.as_str().to_owned())
+            .collect();
+        report.failing_nodes = self
+            .failing_nodes()
+            .iter()
+            .map(|node| node.to_string())
             .collect();
         report
     }

@@ -24,6 +24,7 @@ trait ErasedStore: Send + Sync + 'static {
     fn reset<'a>(&'a self, rule: &'a RuleId, key: &'a Key) -> Boxed<'a, ()>;
     fn capabilities(&self) -> Capabilities;
     fn refused_now(&self, items: &[Item<'_>]) -> Option<BatchDecision>;
+    fn node_of(&self, item: &Item<'_>) -> Option<std::sync::Arc<str>>;
 }
 
 impl<St: Store> ErasedStore for St {
@@ -61,6 +62,10 @@ impl<St: Store> ErasedStore for St {
 
     fn refused_now(&self, items: &[Item<'_>]) -> Option<BatchDecision> {
         Store::refused_now(self, items)
+    }
+
+    fn node_of(&self, item: &Item<'_>) -> Option<std::sync::Arc<str>> {
+        Store::node_of(self, item)
     }
 }
 
@@ -146,5 +151,9 @@ impl Store for DynStore {
 
     fn refused_now(&self, items: &[Item<'_>]) -> Option<BatchDecision> {
         self.inner.refused_now(items)
+    }
+
+    fn node_of(&self, item: &Item<'_>) -> Option<std::sync::Arc<str>> {
+        self.inner.node_of(item)
     }
 }

@@ -19,7 +19,8 @@
 //! | `tollgate_store_seconds` | histogram | `store` | how long the primary store took to answer (or to time out) |
 //! | `tollgate_fallback_active` | gauge | `store`, `rule` | 1 while the rule is answered by its failure policy (made when the rule first falls back) |
 //! | `tollgate_fallback_decisions_total` | counter | `store`, `rule`, `policy` | answers by a failure policy (`open`, `open_within`, `local`, `closed`; a call failed closed counts its closed rules only) |
-//! | `tollgate_breaker_open` | gauge | `store` | 1 while the circuit breaker is open |
+//! | `tollgate_breaker_open` | gauge | `store` | 1 while the circuit breaker is open (for a store of several nodes, the breaker of requests spanning them) |
+//! | `tollgate_node_breaker_open` | gauge | `store`, `node` | 1 while the breaker of one node of the primary is open (a Redis Cluster master, by address: [`Store::node_of`](crate::Store::node_of)) |
 //! | `tollgate_config_loads_total` | counter | `result` | rule files and fleet documents loaded (`success`) or refused (`error`) |
 //! | `tollgate_memory_keys` | gauge | | keys held by the in-memory store ([`MemoryStore::publish_metrics`](crate::MemoryStore::publish_metrics)) |
 //! | `tollgate_memory_lossy_evictions_total` | counter | | live states evicted because the in-memory store was full |
@@ -51,6 +52,8 @@ pub const FALLBACK_ACTIVE: &str = "tollgate_fallback_active";
 pub const FALLBACK_DECISIONS: &str = "tollgate_fallback_decisions_total";
 /// 1 while the circuit breaker is open.
 pub const BREAKER_OPEN: &str = "tollgate_breaker_open";
+/// 1 while the circuit breaker of one node of the primary store is open.
+pub const NODE_BREAKER_OPEN: &str = "tollgate_node_breaker_open";
 /// Rule sources loaded or refused.
 pub const CONFIG_LOADS: &str = "tollgate_config_loads_total";
 /// Keys held by the in-memory store.
@@ -94,6 +97,7 @@ pub(crate) fn kind_label(kind: StoreErrorKind) -> &'static str {
 /// A store wrapper's handles, made when it is built.
 #[derive(Debug)]
 pub(crate) struct StoreMetrics {
+    store: &'static str,
     pub(crate) seconds: metrics::Histogram,
     pub(crate) breaker_open: metrics::Gauge,
     errors: [metrics::Counter; 4],
@@ -105,6 +109,7 @@ impl StoreMetrics {
         let breaker_open = metrics::gauge!(BREAKER_OPEN, "store" => store);
         breaker_open.set(0.0);
         StoreMetrics {
+            store,
             seconds: metrics::histogram!(STORE_SECONDS, "store" => store),
             breaker_open,
             errors: [
@@ -124,6 +129,18 @@ impl StoreMetrics {
             StoreErrorKind::Capacity => 3,
         };
         self.errors[index].increment(1);
+    }
+
+    /// Records whether `node`'s breaker is open (`None`: the store-wide one).
+    pub(crate) fn breaker(&self, node: Option<&str>, open: bool) {
+        let value = if open { 1.0 } else { 0.0 };
+        match node {
+            None => self.breaker_open.set(value),
+            Some(node) => {
+                metrics::gauge!(NODE_BREAKER_OPEN, "store" => self.store, "node" => node.to_owned())
+                    .set(value);
+            }
+        }
     }
 }
 

@@ -135,6 +135,24 @@ pub trait Store: Send + Sync + 'static {
         Capabilities::default()
     }
 
+    /// The node of this store that holds `item`'s key, when the store is several nodes that
+    /// fail one by one (a Redis Cluster: the master serving the key's slot, by its address); `None`
+    /// (the default) for a store that answers or fails as one. A
+    /// [`FallbackStore`](crate::FallbackStore) keeps a circuit breaker per node, so a dead
+    /// master opens the breaker of the keys it serves and the others are decided as usual.
+    ///
+    /// ```
+    /// use tollgate_core::{Item, Key, MemoryStore, Quota, Rate, RuleId, Store};
+    /// let (rule, key) = (RuleId::new("login")?, Key::new("u1"));
+    /// let item = Item::new(&rule, Quota::token_bucket(5, Rate::per_minute(5))?, &key);
+    /// assert_eq!(MemoryStore::new().node_of(&item), None);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    fn node_of(&self, item: &Item<'_>) -> Option<std::sync::Arc<str>> {
+        let _ = item;
+        None
+    }
+
     /// A refusal of `items` this store can give at once from what it already knows, charging
     /// nothing and asking nobody (a [`BlockedCache`](crate::BlockedCache)'s remembered
     /// callers); `None` (the default) otherwise. A [`Stores`](crate::Stores) asks each store's
@@ -199,6 +217,10 @@ impl<S: Store> Store for Arc<S> {
 
     fn refused_now(&self, items: &[Item<'_>]) -> Option<BatchDecision> {
         (**self).refused_now(items)
+    }
+
+    fn node_of(&self, item: &Item<'_>) -> Option<Arc<str>> {
+        (**self).node_of(item)
     }
 }
 

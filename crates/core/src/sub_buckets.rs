@@ -358,6 +358,11 @@ impl<S: Store> Store for SubBuckets<S> {
         self.inner.refused_now(items)
     }
 
+    /// The wrapped store's node for the item as given (its sub-buckets may live on others).
+    fn node_of(&self, item: &Item<'_>) -> Option<std::sync::Arc<str>> {
+        self.inner.node_of(item)
+    }
+
     async fn reset(&self, rule: &RuleId, key: &Key) -> Result<(), StoreError> {
         let ids = self.ids.read().get(rule).cloned();
         for id in ids.iter().flat_map(|ids| ids.iter()) {

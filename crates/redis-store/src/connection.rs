@@ -13,6 +13,7 @@ use crate::ConnectError;
 use crate::connecting::Connecting;
 use crate::error::is_temporarily_refused;
 use crate::script::ScriptCall;
+use crate::slot_map::SlotMap;
 
 /// The first pause before sending a refused call again; it doubles, up to [`MAX_RETRY_PAUSE`].
 const RETRY_PAUSE: Duration = Duration::from_millis(10);
@@ -87,6 +88,8 @@ pub struct RedisConnection {
     /// How long a call refused without running (a failover, a moved slot) is sent again: the
     /// response timeout.
     patience: Duration,
+    /// A cluster's slot map (which master serves each slot), read in the background.
+    slots: Option<std::sync::Arc<SlotMap>>,
     /// The URLs it was made from (a cluster's seed nodes): what a pub/sub subscriber dials.
     urls: std::sync::Arc<[String]>,
 }
@@ -124,6 +127,7 @@ impl RedisConnection {
         Ok(RedisConnection {
             backend: Backend::Standalone(manager),
             patience: settings.response_timeout,
+            slots: None,
             urls: std::sync::Arc::from([url.to_owned()]),
         })
     }
@@ -155,9 +159,12 @@ impl RedisConnection {
             async move { client.get_async_connection().await }
         })
         .await;
+        let slots = std::sync::Arc::new(SlotMap::default());
+        crate::slot_map::follow(connection.clone(), std::sync::Arc::downgrade(&slots));
         Ok(RedisConnection {
             backend: Backend::Cluster(connection),
             patience: settings.response_timeout,
+            slots: Some(slots),
             urls,
         })
     }
@@ -165,6 +172,12 @@ impl RedisConnection {
     /// Whether this is a cluster connection (batches are split by hash slot).
     pub fn is_cluster(&self) -> bool {
         matches!(self.backend, Backend::Cluster(_))
+    }
+
+    /// The address (`host:port`) of the cluster master serving `slot`, as the slot map read
+    /// last said (every second); `None` on one server, or before the map is read.
+    pub fn node_serving(&self, slot: u16) -> Option<std::sync::Arc<str>> {
+        self.slots.as_ref()?.node_of(slot)
     }
 
     /// Runs one script execution: `EVALSHA`, loading the script on `NOSCRIPT` (up to

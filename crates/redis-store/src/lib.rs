@@ -130,6 +130,7 @@ mod error;
 mod layout;
 mod resets;
 mod script;
+mod slot_map;
 mod split;
 mod store;
 mod subscribe;

@@ -326,6 +326,18 @@ impl Planned {
 }
 
 impl Store for RedisStore {
+    /// On a cluster, the master serving the slot of `item`'s key (by the slot map read every
+    /// second), so a `FallbackStore` keeps a breaker per master; `None` on one server.
+    fn node_of(&self, item: &Item<'_>) -> Option<std::sync::Arc<str>> {
+        let connection = &self.inner.connection;
+        if !connection.is_cluster() {
+            return None;
+        }
+        let format = StateFormat::of(item.quota().algorithm())?;
+        let stored = self.inner.layout.key(format, item.rule(), item.key());
+        connection.node_serving(layout::slot_of(&stored))
+    }
+
     async fn check(&self, items: &[Item<'_>]) -> Result<BatchDecision, StoreError> {
         if items.is_empty() {
             return Ok(BatchDecision::new(true, []));

@@ -112,3 +112,161 @@ fn checks_continue_through_a_master_failover_without_panics() {
         );
     });
 }
+
+/// An item of `rule` for `key` that fails closed.
+fn closed<'a>(rule: &'a RuleId, key: &'a Key) -> Item<'a> {
+    Item::new(rule, quota(), key).with_store_failure(tollgate_core::OnStoreFailure::Closed)
+}
+
+/// The shape: a `FallbackStore` around one cluster store (timeout 100 ms, rules failing
+/// closed), tasks checking 200 keys spread over every slot, a master killed with SIGKILL. The
+/// breaker is per master: checks whose keys live on the two healthy masters never fail, those on
+/// the dead master's slots are answered by their policy (an error, never a protocol error) and
+/// succeed again on the same store once the replica is promoted.
+#[test]
+fn a_dead_master_fails_only_its_own_keys() {
+    let cluster = RedisCluster::start().expect("start a cluster of this test's own");
+    let nodes = cluster.urls();
+    common::block_on(async {
+        let redis = RedisStore::builder()
+            .prefix(common::unique_prefix())
+            .connect_cluster(&nodes)
+            .await
+            .expect("connect");
+        let store = Arc::new(
+            FallbackStore::builder(redis.clone())
+                .timeout(TIMEOUT)
+                .failure_threshold(5)
+                .cool_down(Duration::from_millis(200))
+                .build(),
+        );
+        let rule = RuleId::new("failover").expect("id");
+        let keys: Vec<Key> = (0..200).map(|k| Key::new(format!("k{k}"))).collect();
+        // The slot map is read in the background: wait until every key has its master.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while keys.iter().any(|key| {
+            redis
+                .connection()
+                .node_serving(redis.slot(&rule, key))
+                .is_none()
+        }) {
+            assert!(Instant::now() < deadline, "the slot map was never read");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        // Which keys the killed master serves, by the cluster's own slot ownership.
+        let doomed = cluster.masters().expect("masters")[0].port();
+        let on_doomed = |key: &Key| {
+            cluster
+                .master_of(redis.slot(&rule, key))
+                .is_ok_and(|master| master.port() == doomed)
+        };
+        let (healthy, dying): (Vec<Key>, Vec<Key>) =
+            keys.iter().cloned().partition(|k| !on_doomed(k));
+        assert!(
+            !dying.is_empty() && !healthy.is_empty(),
+            "keys on every master"
+        );
+
+        let stop = Arc::new(AtomicBool::new(false));
+        let healthy = Arc::new(healthy);
+        let tasks: Vec<_> = (0..4)
+            .map(|task| {
+                let (store, stop, healthy) =
+                    (Arc::clone(&store), Arc::clone(&stop), Arc::clone(&healthy));
+                let rule = rule.clone();
+                tokio::spawn(async move {
+                    let (mut checks, mut errors) = (0u64, Vec::new());
+                    let mut n = task;
+                    while !stop.load(Ordering::Relaxed) {
+                        let key = &healthy[n % healthy.len()];
+                        n += 4;
+                        let item = Item::new(&rule, quota(), key)
+                            .with_store_failure(tollgate_core::OnStoreFailure::Closed);
+                        checks += 1;
+                        if let Err(error) = store.check_one(&item).await {
+                            errors.push(error.to_string());
+                        }
+                        tokio::time::sleep(Duration::from_millis(1)).await;
+                    }
+                    (checks, errors)
+                })
+            })
+            .collect();
+        // The dead master's keys, checked meanwhile by as many tasks, without pause: answered by
+        // their policy, never a protocol error — and enough failures in a row to open a breaker.
+        let dying_checkers: Vec<_> = (0..4)
+            .map(|task| {
+                let (store, stop, rule) = (Arc::clone(&store), Arc::clone(&stop), rule.clone());
+                let dying = dying.clone();
+                tokio::spawn(async move {
+                    let mut kinds = Vec::new();
+                    let mut n = task;
+                    while !stop.load(Ordering::Relaxed) {
+                        let item = closed(&rule, &dying[n % dying.len()]);
+                        n += 4;
+                        if let Err(error) = store.check_one(&item).await {
+                            kinds.push(error.kind());
+                        }
+                        tokio::task::yield_now().await;
+                    }
+                    kinds
+                })
+            })
+            .collect();
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        cluster.kill_master(0).expect("kill a master");
+        // Its breaker opens, and the store names it.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while store.failing_nodes().is_empty() {
+            assert!(
+                Instant::now() < deadline,
+                "the dead master's breaker never opened"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let failing = store.failing_nodes();
+        assert!(
+            failing.len() == 1 && failing[0].ends_with(&format!(":{doomed}")),
+            "the failing node is the dead master (port {doomed}): {failing:?}"
+        );
+        // The dead master's keys answer again on the same store once its replica took over.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        for key in &dying {
+            while store.check_one(&closed(&rule, key)).await.is_err() {
+                assert!(Instant::now() < deadline, "{key:?} never answered again");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+        stop.store(true, Ordering::Relaxed);
+        let mut total = 0;
+        for task in tasks {
+            let (checks, errors) = task.await.expect("no panic");
+            total += checks;
+            assert!(
+                errors.is_empty(),
+                "{} of {checks} checks of a healthy master's keys failed, first: {:?}",
+                errors.len(),
+                errors.first()
+            );
+        }
+        assert!(
+            total > 100,
+            "the healthy keys were checked throughout: {total}"
+        );
+        let mut kinds = Vec::new();
+        for checker in dying_checkers {
+            kinds.extend(checker.await.expect("no panic"));
+        }
+        assert!(
+            kinds
+                .iter()
+                .all(|kind| *kind != tollgate_core::StoreErrorKind::Protocol),
+            "a failover is never a protocol error: {kinds:?}"
+        );
+        assert!(
+            !store.failing_nodes().is_empty()
+                || store.stats().breaker_opened > 0
+                || !kinds.is_empty()
+        );
+    });
+}

@@ -88,6 +88,10 @@ pub(crate) async fn render(state: &State, base: &str) -> Markup {
                         dt { "Falling back" }
                         dd.refused { (store.falling_back.join(", ")) }
                     }
+                    @if !store.failing_nodes.is_empty() {
+                        dt { "Failing nodes" }
+                        dd.refused #failing-nodes { (store.failing_nodes.join(", ")) }
+                    }
                     @if !store.counted_exactly.is_empty() {
                         dt { "Counted exactly" }
                         dd #counted-exactly { (store.counted_exactly.join(", ")) }

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use super::FallbackStore;
 use super::alarm::Alarm;
-use super::breaker::Breaker;
+use super::nodes::Breakers;
 use crate::{Clock, MemoryStore, MemoryStoreBuilder, Store, SystemClock};
 
 /// How long a [`FallbackStore`] waits for its primary by default: 5 ms.
@@ -136,7 +136,7 @@ impl<P, C> FallbackStoreBuilder<P, C> {
             local: self.local.build(),
             timeout: self.timeout,
             cool_down: self.cool_down,
-            breaker: Arc::new(Breaker::new(self.failure_threshold, self.cool_down)),
+            breakers: Arc::new(Breakers::new(self.failure_threshold, self.cool_down)),
             counters: Arc::default(),
             announcer: Arc::default(),
             alarm: Arc::new(Alarm::new(self.metrics)),

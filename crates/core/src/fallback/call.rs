@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use super::FallbackStore;
 use super::breaker::Admission;
+use super::nodes::Picked;
 use super::outage::Outage;
 use crate::{Clock, Store, StoreError};
 
@@ -15,13 +16,14 @@ impl<P: Store, C: Clock> FallbackStore<P, C> {
     /// and records the outcome. `op` names the call in logs.
     pub(super) async fn call_primary<T, F>(
         &self,
+        picked: &Picked,
         op: &'static str,
         call: impl FnOnce() -> F,
     ) -> Result<T, Outage>
     where
         F: Future<Output = Result<T, StoreError>>,
     {
-        let admission = self.breaker.admit(self.local.clock());
+        let admission = picked.breaker.admit(self.local.clock());
         if admission == Admission::Skip {
             self.counters.short_circuited.add_one();
             return Err(Outage::BreakerOpen);
@@ -33,20 +35,21 @@ impl<P: Store, C: Clock> FallbackStore<P, C> {
         if let (Some(metrics), Some(started)) = (&self.metrics, started) {
             metrics.seconds.record(started.elapsed().as_secs_f64());
         }
-        self.settle(op, admission, result)
+        self.settle(picked, op, admission, result)
     }
 
     /// Records what the primary answered to a call the breaker admitted.
     pub(super) fn settle<T>(
         &self,
+        picked: &Picked,
         op: &'static str,
         admission: Admission,
         result: Result<T, StoreError>,
     ) -> Result<T, Outage> {
         match result {
             Ok(answer) => {
-                let transition = self.breaker.succeeded(admission);
-                self.report_success(transition);
+                let transition = picked.breaker.succeeded(admission);
+                self.report_success(picked, transition);
                 self.alarm.recovered(self.local.clock().now());
                 Ok(answer)
             }
@@ -59,8 +62,8 @@ impl<P: Store, C: Clock> FallbackStore<P, C> {
                 if error.is_timeout() {
                     self.counters.timeouts.add_one();
                 }
-                let transition = self.breaker.failed(admission, self.local.clock());
-                self.report_failure(op, &error, transition);
+                let transition = picked.breaker.failed(admission, self.local.clock());
+                self.report_failure(picked, op, &error, transition);
                 Err(Outage::Failed(error))
             }
         }

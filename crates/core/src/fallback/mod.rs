@@ -14,6 +14,7 @@ mod breaker;
 mod builder;
 mod call;
 mod degraded;
+mod nodes;
 mod outage;
 mod report;
 mod stats;
@@ -27,7 +28,8 @@ pub use self::builder::{
 pub use self::stats::FallbackStats;
 
 use self::alarm::Alarm;
-use self::breaker::{Admission, Breaker, Gate};
+use self::breaker::{Admission, Gate};
+use self::nodes::Breakers;
 use self::outage::Outage;
 use self::report::Announcer;
 use self::stats::Counters;
@@ -156,7 +158,7 @@ pub struct FallbackStore<P, C: Clock = SystemClock> {
     local: MemoryStore<C>,
     timeout: Duration,
     cool_down: Duration,
-    breaker: Arc<Breaker>,
+    breakers: Arc<Breakers>,
     counters: Arc<Counters>,
     announcer: Arc<Announcer>,
     alarm: Arc<Alarm>,
@@ -173,7 +175,7 @@ impl<P: Clone, C: Clock> Clone for FallbackStore<P, C> {
             local: self.local.clone(),
             timeout: self.timeout,
             cool_down: self.cool_down,
-            breaker: Arc::clone(&self.breaker),
+            breakers: Arc::clone(&self.breakers),
             counters: Arc::clone(&self.counters),
             announcer: Arc::clone(&self.announcer),
             alarm: Arc::clone(&self.alarm),
@@ -186,7 +188,7 @@ impl<P: Clone, C: Clock> Clone for FallbackStore<P, C> {
 impl<P, C: Clock> FallbackStore<P, C> {
     /// What the store has counted about its primary, and whether the breaker is open now.
     pub fn stats(&self) -> FallbackStats {
-        self.counters.snapshot(self.breaker.is_open())
+        self.counters.snapshot(self.breakers.any_open())
     }
 
     /// The primary store.
@@ -209,6 +211,13 @@ impl<P, C: Clock> FallbackStore<P, C> {
     /// `tollgate_fallback_active` gauge report.
     pub fn falling_back(&self) -> Vec<RuleId> {
         self.alarm.rules()
+    }
+
+    /// The primary's nodes whose circuit breaker is open now (a Redis Cluster master that does
+    /// not answer): only the keys they serve follow their failure policies. Empty for a primary
+    /// that is one node (its breaker is [`FallbackStats::breaker_open`]).
+    pub fn failing_nodes(&self) -> Vec<Arc<str>> {
+        self.breakers.open_nodes()
     }
 }
 
@@ -249,9 +258,14 @@ impl<P: Store, C: Clock> Store for FallbackStore<P, C> {
         self.primary.refused_now(items)
     }
 
+    fn node_of(&self, item: &Item<'_>) -> Option<Arc<str>> {
+        self.primary.node_of(item)
+    }
+
     async fn check(&self, items: &[Item<'_>]) -> Result<BatchDecision, StoreError> {
+        let picked = self.breakers.pick(&self.primary, items);
         match self
-            .call_primary("check", || self.primary.check(items))
+            .call_primary(&picked, "check", || self.primary.check(items))
             .await
         {
             Ok(answer) => Ok(answer),
@@ -260,7 +274,8 @@ impl<P: Store, C: Clock> Store for FallbackStore<P, C> {
     }
 
     fn check_now(&self, items: &[Item<'_>]) -> Option<Result<BatchDecision, StoreError>> {
-        match self.breaker.gate(self.local.clock()) {
+        let picked = self.breakers.pick(&self.primary, items);
+        match picked.breaker.gate(self.local.clock()) {
             Gate::Closed => {
                 #[cfg(feature = "metrics")]
                 let started = self.metrics.as_ref().map(|_| std::time::Instant::now());
@@ -270,7 +285,7 @@ impl<P: Store, C: Clock> Store for FallbackStore<P, C> {
                     metrics.seconds.record(started.elapsed().as_secs_f64());
                 }
                 Some(
-                    self.settle("check", Admission::Call, answer)
+                    self.settle(&picked, "check", Admission::Call, answer)
                         .or_else(|outage| self.fall_back(items, outage)),
                 )
             }
@@ -283,8 +298,11 @@ impl<P: Store, C: Clock> Store for FallbackStore<P, C> {
     }
 
     async fn check_one(&self, item: &Item<'_>) -> Result<ItemDecision, StoreError> {
+        let picked = self
+            .breakers
+            .pick(&self.primary, std::slice::from_ref(item));
         match self
-            .call_primary("check", || self.primary.check_one(item))
+            .call_primary(&picked, "check", || self.primary.check_one(item))
             .await
         {
             Ok(answer) => Ok(answer),
@@ -299,7 +317,13 @@ impl<P: Store, C: Clock> Store for FallbackStore<P, C> {
     }
 
     async fn peek(&self, item: &Item<'_>) -> Result<Decision, StoreError> {
-        match self.call_primary("peek", || self.primary.peek(item)).await {
+        let picked = self
+            .breakers
+            .pick(&self.primary, std::slice::from_ref(item));
+        match self
+            .call_primary(&picked, "peek", || self.primary.peek(item))
+            .await
+        {
             Ok(decision) => Ok(decision),
             Err(outage) => {
                 self.counters.fallback_checks.add_one();
@@ -315,8 +339,9 @@ impl<P: Store, C: Clock> Store for FallbackStore<P, C> {
     async fn refund(&self, receipt: Receipt) -> Result<(), RefundError> {
         // The primary may drop the receipt with its call (a timeout): keep a copy for memory.
         let kept = receipt.retry_copy();
+        let picked = self.breakers.pick(&self.primary, &[receipt_item(&kept)]);
         let refunded = self
-            .call_primary("refund", || async move {
+            .call_primary(&picked, "refund", || async move {
                 self.primary.refund(receipt).await.map_err(without_receipt)
             })
             .await;
@@ -327,14 +352,18 @@ impl<P: Store, C: Clock> Store for FallbackStore<P, C> {
     }
 
     fn refund_now(&self, receipt: Receipt) -> RefundNow {
-        match self.breaker.gate(self.local.clock()) {
+        let picked = self.breakers.pick(&self.primary, &[receipt_item(&receipt)]);
+        match picked.breaker.gate(self.local.clock()) {
             Gate::Closed => {
                 let kept = receipt.retry_copy();
                 let answer = match self.primary.refund_now(receipt) {
                     RefundNow::Done(answer) => answer.map_err(without_receipt),
                     later @ RefundNow::Later(_) => return later,
                 };
-                if self.settle("refund", Admission::Call, answer).is_err() {
+                if self
+                    .settle(&picked, "refund", Admission::Call, answer)
+                    .is_err()
+                {
                     self.refund_locally(&kept);
                 }
             }
@@ -349,10 +378,16 @@ impl<P: Store, C: Clock> Store for FallbackStore<P, C> {
 
     async fn reset(&self, rule: &RuleId, key: &Key) -> Result<(), StoreError> {
         self.local.reset_sync(rule, key);
-        self.call_primary("reset", || self.primary.reset(rule, key))
+        let picked = self.breakers.pick(&self.primary, &[]);
+        self.call_primary(&picked, "reset", || self.primary.reset(rule, key))
             .await
             .map_err(Outage::into_error)
     }
+}
+
+/// The item a receipt was charged for: what its refund is about (the node that holds it).
+fn receipt_item(receipt: &Receipt) -> Item<'_> {
+    Item::new(receipt.rule(), *receipt.quota(), receipt.key())
 }
 
 /// A refund's error without its receipt (the caller of the primary kept a copy).

@@ -14,6 +14,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use super::FallbackStore;
 use super::breaker::Transition;
+use super::nodes::Picked;
 use crate::{Clock, Store, StoreError, Timestamp};
 
 /// The log target of every line a [`FallbackStore`] writes.
@@ -50,17 +51,19 @@ impl Announcer {
 
 impl<P: Store, C: Clock> FallbackStore<P, C> {
     /// Logs and counts what a success changed.
-    pub(super) fn report_success(&self, transition: Transition) {
+    pub(super) fn report_success(&self, picked: &Picked, transition: Transition) {
+        let node = picked.node.as_deref().unwrap_or("all");
         match transition {
             Transition::Closed => {
                 self.counters.breaker_closed.add_one();
                 #[cfg(feature = "metrics")]
                 if let Some(metrics) = &self.metrics {
-                    metrics.breaker_open.set(0.0);
+                    metrics.breaker(picked.node.as_deref(), false);
                 }
                 self.announcer.announced.store(false, Ordering::Relaxed);
                 tracing::info!(
                     target: TARGET,
+                    node,
                     "primary rate-limit store answers again; circuit breaker closed, \
                      rules are counted in the primary again"
                 );
@@ -68,6 +71,7 @@ impl<P: Store, C: Clock> FallbackStore<P, C> {
             Transition::Recovered if self.announcer.announced.swap(false, Ordering::Relaxed) => {
                 tracing::info!(
                     target: TARGET,
+                    node,
                     "primary rate-limit store answers again"
                 );
             }
@@ -78,23 +82,26 @@ impl<P: Store, C: Clock> FallbackStore<P, C> {
     /// Logs and counts what a failure of `op` changed.
     pub(super) fn report_failure(
         &self,
+        picked: &Picked,
         op: &'static str,
         error: &StoreError,
         transition: Transition,
     ) {
+        let node = picked.node.as_deref().unwrap_or("all");
         match transition {
             Transition::Opened => {
                 #[cfg(feature = "metrics")]
                 if let Some(metrics) = &self.metrics {
-                    metrics.breaker_open.set(1.0);
+                    metrics.breaker(picked.node.as_deref(), true);
                 }
                 self.counters.breaker_opened.add_one();
                 self.announcer.announced.store(true, Ordering::Relaxed);
                 tracing::error!(
                     target: TARGET,
                     op,
+                    node,
                     %error,
-                    failures = self.breaker.failures(),
+                    failures = picked.breaker.failures(),
                     cool_down = ?self.cool_down,
                     "primary rate-limit store keeps failing; circuit breaker open: every rule \
                      follows its store-failure policy without calling the primary"
@@ -105,6 +112,7 @@ impl<P: Store, C: Clock> FallbackStore<P, C> {
                 tracing::warn!(
                     target: TARGET,
                     op,
+                    node,
                     %error,
                     cool_down = ?self.cool_down,
                     "primary rate-limit store still failing; circuit breaker stays open"
@@ -115,6 +123,7 @@ impl<P: Store, C: Clock> FallbackStore<P, C> {
                 tracing::warn!(
                     target: TARGET,
                     op,
+                    node,
                     %error,
                     "primary rate-limit store failed; rules follow their store-failure policy"
                 );
@@ -123,8 +132,9 @@ impl<P: Store, C: Clock> FallbackStore<P, C> {
                 tracing::debug!(
                     target: TARGET,
                     op,
+                    node,
                     %error,
-                    failures = self.breaker.failures(),
+                    failures = picked.breaker.failures(),
                     "primary rate-limit store failed"
                 );
             }
