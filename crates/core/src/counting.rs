@@ -6,15 +6,16 @@ use std::time::Duration;
 
 /// How a rule is counted across a fleet of gateways that share one store.
 ///
-/// | counting | store calls | over-admission against the exact limiter | under-admission at a refusal |
+/// | counting | store calls | over-admission against the exact limiter | under-admission |
 /// |---|---|---|---|
 /// | [`Exact`](Counting::Exact) | one per check | 0 | 0 |
-/// | [`Lease`](Counting::Lease) | about one per gateway per `top_up_every` | ≤ min(R·L, G·H) for buckets and logs; 0 for fixed and sliding windows | ≤ (G − 1)·H |
-/// | [`Sync`](Counting::Sync) | one batch per gateway per `every` (or sooner, at M units) | ≤ G·M | 0 once synced; a stale view may refuse for up to `every` |
+/// | [`Lease`](Counting::Lease) | about one per gateway per `top_up_every` (one call at a time per key) | ≤ min(R·L, G·H) for buckets and logs (units held while the bucket refills); 0 for fixed and sliding windows | ≤ G·H + R·P (units held, one period's refill) |
+/// | [`Sync`](Counting::Sync) | one batch per gateway per `every`, and one per M units admitted | ≤ G·M, by default within a tenth of the limit | a stale view may refuse for up to `every` |
 /// | [`Split`](Counting::Split) | none: no shared state | 0 (the N parts add up to the limit) | up to the other gateways' parts, when the load balancer does not spread a caller's requests evenly |
 ///
-/// G gateways; R the rule's rate (units a second); L the lease lifetime; H = 1.5 × the largest
-/// lease (a lease and the top-up asked for when half of it is spent); M the most a gateway
+/// G gateways; R the rule's rate (units a second); L the lease lifetime; P its `top_up_every`;
+/// H = 1.5 × the largest lease (a lease and the top-up asked for when half of it is spent); M
+/// the most a gateway
 /// spends before it syncs; N the parts of a split. Only a [`FleetStore`](crate::FleetStore)
 /// reads lease and sync: any other store counts those rules exactly. A split divides the item's
 /// quota itself ([`Item::quota`](crate::Item::quota) is this gateway's part), so every store
@@ -150,9 +151,11 @@ impl LeaseSettings {
 /// fleet that is actually running: M = ⌊L / 10G⌋, G being how many gateways pushed for the
 /// rule lately, which each learns from the shared store itself (every push also counts this
 /// gateway in a per-rule counter of gateways, a fixed window of max(1 s, 4·I), and reads it back
-/// on the same call). A gateway alone has nothing to over-admit against: M = B + R·I (the limit
-/// and what refills in one interval). For its first two intervals on a rule, before every
-/// gateway with keys in use has pushed and been counted, a gateway pushes every unit (M = 1). A rule whose limit is below 10·G cannot keep the bound
+/// on the same call) — a gateway that finds itself alone still keeps M = ⌊L / 10⌋, so gateways
+/// that join cannot catch it with a large M. For its first two intervals on a rule, and again
+/// after the rule has been quiet here for two of the counter's windows, before every gateway with
+/// keys in use has pushed and been counted, a gateway pushes every unit (M = 1). A check costing
+/// more than M is counted exactly. A rule whose limit is below 10·G cannot keep the bound
 /// with M ≥ 1 and is counted exactly instead, and the fleet store says so
 /// ([`FleetStore::counted_exactly`](crate::FleetStore::counted_exactly)).
 ///
@@ -161,7 +164,7 @@ impl LeaseSettings {
 /// use tollgate_core::{Quota, Rate, SyncSettings};
 /// let quota = Quota::token_bucket(200, Rate::per_second(200))?;
 /// let settings = SyncSettings::new().every(Duration::from_millis(200));
-/// assert_eq!(settings.unsynced_at_most(&quota, Some(1)), Some(240)); // B + R·I, alone
+/// assert_eq!(settings.unsynced_at_most(&quota, Some(1)), Some(20)); // 200 / 10, alone
 /// assert_eq!(settings.unsynced_at_most(&quota, Some(4)), Some(5)); // 200 / (10 × 4)
 /// assert_eq!(settings.unsynced_at_most(&quota, None), Some(1)); // the fleet not known yet
 /// assert_eq!(settings.unsynced_at_most(&quota, Some(21)), None); // counted exactly
@@ -210,25 +213,16 @@ impl SyncSettings {
 
     /// M under `quota` for a fleet of `gateways` (`None`: not known yet): the cap if set;
     /// else ⌊L / 10G⌋ so the fleet's over-admission G·M stays within a tenth of the limit L;
-    /// B + R·I for a gateway alone (the limit, and the units that come back in one interval:
-    /// none for windows); 1 while the fleet is not known. `None` when no M ≥ 1 keeps the bound
-    /// (L < 10·G): the key is counted exactly.
+    /// 1 while the fleet is not known. `None` when no M ≥ 1 keeps the bound (L < 10·G): the
+    /// key is counted exactly.
     pub fn unsynced_at_most(&self, quota: &crate::Quota, gateways: Option<u64>) -> Option<u64> {
         if let Some(cap) = self.max_unsynced {
             return Some(cap);
         }
         match gateways {
             None => Some(1),
-            Some(0 | 1) => {
-                let every = u64::try_from(self.every.as_micros()).unwrap_or(u64::MAX);
-                let refilled = match quota.algorithm() {
-                    crate::Algorithm::TokenBucket => every / quota.interval_micros().max(1),
-                    _ => 0,
-                };
-                Some(quota.limit().saturating_add(refilled))
-            }
             Some(gateways) => {
-                let m = quota.limit() / gateways.saturating_mul(10);
+                let m = quota.limit() / gateways.max(1).saturating_mul(10);
                 (m >= 1).then_some(m)
             }
         }

@@ -366,3 +366,62 @@ fn a_cold_synced_key_is_pushed_once_not_once_per_task() {
             );
         });
 }
+
+/// A check that stops waiting (its client gone) while it is the one making a key's call: for a
+/// lease, the checks waiting on that call ask again rather than fail; for sync, the key is not
+/// left marked as being pushed (it would never be pushed again, and refuse for ever).
+#[test]
+fn a_caller_that_stops_waiting_mid_call_leaves_nothing_stuck() {
+    let server = RedisServer::start().expect("start redis-server");
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime")
+        .block_on(async {
+            let gateway = fleet_flood::gateways(&server, 1, "gone").await.remove(0);
+            let quota = Quota::token_bucket(200, Rate::per_second(200)).expect("valid");
+            let modes = [
+                ("leased", Counting::Lease(partner_lease())),
+                ("synced", Counting::Sync(tollgate_core::SyncSettings::new())),
+            ];
+            for (name, counting) in modes {
+                let rule = RuleId::new(name).expect("valid");
+                let check = |gateway: FleetStore<RedisStore>, rule: RuleId| async move {
+                    let key = Key::new("acme");
+                    let item = Item::new(&rule, quota, &key)
+                        .with_fleet_modes(FleetModes::new().with_counting(counting));
+                    gateway
+                        .check(&[item])
+                        .await
+                        .map(|answer| answer.is_allowed())
+                };
+                server.pause().expect("SIGSTOP the server");
+                let caller = tokio::spawn(check(gateway.clone(), rule.clone()));
+                for _ in 0..10 {
+                    tokio::task::yield_now().await;
+                }
+                let waiters: Vec<_> = (0..5)
+                    .map(|_| tokio::spawn(check(gateway.clone(), rule.clone())))
+                    .collect();
+                for _ in 0..10 {
+                    tokio::task::yield_now().await;
+                }
+                caller.abort();
+                let _ = caller.await;
+                server.resume().expect("SIGCONT the server");
+                for waiter in waiters {
+                    let answer = waiter.await.expect("no panic");
+                    assert_eq!(
+                        answer.ok(),
+                        Some(true),
+                        "{name}: a waiter is decided, allowed"
+                    );
+                }
+                assert_eq!(
+                    check(gateway.clone(), rule.clone()).await.ok(),
+                    Some(true),
+                    "{name}: the key is checked as usual afterwards"
+                );
+            }
+        });
+}

@@ -246,6 +246,14 @@ impl Leases {
         }
     }
 
+    /// Ends the key's call without an answer and without a failure (the check that made it
+    /// stopped waiting): the next check may ask again; waiters wake and ask themselves.
+    pub(crate) fn call_abandoned(&self, rule: &RuleId, key: &Key) {
+        if let Some(lease) = self.table.lock().get_mut(&Lookup(rule, key)) {
+            lease.finish_call();
+        }
+    }
+
     /// Puts `cost` back into the key's newest lease (a spend undone because the rest of its
     /// request was refused).
     pub(crate) fn unspend(&self, item: &Item<'_>) {

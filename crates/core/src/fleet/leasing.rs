@@ -101,8 +101,9 @@ impl<S: Store, C: Clock + Clone> Inner<S, C> {
     ) -> Result<(ItemDecision, Undo), StoreError> {
         let asked = item.with_cost(want).with_take(Take::UpTo);
         self.counters.store_calls.fetch_add(1, Ordering::Relaxed);
-        // The call is marked landed however this ends, a caller that stops waiting included.
-        let on_its_way = OnDrop::new(|| self.leases.call_failed(item.rule(), item.key()));
+        // The call is marked landed however this ends; a caller that stops waiting abandons it
+        // (the checks waiting for it ask again), it does not fail it.
+        let on_its_way = OnDrop::new(|| self.leases.call_abandoned(item.rule(), item.key()));
         let answer = self.shared.check_one(&asked).await;
         on_its_way.disarm();
         let answer = match answer {
@@ -159,20 +160,23 @@ impl<S: Store, C: Clock + Clone> Inner<S, C> {
             let policy = item.on_store_failure();
             inline.extend(self.start(async move {
                 // Marked landed however the job ends (a runtime shutting down drops it).
-                let on_its_way = OnDrop::new(|| inner.leases.call_failed(&rule, &key));
+                let on_its_way = OnDrop::new(|| inner.leases.call_abandoned(&rule, &key));
                 let asked = Item::new(&rule, quota, &key)
                     .with_cost(units)
                     .with_take(Take::UpTo)
                     .with_store_failure(policy);
                 inner.counters.store_calls.fetch_add(1, Ordering::Relaxed);
-                if let Ok(answer) = inner.shared.check_one(&asked).await
-                    && answer.counted_in() != CountedIn::Nowhere
-                {
-                    on_its_way.disarm();
-                    let (_, give_back) = inner.leases.land(&asked, answer, None, inner.clock.now());
-                    if let Some(receipt) = give_back {
-                        inner.give_back(vec![receipt]).await;
+                let answer = inner.shared.check_one(&asked).await;
+                on_its_way.disarm();
+                match answer {
+                    Ok(answer) if answer.counted_in() != CountedIn::Nowhere => {
+                        let now = inner.clock.now();
+                        let (_, give_back) = inner.leases.land(&asked, answer, None, now);
+                        if let Some(receipt) = give_back {
+                            inner.give_back(vec![receipt]).await;
+                        }
                     }
+                    _ => inner.leases.call_failed(&rule, &key),
                 }
             }));
         }

@@ -39,7 +39,7 @@ struct Fleet {
     seen: u64,
     seen_before: u64,
     seen_window: u64,
-    /// The smallest limit of the rule's keys pushed lately (to say whether it is counted
+    /// The limit of the rule as last pushed (to say whether it is counted
     /// exactly).
     limit: u64,
     settings: SyncSettings,
@@ -105,6 +105,13 @@ struct Synced {
 }
 
 impl Synced {
+    /// What a push carries: the unsynced spend, or nothing while the store is down (a push that
+    /// failed may still land once the store answers, so until one answers, pushes only ask —
+    /// the spend goes once it has, and the count comes out stricter by one push at most).
+    fn units_to_push(&self) -> u64 {
+        if self.down { 0 } else { self.unsynced }
+    }
+
     /// Whether a push of this key may go out at `now`.
     fn may_push(&self, now: Timestamp) -> bool {
         !self.pushing
@@ -161,15 +168,18 @@ impl<C: Clock + Clone> Syncs<C> {
         settings.unsynced_at_most(item.quota(), gateways)
     }
 
-    /// Whether `item`'s rule is counted exactly at `now`: the fleet syncing it is too large for
-    /// its limit to keep the over-admission within a tenth of it.
+    /// Whether `item` is counted exactly at `now`: the fleet syncing its rule is too large for
+    /// its limit to keep the over-admission within a tenth of it, or the item costs more than
+    /// M (a gateway admitting it whole on its copy could overshoot by its cost).
     pub(crate) fn counts_exactly(
         &self,
         item: &Item<'_>,
         settings: SyncSettings,
         now: Timestamp,
     ) -> bool {
-        self.unsynced_at_most(item, settings, now).is_none()
+        // A cost the quota can never allow is refused here as such, whatever M.
+        self.unsynced_at_most(item, settings, now)
+            .is_none_or(|most| item.cost() > most && item.cost() <= item.quota().limit())
     }
 
     /// The rules counted exactly at `now`, with how many gateways sync each.
@@ -213,7 +223,21 @@ impl<C: Clock + Clone> Syncs<C> {
                 settings: push.settings,
             });
             fleet.settings = push.settings;
-            fleet.limit = fleet.limit.min(push.quota.limit());
+            fleet.limit = push.quota.limit();
+            let window_micros = micros(push.settings.presence_window());
+            if now.micros_since(fleet.last_read) > window_micros.saturating_mul(2) {
+                // Quiet here for two windows: the fleet may have changed, learn it again.
+                *fleet = Fleet {
+                    first_counted: now,
+                    last_read: now,
+                    counted_in: u64::MAX,
+                    seen: 0,
+                    seen_before: 0,
+                    seen_window: window,
+                    limit: push.quota.limit(),
+                    settings: push.settings,
+                };
+            }
             let cost = u64::from(fleet.counted_in != window);
             fleet.counted_in = window;
             entries.push(Presence {
@@ -406,7 +430,7 @@ impl<C: Clock + Clone> Syncs<C> {
                         rule: item.rule().clone(),
                         key: item.key().clone(),
                         quota: synced.quota,
-                        units: synced.unsynced,
+                        units: synced.units_to_push(),
                         settings: synced.settings,
                     }]
                 }
@@ -435,7 +459,7 @@ impl<C: Clock + Clone> Syncs<C> {
                     rule: rule.clone(),
                     key: key.clone(),
                     quota: synced.quota,
-                    units: synced.unsynced,
+                    units: synced.units_to_push(),
                     settings: synced.settings,
                 });
             }
@@ -490,6 +514,17 @@ impl<C: Clock + Clone> Syncs<C> {
                 .with_take(Take::AsDebt);
             let _ = self.local.check_sync(std::slice::from_ref(&copy));
             synced.in_debt = used > push.quota.limit();
+        }
+    }
+
+    /// Ends pushes that will not be answered (the check that made them stopped waiting): their
+    /// units stay unsynced and the keys may be pushed again.
+    pub(crate) fn abandon(&self, pushes: &[Push]) {
+        let mut table = self.table.lock();
+        for push in pushes {
+            if let Some(synced) = table.get_mut(&Lookup(&push.rule, &push.key)) {
+                synced.pushing = false;
+            }
         }
     }
 

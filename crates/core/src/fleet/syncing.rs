@@ -99,6 +99,12 @@ impl<S: Store, C: Clock + Clone> Inner<S, C> {
         if pushes.is_empty() {
             return;
         }
+        // Should the caller stop waiting (a client gone, a timeout layer), the keys are not
+        // left marked as on their way: they are pushed again later.
+        let pending = Pending {
+            syncs: &self.syncs,
+            pushes: &pushes,
+        };
         let presence = self.syncs.presence(&pushes, self.clock.now());
         let gateways = presence_key();
         let items: Vec<Item<'_>> = pushes
@@ -140,5 +146,18 @@ impl<S: Store, C: Clock + Clone> Inner<S, C> {
         }
         self.syncs
             .finish_push(&pushes, answer.as_ref(), sent, self.clock.now());
+        std::mem::forget(pending);
+    }
+}
+
+/// Pushes on their way, given up if dropped before their answer is applied.
+struct Pending<'a, C: Clock + Clone> {
+    syncs: &'a Syncs<C>,
+    pushes: &'a [Push],
+}
+
+impl<C: Clock + Clone> Drop for Pending<'_, C> {
+    fn drop(&mut self) {
+        self.syncs.abandon(self.pushes);
     }
 }
