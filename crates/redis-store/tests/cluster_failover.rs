@@ -270,3 +270,72 @@ fn a_dead_master_fails_only_its_own_keys() {
         );
     });
 }
+
+/// A manual `CLUSTER FAILOVER` under load (the replica of the key's master takes over, the old
+/// master steps down in step): no check fails, and the count stays exact across it.
+#[test]
+fn a_manual_failover_loses_no_check_and_no_count() {
+    let cluster = RedisCluster::start().expect("start a cluster of this test's own");
+    let nodes = cluster.urls();
+    common::block_on(async {
+        let redis = RedisStore::builder()
+            .prefix(common::unique_prefix())
+            .connect_cluster(&nodes)
+            .await
+            .expect("connect");
+        let rule = RuleId::new("manual").expect("id");
+        let key = Key::new("hot");
+        let limited = Quota::fixed_window(100, Duration::from_secs(3_600)).expect("valid");
+        let slot = redis.slot(&rule, &key);
+        let master = cluster.master_of(slot).expect("a master").port();
+        let masters = cluster.masters().expect("masters");
+        let index = masters
+            .iter()
+            .position(|node| node.port() == master)
+            .expect("listed");
+        let replica = cluster.replicas().expect("replicas")[index];
+        let stop = Arc::new(AtomicBool::new(false));
+        let tasks: Vec<_> = (0..4)
+            .map(|_| {
+                let (redis, stop, rule, key) =
+                    (redis.clone(), Arc::clone(&stop), rule.clone(), key.clone());
+                tokio::spawn(async move {
+                    let (mut allowed, mut errors) = (0u64, Vec::new());
+                    while !stop.load(Ordering::Relaxed) {
+                        match redis.check_one(&Item::new(&rule, limited, &key)).await {
+                            Ok(answer) => allowed += u64::from(answer.decision().is_allowed()),
+                            Err(error) => errors.push(error.to_string()),
+                        }
+                        tokio::time::sleep(Duration::from_millis(5)).await;
+                    }
+                    (allowed, errors)
+                })
+            })
+            .collect();
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        replica
+            .cli(&["CLUSTER", "FAILOVER"])
+            .expect("CLUSTER FAILOVER on the replica");
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while cluster
+            .master_of(slot)
+            .map_or(true, |now| now.port() != replica.port())
+        {
+            assert!(Instant::now() < deadline, "the replica never took over");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        // Checks go on after the switch, past the limit.
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        stop.store(true, Ordering::Relaxed);
+        let mut allowed = 0;
+        for task in tasks {
+            let (admitted, errors) = task.await.expect("no panic");
+            assert!(
+                errors.is_empty(),
+                "a check failed across the failover: {errors:?}"
+            );
+            allowed += admitted;
+        }
+        assert_eq!(allowed, 100, "exactly the limit, across the failover");
+    });
+}
