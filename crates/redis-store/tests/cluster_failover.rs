@@ -339,3 +339,81 @@ fn a_manual_failover_loses_no_check_and_no_count() {
         assert_eq!(allowed, 100, "exactly the limit, across the failover");
     });
 }
+
+/// Ten masters killed one after another under load (each brought back as a replica before the
+/// next): every error a check meets is a timeout or `Unavailable` — never a protocol error — and
+/// after each failover every key answers again on the same store.
+#[test]
+fn ten_kills_in_a_row_never_surface_a_protocol_error() {
+    let cluster = RedisCluster::start().expect("start a cluster of this test's own");
+    let nodes = cluster.urls();
+    common::block_on(async {
+        let redis = RedisStore::builder()
+            .prefix(common::unique_prefix())
+            .connect_cluster(&nodes)
+            .await
+            .expect("connect");
+        let store = Arc::new(
+            FallbackStore::builder(redis.clone())
+                .timeout(TIMEOUT)
+                .failure_threshold(5)
+                .cool_down(Duration::from_millis(200))
+                .build(),
+        );
+        let rule = RuleId::new("kills").expect("id");
+        let keys: Arc<Vec<Key>> = Arc::new((0..KEYS).map(|k| Key::new(format!("k{k}"))).collect());
+        let stop = Arc::new(AtomicBool::new(false));
+        let tasks: Vec<_> = (0..4)
+            .map(|task| {
+                let (store, stop, rule, keys) = (
+                    Arc::clone(&store),
+                    Arc::clone(&stop),
+                    rule.clone(),
+                    Arc::clone(&keys),
+                );
+                tokio::spawn(async move {
+                    let mut kinds = Vec::new();
+                    let mut n = task;
+                    while !stop.load(Ordering::Relaxed) {
+                        let item = closed(&rule, &keys[n % keys.len()]);
+                        n += 4;
+                        if let Err(error) = store.check_one(&item).await {
+                            kinds.push(error.kind());
+                        }
+                        tokio::time::sleep(Duration::from_millis(2)).await;
+                    }
+                    kinds
+                })
+            })
+            .collect();
+        for round in 0..10 {
+            let killed = cluster.kill_master(round % 3).expect("kill a master");
+            let cluster_ref = &cluster;
+            tokio::task::block_in_place(|| cluster_ref.wait_until_ok(Duration::from_secs(30)))
+                .expect("the replica is promoted");
+            killed.restart().expect("the killed node comes back");
+            tokio::task::block_in_place(|| cluster_ref.wait_until_ok(Duration::from_secs(30)))
+                .expect("it rejoins as a replica");
+            let deadline = Instant::now() + Duration::from_secs(10);
+            for key in keys.iter() {
+                while store.check_one(&closed(&rule, key)).await.is_err() {
+                    assert!(
+                        Instant::now() < deadline,
+                        "round {round}: {key:?} never answered"
+                    );
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            }
+        }
+        stop.store(true, Ordering::Relaxed);
+        for task in tasks {
+            let kinds = task.await.expect("no panic");
+            assert!(
+                kinds
+                    .iter()
+                    .all(|kind| *kind != tollgate_core::StoreErrorKind::Protocol),
+                "a failover surfaced as a protocol error: {kinds:?}"
+            );
+        }
+    });
+}
