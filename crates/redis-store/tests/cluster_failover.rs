@@ -113,6 +113,22 @@ fn checks_continue_through_a_master_failover_without_panics() {
     });
 }
 
+/// A store on the cluster at `nodes`, and a `FallbackStore` around it (timeout 100 ms, a
+/// breaker opening after 5 failures for 200 ms).
+async fn fallback_over(nodes: &[String]) -> (RedisStore, Arc<FallbackStore<RedisStore>>) {
+    let redis = RedisStore::builder()
+        .prefix(common::unique_prefix())
+        .connect_cluster(nodes)
+        .await
+        .expect("connect");
+    let store = FallbackStore::builder(redis.clone())
+        .timeout(TIMEOUT)
+        .failure_threshold(5)
+        .cool_down(Duration::from_millis(200))
+        .build();
+    (redis, Arc::new(store))
+}
+
 /// An item of `rule` for `key` that fails closed.
 fn closed<'a>(rule: &'a RuleId, key: &'a Key) -> Item<'a> {
     Item::new(rule, quota(), key).with_store_failure(tollgate_core::OnStoreFailure::Closed)
@@ -128,18 +144,7 @@ fn a_dead_master_fails_only_its_own_keys() {
     let cluster = RedisCluster::start().expect("start a cluster of this test's own");
     let nodes = cluster.urls();
     common::block_on(async {
-        let redis = RedisStore::builder()
-            .prefix(common::unique_prefix())
-            .connect_cluster(&nodes)
-            .await
-            .expect("connect");
-        let store = Arc::new(
-            FallbackStore::builder(redis.clone())
-                .timeout(TIMEOUT)
-                .failure_threshold(5)
-                .cool_down(Duration::from_millis(200))
-                .build(),
-        );
+        let (redis, store) = fallback_over(&nodes).await;
         let rule = RuleId::new("failover").expect("id");
         let keys: Vec<Key> = (0..200).map(|k| Key::new(format!("k{k}"))).collect();
         // The slot map is read in the background: wait until every key has its master.
@@ -348,18 +353,7 @@ fn ten_kills_in_a_row_never_surface_a_protocol_error() {
     let cluster = RedisCluster::start().expect("start a cluster of this test's own");
     let nodes = cluster.urls();
     common::block_on(async {
-        let redis = RedisStore::builder()
-            .prefix(common::unique_prefix())
-            .connect_cluster(&nodes)
-            .await
-            .expect("connect");
-        let store = Arc::new(
-            FallbackStore::builder(redis.clone())
-                .timeout(TIMEOUT)
-                .failure_threshold(5)
-                .cool_down(Duration::from_millis(200))
-                .build(),
-        );
+        let (_, store) = fallback_over(&nodes).await;
         let rule = RuleId::new("kills").expect("id");
         let keys: Arc<Vec<Key>> = Arc::new((0..KEYS).map(|k| Key::new(format!("k{k}"))).collect());
         let stop = Arc::new(AtomicBool::new(false));

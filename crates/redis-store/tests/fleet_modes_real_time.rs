@@ -35,6 +35,14 @@ fn partner_lease() -> LeaseSettings {
         .lifetime(Duration::from_secs(1))
 }
 
+/// A runtime on this one thread, where a yield lets every ready task run once.
+fn current_thread() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime")
+}
+
 /// The algorithms of the matrix, each allowing 200 a second at most.
 fn algorithms() -> Vec<(&'static str, Quota)> {
     let second = Duration::from_secs(1);
@@ -160,49 +168,45 @@ fn sync_admits_within_a_tenth_of_the_limit_by_default() {
 #[test]
 fn one_call_at_a_time_per_key_however_many_tasks_find_the_lease_short() {
     let server = RedisServer::start().expect("start redis-server");
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("a runtime")
-        .block_on(async {
-            let gateway = fleet_flood::gateways(&server, 1, "one").await.remove(0);
-            let rule = RuleId::new("partner-api").expect("valid");
-            let quota = Quota::token_bucket(200, Rate::per_second(200)).expect("valid");
-            server.pause().expect("SIGSTOP the server");
-            let tasks: Vec<_> = (0..TASKS)
-                .map(|_| {
-                    let (gateway, rule) = (gateway.clone(), rule.clone());
-                    tokio::spawn(async move {
-                        let key = Key::new("acme");
-                        let item = Item::new(&rule, quota, &key).with_fleet_modes(
-                            FleetModes::new().with_counting(Counting::Lease(partner_lease())),
-                        );
-                        gateway
-                            .check(&[item])
-                            .await
-                            .map(|answer| answer.is_allowed())
-                    })
+    current_thread().block_on(async {
+        let gateway = fleet_flood::gateways(&server, 1, "one").await.remove(0);
+        let rule = RuleId::new("partner-api").expect("valid");
+        let quota = Quota::token_bucket(200, Rate::per_second(200)).expect("valid");
+        server.pause().expect("SIGSTOP the server");
+        let tasks: Vec<_> = (0..TASKS)
+            .map(|_| {
+                let (gateway, rule) = (gateway.clone(), rule.clone());
+                tokio::spawn(async move {
+                    let key = Key::new("acme");
+                    let item = Item::new(&rule, quota, &key).with_fleet_modes(
+                        FleetModes::new().with_counting(Counting::Lease(partner_lease())),
+                    );
+                    gateway
+                        .check(&[item])
+                        .await
+                        .map(|answer| answer.is_allowed())
                 })
-                .collect();
-            // Every task runs until it waits (on this one thread, a yield lets each ready task
-            // run once).
-            for _ in 0..4 * TASKS {
-                tokio::task::yield_now().await;
+            })
+            .collect();
+        // Every task runs until it waits (on this one thread, a yield lets each ready task
+        // run once).
+        for _ in 0..4 * TASKS {
+            tokio::task::yield_now().await;
+        }
+        assert_eq!(
+            gateway.stats().store_calls,
+            1,
+            "one call on its way for the key, the other tasks waiting for it"
+        );
+        server.resume().expect("SIGCONT the server");
+        let mut admitted = 0;
+        for task in tasks {
+            if task.await.expect("no panic").expect("the store answers") {
+                admitted += 1;
             }
-            assert_eq!(
-                gateway.stats().store_calls,
-                1,
-                "one call on its way for the key, the other tasks waiting for it"
-            );
-            server.resume().expect("SIGCONT the server");
-            let mut admitted = 0;
-            for task in tasks {
-                if task.await.expect("no panic").expect("the store answers") {
-                    admitted += 1;
-                }
-            }
-            assert_eq!(admitted, TASKS, "a full bucket admits every task");
-        });
+        }
+        assert_eq!(admitted, TASKS, "a full bucket admits every task");
+    });
 }
 
 /// A key checked every 5 s takes the one unit each check needs and holds none between them:
@@ -213,43 +217,38 @@ fn a_quiet_key_leases_one_unit_and_holds_none() {
     let clock = tollgate_core::testing::ManualClock::new(tollgate_core::Timestamp::from_secs(
         1_800_000_000,
     ));
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("a runtime")
-        .block_on(async {
-            let connection = RedisConnection::connect(&server.url())
-                .await
-                .expect("connect to redis-server");
-            let store = RedisStore::builder()
-                .prefix(common::unique_prefix())
-                .test_clock(clock.clone())
-                .build(connection)
-                .expect("a valid prefix");
-            let gateway = FleetStore::with_clock(store.clone(), clock.clone());
-            let rule = RuleId::new("partner-api").expect("valid");
-            let key = Key::new("acme");
-            let quota = Quota::fixed_window(200, Duration::from_secs(3_600)).expect("valid");
-            let item = Item::new(&rule, quota, &key).with_fleet_modes(
-                FleetModes::new().with_counting(Counting::Lease(partner_lease())),
+    current_thread().block_on(async {
+        let connection = RedisConnection::connect(&server.url())
+            .await
+            .expect("connect to redis-server");
+        let store = RedisStore::builder()
+            .prefix(common::unique_prefix())
+            .test_clock(clock.clone())
+            .build(connection)
+            .expect("a valid prefix");
+        let gateway = FleetStore::with_clock(store.clone(), clock.clone());
+        let rule = RuleId::new("partner-api").expect("valid");
+        let key = Key::new("acme");
+        let quota = Quota::fixed_window(200, Duration::from_secs(3_600)).expect("valid");
+        let item = Item::new(&rule, quota, &key)
+            .with_fleet_modes(FleetModes::new().with_counting(Counting::Lease(partner_lease())));
+        for checks in 1..=5u64 {
+            assert!(gateway.check(&[item]).await.expect("answers").is_allowed());
+            gateway.background_done().await;
+            assert_eq!(
+                gateway.leased(&rule, &key),
+                0,
+                "nothing held after check {checks}"
             );
-            for checks in 1..=5u64 {
-                assert!(gateway.check(&[item]).await.expect("answers").is_allowed());
-                gateway.background_done().await;
-                assert_eq!(
-                    gateway.leased(&rule, &key),
-                    0,
-                    "nothing held after check {checks}"
-                );
-                let left = store
-                    .peek(&Item::new(&rule, quota, &key).with_cost(0))
-                    .await
-                    .expect("peeks")
-                    .remaining();
-                assert_eq!(left, 200 - checks, "one unit taken per check");
-                clock.advance(Duration::from_secs(5));
-            }
-        });
+            let left = store
+                .peek(&Item::new(&rule, quota, &key).with_cost(0))
+                .await
+                .expect("peeks")
+                .remaining();
+            assert_eq!(left, 200 - checks, "one unit taken per check");
+            clock.advance(Duration::from_secs(5));
+        }
+    });
 }
 
 /// While the server is stopped (SIGSTOP), a leased key spends what it holds, then its check
@@ -323,48 +322,44 @@ fn while_the_store_is_stopped_a_lease_spends_what_it_holds_then_fails_as_planned
 #[test]
 fn a_cold_synced_key_is_pushed_once_not_once_per_task() {
     let server = RedisServer::start().expect("start redis-server");
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("a runtime")
-        .block_on(async {
-            let gateway = fleet_flood::gateways(&server, 1, "cold").await.remove(0);
-            let rule = RuleId::new("partner-api").expect("valid");
-            let quota = Quota::token_bucket(200, Rate::per_second(200)).expect("valid");
-            let sync = Counting::Sync(tollgate_core::SyncSettings::new());
-            server.pause().expect("SIGSTOP the server");
-            let tasks: Vec<_> = (0..TASKS)
-                .map(|_| {
-                    let (gateway, rule) = (gateway.clone(), rule.clone());
-                    tokio::spawn(async move {
-                        let key = Key::new("acme");
-                        let item = Item::new(&rule, quota, &key)
-                            .with_fleet_modes(FleetModes::new().with_counting(sync));
-                        gateway
-                            .check(&[item])
-                            .await
-                            .map(|answer| answer.is_allowed())
-                    })
+    current_thread().block_on(async {
+        let gateway = fleet_flood::gateways(&server, 1, "cold").await.remove(0);
+        let rule = RuleId::new("partner-api").expect("valid");
+        let quota = Quota::token_bucket(200, Rate::per_second(200)).expect("valid");
+        let sync = Counting::Sync(tollgate_core::SyncSettings::new());
+        server.pause().expect("SIGSTOP the server");
+        let tasks: Vec<_> = (0..TASKS)
+            .map(|_| {
+                let (gateway, rule) = (gateway.clone(), rule.clone());
+                tokio::spawn(async move {
+                    let key = Key::new("acme");
+                    let item = Item::new(&rule, quota, &key)
+                        .with_fleet_modes(FleetModes::new().with_counting(sync));
+                    gateway
+                        .check(&[item])
+                        .await
+                        .map(|answer| answer.is_allowed())
                 })
-                .collect();
-            for _ in 0..4 * TASKS {
-                tokio::task::yield_now().await;
-            }
-            assert_eq!(gateway.stats().store_calls, 1, "one first sync on its way");
-            server.resume().expect("SIGCONT the server");
-            let mut admitted = 0;
-            for task in tasks {
-                admitted += u64::from(task.await.expect("no panic").expect("the store answers"));
-            }
-            // After the first sync, while the gateway learns the fleet (its first two
-            // intervals), it pushes each unit it admits (M = 1): never more.
-            let calls = gateway.stats().store_calls;
-            assert!(
-                calls <= 1 + admitted,
-                "one first sync, then at most a push per unit admitted: {calls} calls, \
+            })
+            .collect();
+        for _ in 0..4 * TASKS {
+            tokio::task::yield_now().await;
+        }
+        assert_eq!(gateway.stats().store_calls, 1, "one first sync on its way");
+        server.resume().expect("SIGCONT the server");
+        let mut admitted = 0;
+        for task in tasks {
+            admitted += u64::from(task.await.expect("no panic").expect("the store answers"));
+        }
+        // After the first sync, while the gateway learns the fleet (its first two
+        // intervals), it pushes each unit it admits (M = 1): never more.
+        let calls = gateway.stats().store_calls;
+        assert!(
+            calls <= 1 + admitted,
+            "one first sync, then at most a push per unit admitted: {calls} calls, \
                  {admitted} admitted"
-            );
-        });
+        );
+    });
 }
 
 /// A check that stops waiting (its client gone) while it is the one making a key's call: for a
@@ -373,55 +368,51 @@ fn a_cold_synced_key_is_pushed_once_not_once_per_task() {
 #[test]
 fn a_caller_that_stops_waiting_mid_call_leaves_nothing_stuck() {
     let server = RedisServer::start().expect("start redis-server");
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("a runtime")
-        .block_on(async {
-            let gateway = fleet_flood::gateways(&server, 1, "gone").await.remove(0);
-            let quota = Quota::token_bucket(200, Rate::per_second(200)).expect("valid");
-            let modes = [
-                ("leased", Counting::Lease(partner_lease())),
-                ("synced", Counting::Sync(tollgate_core::SyncSettings::new())),
-            ];
-            for (name, counting) in modes {
-                let rule = RuleId::new(name).expect("valid");
-                let check = |gateway: FleetStore<RedisStore>, rule: RuleId| async move {
-                    let key = Key::new("acme");
-                    let item = Item::new(&rule, quota, &key)
-                        .with_fleet_modes(FleetModes::new().with_counting(counting));
-                    gateway
-                        .check(&[item])
-                        .await
-                        .map(|answer| answer.is_allowed())
-                };
-                server.pause().expect("SIGSTOP the server");
-                let caller = tokio::spawn(check(gateway.clone(), rule.clone()));
-                for _ in 0..10 {
-                    tokio::task::yield_now().await;
-                }
-                let waiters: Vec<_> = (0..5)
-                    .map(|_| tokio::spawn(check(gateway.clone(), rule.clone())))
-                    .collect();
-                for _ in 0..10 {
-                    tokio::task::yield_now().await;
-                }
-                caller.abort();
-                let _ = caller.await;
-                server.resume().expect("SIGCONT the server");
-                for waiter in waiters {
-                    let answer = waiter.await.expect("no panic");
-                    assert_eq!(
-                        answer.ok(),
-                        Some(true),
-                        "{name}: a waiter is decided, allowed"
-                    );
-                }
+    current_thread().block_on(async {
+        let gateway = fleet_flood::gateways(&server, 1, "gone").await.remove(0);
+        let quota = Quota::token_bucket(200, Rate::per_second(200)).expect("valid");
+        let modes = [
+            ("leased", Counting::Lease(partner_lease())),
+            ("synced", Counting::Sync(tollgate_core::SyncSettings::new())),
+        ];
+        for (name, counting) in modes {
+            let rule = RuleId::new(name).expect("valid");
+            let check = |gateway: FleetStore<RedisStore>, rule: RuleId| async move {
+                let key = Key::new("acme");
+                let item = Item::new(&rule, quota, &key)
+                    .with_fleet_modes(FleetModes::new().with_counting(counting));
+                gateway
+                    .check(&[item])
+                    .await
+                    .map(|answer| answer.is_allowed())
+            };
+            server.pause().expect("SIGSTOP the server");
+            let caller = tokio::spawn(check(gateway.clone(), rule.clone()));
+            for _ in 0..10 {
+                tokio::task::yield_now().await;
+            }
+            let waiters: Vec<_> = (0..5)
+                .map(|_| tokio::spawn(check(gateway.clone(), rule.clone())))
+                .collect();
+            for _ in 0..10 {
+                tokio::task::yield_now().await;
+            }
+            caller.abort();
+            let _ = caller.await;
+            server.resume().expect("SIGCONT the server");
+            for waiter in waiters {
+                let answer = waiter.await.expect("no panic");
                 assert_eq!(
-                    check(gateway.clone(), rule.clone()).await.ok(),
+                    answer.ok(),
                     Some(true),
-                    "{name}: the key is checked as usual afterwards"
+                    "{name}: a waiter is decided, allowed"
                 );
             }
-        });
+            assert_eq!(
+                check(gateway.clone(), rule.clone()).await.ok(),
+                Some(true),
+                "{name}: the key is checked as usual afterwards"
+            );
+        }
+    });
 }
