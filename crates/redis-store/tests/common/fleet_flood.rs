@@ -131,6 +131,22 @@ async fn flood(
     )
 }
 
+/// Waits until the wall clock is halfway into a window of `window`, as the stores align windows
+/// on the Unix epoch. A run that began a moment before a boundary would give the exact limiter
+/// a whole window's limit in that moment, which no limiter a round trip away can match: the
+/// comparison would measure where the run began, not the mode.
+async fn halfway_into_a_window(window: Duration) {
+    let since_epoch = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("a clock after 1970");
+    let window_nanos = window.as_nanos().max(1);
+    let into = since_epoch.as_nanos() % window_nanos;
+    let halfway = window_nanos / 2;
+    let wait = (halfway + window_nanos - into) % window_nanos;
+    let wait = u64::try_from(wait).expect("a window shorter than 584 years");
+    tokio::time::sleep(Duration::from_nanos(wait)).await;
+}
+
 /// Runs `counting` over `count` gateways of `tasks_each` tasks beside the exact limiter, for
 /// `run`, on a redis-server of its own (so its count of scripts is this run's alone).
 pub fn run(
@@ -145,6 +161,9 @@ pub fn run(
         let fleet = gateways(&server, count, "fleet").await;
         let tickers: Vec<_> = fleet.iter().map(|g| g.spawn_ticker(TICK)).collect();
         let exact = MemoryStore::new();
+        if let Some(window) = quota.window() {
+            halfway_into_a_window(window).await;
+        }
         let before = scripts_run(&server);
         let started = Instant::now();
         let (checks, admitted, exact) =
