@@ -1,13 +1,14 @@
 //! A rule's fleet modes beside `counting`: `split = 4` (each of 4 gateways allows its part),
 //! `sub_buckets = 8` (a hot key spread over 8 sub-keys), `cache_blocked = true` (refused
-//! callers refused here until their `Retry-After`) and `store = "home"` (counted in a named
-//! store of the layer's `Stores`).
+//! callers refused here until their `Retry-After`), `store = "home"` (counted in a named
+//! store of the layer's `Stores`) and `replica_ack = "50ms"` (answered once a Redis replica
+//! holds the count).
 
 use tollgate_core::{Counting, SplitSettings};
 use toml_span::Value;
 
 use super::error::Report;
-use super::fields::{Fields, boolean, positive, string};
+use super::fields::{Fields, boolean, duration, positive, string};
 use tollgate_tower::Rule;
 
 /// The most sub-buckets one key may be spread over.
@@ -110,6 +111,28 @@ pub(crate) fn fleet_modes(
             valid
         });
         rule = rule.zip(name).map(|(rule, name)| rule.with_store(name));
+    }
+    if let Some(value) = fields.get("replica_ack") {
+        let most = tollgate_core::MAX_REPLICA_ACK;
+        let wait = duration(value, "`replica_ack`", report).filter(|&wait| {
+            let fits = wait <= most;
+            if !fits {
+                report.at(
+                    value.span.start,
+                    format!("`replica_ack` {wait:?} is above the most, {most:?}"),
+                );
+            }
+            fits
+        });
+        if let Some(other) = counted_otherwise {
+            report.at(
+                later(value, other),
+                "`replica_ack` is for rules counted exactly in the shared store: a leased or \
+                 synced rule's store calls are leases and pushes, and a split one asks no store",
+            );
+            rule = None;
+        }
+        rule = rule.zip(wait).map(|(rule, wait)| rule.replica_ack(wait));
     }
     rule
 }

@@ -124,7 +124,7 @@ struct Entry {
 #[derive(Debug, Clone)]
 struct Asks {
     /// Each fleet-mode field written (`counting` or `split`, `sub_buckets`, `cache_blocked`,
-    /// `store`) and where its value is.
+    /// `store`, `replica_ack`) and where its value is.
     written: Vec<(&'static str, error::Position)>,
     /// Where the rule's table is (for a mistake no field is written for).
     rule_at: error::Position,
@@ -136,11 +136,17 @@ impl Asks {
         let table = value.as_table();
         let field = |name: &str| table.and_then(|table| table.get(name));
         let rule_at = report.position(value.span.start);
-        let mut written: Vec<(&'static str, usize)> =
-            ["counting", "split", "sub_buckets", "cache_blocked", "store"]
-                .into_iter()
-                .filter_map(|name| Some((name, field(name)?.span.start)))
-                .collect();
+        let mut written: Vec<(&'static str, usize)> = [
+            "counting",
+            "split",
+            "sub_buckets",
+            "cache_blocked",
+            "store",
+            "replica_ack",
+        ]
+        .into_iter()
+        .filter_map(|name| Some((name, field(name)?.span.start)))
+        .collect();
         // Positions are cheapest asked for in file order.
         written.sort_by_key(|(_, offset)| *offset);
         let written = written
@@ -160,6 +166,8 @@ impl Asks {
             &["sub_buckets"]
         } else if unsupported.is_cache_blocked() {
             &["cache_blocked"]
+        } else if unsupported.is_replica_ack() {
+            &["replica_ack"]
         } else {
             &[]
         };

@@ -26,6 +26,7 @@ const RULE_FIELDS: &[&str] = &[
     "sub_buckets",
     "cache_blocked",
     "store",
+    "replica_ack",
     "on_missing_key",
     "disclose",
     "escalate",

@@ -210,6 +210,14 @@ fn fleet_mode_mistakes_are_reported_at_their_line() {
         errors.iter().any(|error| error.contains("pacing")),
         "{errors:?}"
     );
+    expect("replica_ack = \"2s\"", "above the most");
+    expect("replica_ack = \"0ms\"", "longer than zero");
+    expect("replica_ack = 50", "a string");
+    expect(
+        "counting = \"lease\"\nreplica_ack = \"50ms\"",
+        "counted exactly",
+    );
+    expect("replica_ack = \"50ms\"\nsplit = 2", "counted exactly");
     let fine = rule("sub_buckets = 4\ncache_blocked = true\nstore = \"home\"");
     assert!(config_common::config_errors(&fine, &Extractors::new()).is_empty());
 }
@@ -351,6 +359,21 @@ async fn a_fleet_mode_the_layer_s_store_cannot_carry_out_is_refused_at_its_field
     );
     // `false` asks for nothing.
     installed(&plain(), &asking("cache_blocked = false"));
+
+    // A replica acknowledgement needs a store with replicas (Redis), wrapped or not.
+    let acknowledged = asking("replica_ack = \"50ms\"");
+    refused(&plain(), &acknowledged, 7, "RedisStore");
+    refused(
+        &RateLimitLayer::new(FleetStore::new(MemoryStore::new())),
+        &acknowledged,
+        7,
+        "RedisStore",
+    );
+    installed(&RateLimitLayer::new(Shared::default()), &acknowledged);
+    installed(
+        &RateLimitLayer::new(FleetStore::new(Shared::default())),
+        &acknowledged,
+    );
 
     let at_home = asking("store = \"home\"");
     refused(

@@ -88,6 +88,8 @@ struct Can {
     /// A `FleetStore` wraps the `Stores` that names this store: it leases and syncs for the
     /// default store only. (What the fix for a missing lease says.)
     fleet_store_outside: bool,
+    /// Waits, on request, for a replica to hold a count before answering (a Redis store).
+    replica_ack: bool,
 }
 
 impl Capabilities {
@@ -155,6 +157,9 @@ impl Capabilities {
         if modes.cache_blocked() && !can.cache_blocked {
             return missing(Asked::CacheBlocked);
         }
+        if modes.replica_ack().is_some() && !can.replica_ack {
+            return missing(Asked::ReplicaAck);
+        }
         Ok(())
     }
 
@@ -183,6 +188,22 @@ impl Capabilities {
             add(can);
         }
         self
+    }
+
+    /// A store that can wait for a replica to hold a count before it answers
+    /// ([`FleetModes::with_replica_ack`]): a Redis store, whose masters have replicas.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use tollgate_core::{Capabilities, FleetModes, MemoryStore, Store};
+    /// let acked = FleetModes::new().with_replica_ack(Duration::from_millis(50));
+    /// assert!(Capabilities::default().with_replica_ack().supports(&acked).is_ok());
+    /// let error = MemoryStore::new().capabilities().supports(&acked).unwrap_err();
+    /// assert!(error.is_replica_ack(), "{error}");
+    /// ```
+    #[must_use]
+    pub fn with_replica_ack(self) -> Self {
+        self.each(|can| can.replica_ack = true)
     }
 
     /// With a [`SubBuckets`](crate::SubBuckets) around it.
@@ -255,6 +276,7 @@ enum Asked {
     Split,
     SubBuckets,
     CacheBlocked,
+    ReplicaAck,
 }
 
 impl Unsupported {
@@ -279,6 +301,12 @@ impl Unsupported {
     /// ([`FleetModes::with_cache_blocked`]).
     pub fn is_cache_blocked(&self) -> bool {
         self.asked == Asked::CacheBlocked
+    }
+
+    /// The store where the item is counted has no replicas to wait for
+    /// ([`FleetModes::with_replica_ack`]).
+    pub fn is_replica_ack(&self) -> bool {
+        self.asked == Asked::ReplicaAck
     }
 
     /// The store the item names, if any.
@@ -376,6 +404,13 @@ impl fmt::Display for Unsupported {
                  (otherwise every refusal would ask the store)",
                 self.wrap("FleetStore"),
                 self.wrap("BlockedCache")
+            ),
+            Asked::ReplicaAck => write!(
+                f,
+                "a replica acknowledgement needs a store whose count has replicas (a \
+                 `RedisStore`), and {which} is not one: count the rule in Redis, or drop the \
+                 acknowledgement (otherwise the answer would come without any replica holding \
+                 the count)"
             ),
         }
     }

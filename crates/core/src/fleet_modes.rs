@@ -1,12 +1,19 @@
 //! What one item asks of the store wrappers it passes through: how it is counted across a
-//! fleet, over how many sub-buckets, whether its refused callers are cached, and in which named
-//! store.
+//! fleet, over how many sub-buckets, whether its refused callers are cached, in which named
+//! store, and whether its count must reach a replica before the answer.
+
+use std::time::Duration;
 
 use crate::Counting;
 
 /// The most sub-buckets one key may be spread over ([`FleetModes::with_sub_buckets`] clamps to
 /// it): far more than any cluster has masters, and few enough that the ids they need stay few.
 pub const MAX_SUB_BUCKETS: u32 = 1_024;
+
+/// The longest a check waits for a replica's acknowledgement
+/// ([`FleetModes::with_replica_ack`] clamps to it): a rule's whole store deadline is usually
+/// well below it.
+pub const MAX_REPLICA_ACK: Duration = Duration::from_secs(1);
 
 /// What an item asks of the wrappers around a store, each read by the one wrapper that carries
 /// it out:
@@ -18,6 +25,7 @@ pub const MAX_SUB_BUCKETS: u32 = 1_024;
 /// | [`with_sub_buckets`](Self::with_sub_buckets) | [`SubBuckets`](crate::SubBuckets) (a `FleetStore` holds one) | the key counted whole |
 /// | [`with_cache_blocked`](Self::with_cache_blocked) | [`BlockedCache`](crate::BlockedCache) (a `FleetStore` holds one) | every refusal asks the store |
 /// | [`with_store`](Self::with_store) | [`Stores`](crate::Stores) | counted in the default store |
+/// | [`with_replica_ack`](Self::with_replica_ack) | the store itself (`tollgate_redis::RedisStore`) | answered without waiting for a replica |
 ///
 /// Given to an item with [`Item::with_fleet_modes`](crate::Item::with_fleet_modes). Whether a
 /// store stack does what these ask is its [`Capabilities`](crate::Capabilities)'
@@ -38,6 +46,7 @@ pub struct FleetModes<'a> {
     sub_buckets: u32,
     cache_blocked: bool,
     store: Option<&'a str>,
+    replica_ack: Option<Duration>,
 }
 
 impl Default for FleetModes<'_> {
@@ -55,6 +64,7 @@ impl<'a> FleetModes<'a> {
             sub_buckets: 1,
             cache_blocked: false,
             store: None,
+            replica_ack: None,
         }
     }
 
@@ -97,6 +107,39 @@ impl<'a> FleetModes<'a> {
     pub fn with_store(mut self, name: impl Into<Option<&'a str>>) -> Self {
         self.store = name.into();
         self
+    }
+
+    /// Asks the store to answer only once a replica holds the count, waiting at most `wait`
+    /// (Redis `WAIT 1 <ms>` after the script, on the master that ran it): a failover right
+    /// after the answer then keeps what was admitted. For rules where a lost count is a
+    /// security hole (login attempts per account, one-time codes), and only for rules counted
+    /// exactly (a leased or synced rule's store calls are leases and pushes, never waited on).
+    /// Rounded up to whole milliseconds and clamped to 1 ms..=[`MAX_REPLICA_ACK`]; `None`
+    /// (the default) answers at once.
+    ///
+    /// A replica that does not acknowledge in time does not fail the check: the answer stands,
+    /// counted as unacknowledged, and the store stops waiting on that master for a second.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use tollgate_core::FleetModes;
+    /// let acked = FleetModes::new().with_replica_ack(Duration::from_micros(1_500));
+    /// assert_eq!(acked.replica_ack(), Some(Duration::from_millis(2)));
+    /// assert_eq!(FleetModes::new().replica_ack(), None);
+    /// ```
+    #[must_use]
+    pub fn with_replica_ack(mut self, wait: impl Into<Option<Duration>>) -> Self {
+        self.replica_ack = wait.into().map(|wait| {
+            let millis = wait.as_nanos().div_ceil(1_000_000);
+            let millis = u64::try_from(millis).unwrap_or(u64::MAX);
+            Duration::from_millis(millis).clamp(Duration::from_millis(1), MAX_REPLICA_ACK)
+        });
+        self
+    }
+
+    /// How long the item asks the store to wait for a replica to hold its count, if at all.
+    pub const fn replica_ack(&self) -> Option<Duration> {
+        self.replica_ack
     }
 
     /// How the rule asks to be counted across a fleet.

@@ -94,7 +94,7 @@ pub use fallback::{
 };
 pub use fingerprint::{FingerprintSecret, FingerprintSecretError};
 pub use fleet::{FleetStats, FleetStore};
-pub use fleet_modes::{FleetModes, MAX_SUB_BUCKETS};
+pub use fleet_modes::{FleetModes, MAX_REPLICA_ACK, MAX_SUB_BUCKETS};
 pub use item::{Item, Take};
 pub use key::{Key, KeyBuilder};
 pub use memory::{DEFAULT_MAX_KEYS, MemoryStats, MemoryStore, MemoryStoreBuilder};

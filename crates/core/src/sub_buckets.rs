@@ -180,7 +180,11 @@ fn in_part<'a>(item: &Item<'a>, index: u32, rule: &'a RuleId, quota: Quota) -> I
         .with_cost(item.cost())
         .with_mode(item.mode())
         .with_store_failure(policy)
-        .with_fleet_modes(crate::FleetModes::new().with_store(item.store_name()))
+        .with_fleet_modes(
+            crate::FleetModes::new()
+                .with_store(item.store_name())
+                .with_replica_ack(item.fleet_modes().replica_ack()),
+        )
 }
 
 /// How many of `item`'s sub-buckets its cost fits in: the first ones, which hold ⌈C/S⌉ when

@@ -1,5 +1,6 @@
 //! What each store stack can do with what an item asks: every fleet-mode ask (lease, sync,
-//! split, sub-buckets, cached refusals, a named store, and each mode in a named store) against
+//! split, sub-buckets, cached refusals, a replica's acknowledgement, a named store, and each
+//! mode in a named store) against
 //! every stack a layer's store is made of — a plain shared store, the in-memory store, each
 //! wrapper alone, `Stores` with fleet modes inside and outside, nested `Stores`, and the
 //! forwarding ones (`Arc`, `DynStore`, `FallbackStore`) — through `Capabilities::supports`.
@@ -12,7 +13,8 @@ use tollgate_core::{
     Unsupported,
 };
 
-/// A store every gateway shares and that knows nothing of fleet modes (as the Redis store).
+/// A store every gateway shares, that knows nothing of fleet modes and can wait for a replica
+/// (as the Redis store).
 use tollgate_core::testing::SharedMemory as Shared;
 
 /// What an item can ask, by the name the tables below use.
@@ -29,24 +31,27 @@ fn ask(name: &'static str) -> FleetModes<'static> {
         "split" => modes.with_counting(Counting::Split(SplitSettings::new(4))),
         "sub" => modes.with_sub_buckets(4),
         "cache" => modes.with_cache_blocked(true),
+        "ack" => modes.with_replica_ack(std::time::Duration::from_millis(50)),
         other => panic!("no ask named {other}"),
     }
 }
 
 /// Every ask: each mode in the default store, then each in the store named `home`.
-const ASKS: [&str; 12] = [
+const ASKS: [&str; 14] = [
     "exact",
     "lease",
     "sync",
     "split",
     "sub",
     "cache",
+    "ack",
     "exact@home",
     "lease@home",
     "sync@home",
     "split@home",
     "sub@home",
     "cache@home",
+    "ack@home",
 ];
 
 /// Checks that `capabilities` support exactly the asks `supported` lists, and that each one
@@ -87,6 +92,7 @@ fn says_what_is_missing(stack: &str, name: &str, error: &Unsupported) {
         "split" => (error.is_counting(), "FleetStore"),
         "sub" => (error.is_sub_buckets(), "SubBuckets"),
         "cache" => (error.is_cache_blocked(), "BlockedCache"),
+        "ack" => (error.is_replica_ack(), "RedisStore"),
         other => panic!("{stack}: {other} is never refused but for its store: {text}"),
     };
     assert!(is_it, "{stack}: {name}: the wrong kind: {text}");
@@ -97,7 +103,7 @@ fn says_what_is_missing(stack: &str, name: &str, error: &Unsupported) {
     }
 }
 
-const ALL_DEFAULT: [&str; 6] = ["exact", "lease", "sync", "split", "sub", "cache"];
+const ALL_DEFAULT: [&str; 7] = ["exact", "lease", "sync", "split", "sub", "cache", "ack"];
 
 fn with_home<S: Store>(default: S, home: S) -> Stores<S> {
     Stores::new(default)
@@ -107,8 +113,9 @@ fn with_home<S: Store>(default: S, home: S) -> Stores<S> {
 
 #[test]
 fn a_plain_shared_store_counts_exactly_and_knows_no_names() {
-    answers("Shared", &Shared::default().capabilities(), &["exact"]);
-    assert_eq!(Shared::default().capabilities(), Capabilities::default());
+    answers("Shared", &Shared::default().capabilities(), &["exact", "ack"]);
+    let redis_like = Capabilities::default().with_replica_ack();
+    assert_eq!(Shared::default().capabilities(), redis_like);
 }
 
 #[test]
@@ -125,17 +132,17 @@ fn each_wrapper_adds_its_own_mode() {
     answers(
         "SubBuckets<Shared>",
         &SubBuckets::new(Shared::default()).capabilities(),
-        &["exact", "sub"],
+        &["exact", "sub", "ack"],
     );
     answers(
         "BlockedCache<Shared>",
         &BlockedCache::new(Shared::default()).capabilities(),
-        &["exact", "cache"],
+        &["exact", "cache", "ack"],
     );
     answers(
         "BlockedCache<SubBuckets<Shared>>",
         &BlockedCache::new(SubBuckets::new(Shared::default())).capabilities(),
-        &["exact", "sub", "cache"],
+        &["exact", "sub", "cache", "ack"],
     );
     answers(
         "FleetStore<Shared>",
@@ -154,7 +161,7 @@ fn stores_answer_per_named_store() {
     answers(
         "Stores<Shared>",
         &with_home(Shared::default(), Shared::default()).capabilities(),
-        &["exact", "exact@home"],
+        &["exact", "ack", "exact@home", "ack@home"],
     );
     answers(
         "Stores<MemoryStore>",
@@ -171,12 +178,14 @@ fn stores_answer_per_named_store() {
         &home_only.capabilities(),
         &[
             "exact",
+            "ack",
             "exact@home",
             "lease@home",
             "sync@home",
             "split@home",
             "sub@home",
             "cache@home",
+            "ack@home",
         ],
     );
 }
@@ -203,10 +212,12 @@ fn the_order_of_fleet_store_and_stores() {
             "split",
             "sub",
             "cache",
+            "ack",
             "exact@home",
             "split@home",
             "sub@home",
             "cache@home",
+            "ack@home",
         ],
     );
     for name in ["lease@home", "sync@home"] {
@@ -234,9 +245,11 @@ fn the_order_of_fleet_store_and_stores() {
             "exact",
             "sub",
             "cache",
+            "ack",
             "exact@home",
             "sub@home",
             "cache@home",
+            "ack@home",
         ],
     );
     let spread_inside = with_home(
@@ -260,12 +273,14 @@ fn nested_stores_answer_for_the_inner_names() {
         &nested.capabilities(),
         &[
             "exact",
+            "ack",
             "exact@home",
             "lease@home",
             "sync@home",
             "split@home",
             "sub@home",
             "cache@home",
+            "ack@home",
         ],
     );
     let taken = nested
@@ -274,7 +289,7 @@ fn nested_stores_answer_for_the_inner_names() {
     answers(
         "the outer home",
         &taken.capabilities(),
-        &["exact", "exact@home"],
+        &["exact", "ack", "exact@home", "ack@home"],
     );
 }
 
@@ -304,7 +319,7 @@ fn forwarding_stores_answer_as_what_they_hold() {
         &FallbackStore::builder(Shared::default())
             .build()
             .capabilities(),
-        &["exact"],
+        &["exact", "ack"],
     );
     answers(
         "FleetStore<FallbackStore<Shared>>",

@@ -1,17 +1,19 @@
 //! One multiplexed, self-reconnecting connection to Redis or Redis Cluster, shared by every
 //! check.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use redis::aio::ConnectionManager;
 use redis::cluster::ClusterClientBuilder;
 use redis::cluster_async::ClusterConnection;
-use redis::cluster_routing::SingleNodeRoutingInfo;
+use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr};
 use redis::{ErrorKind, FromRedisValue, RedisResult, ServerErrorKind};
 
 use crate::ConnectError;
 use crate::connecting::Connecting;
 use crate::error::is_temporarily_refused;
+use crate::replica_ack::{ReplicaAckStats, ReplicaAcks};
 use crate::script::ScriptCall;
 use crate::slot_map::SlotMap;
 
@@ -85,19 +87,103 @@ impl Default for ConnectionSettings {
 #[derive(Clone)]
 pub struct RedisConnection {
     backend: Backend,
-    /// How long a call refused without running (a failover, a moved slot) is sent again: the
-    /// response timeout.
-    patience: Duration,
+    /// A second connection, made on the first call that waits for a replica: `WAIT` holds up
+    /// every command behind it on its connection, so the other rules' checks never queue
+    /// behind one.
+    acknowledging: Arc<tokio::sync::OnceCell<Backend>>,
+    /// What came of the waits for a replica, and which masters are not waited on for now.
+    replica_acks: Arc<ReplicaAcks>,
+    /// Its deadlines; the response timeout is also how long a call refused without running (a
+    /// failover, a moved slot) is sent again.
+    settings: ConnectionSettings,
     /// A cluster's slot map (which master serves each slot), read in the background.
-    slots: Option<std::sync::Arc<SlotMap>>,
+    slots: Option<Arc<SlotMap>>,
     /// The URLs it was made from (a cluster's seed nodes): what a pub/sub subscriber dials.
-    urls: std::sync::Arc<[String]>,
+    urls: Arc<[String]>,
 }
 
 #[derive(Clone)]
 enum Backend {
     Standalone(Connecting<ConnectionManager>),
     Cluster(Connecting<ClusterConnection>),
+}
+
+impl Backend {
+    /// A connection to one server (see [`RedisConnection::connect_with`]).
+    async fn standalone(url: &str, settings: ConnectionSettings) -> Result<Self, ConnectError> {
+        let client = redis::Client::open(url)?;
+        let config = redis::aio::ConnectionManagerConfig::new()
+            .set_connection_timeout(Some(settings.connect_timeout))
+            .set_response_timeout(Some(settings.response_timeout))
+            .set_number_of_retries(2)
+            .set_max_delay(Duration::from_millis(500));
+        let what = format!("redis at {}", client.get_connection_info().addr());
+        let manager = Connecting::start(what, move || {
+            ConnectionManager::new_with_config(client.clone(), config.clone())
+        })
+        .await;
+        Ok(Backend::Standalone(manager))
+    }
+
+    /// A connection to a cluster through any of `nodes` (see
+    /// [`RedisConnection::connect_cluster_with`]).
+    async fn cluster(nodes: &[&str], settings: ConnectionSettings) -> Result<Self, ConnectError> {
+        let what = format!("the redis cluster at {}", nodes.join(", "));
+        // No retries inside the client: it would also resend a script whose connection dropped
+        // after the script ran (charging twice). `invoke` retries only what never ran.
+        let client = ClusterClientBuilder::new(nodes.to_vec())
+            .connection_timeout(settings.connect_timeout)
+            .response_timeout(settings.response_timeout)
+            .retries(0)
+            .build()?;
+        let connection = Connecting::start(what, move || {
+            let client = client.clone();
+            async move { client.get_async_connection().await }
+        })
+        .await;
+        Ok(Backend::Cluster(connection))
+    }
+
+    /// Runs one command (on a cluster, routed by its key).
+    async fn query<T: FromRedisValue>(&self, command: &redis::Cmd) -> RedisResult<T> {
+        match self {
+            Backend::Standalone(manager) => {
+                let manager = manager.get().ok_or_else(not_connected)?;
+                command.query_async(&mut manager.clone()).await
+            }
+            Backend::Cluster(cluster) => {
+                let cluster = cluster.get().ok_or_else(not_connected)?;
+                command.query_async(&mut cluster.clone()).await
+            }
+        }
+    }
+
+    /// `WAIT 1 <ms>` on the connection that ran the last script for `slot` (on a cluster, the
+    /// master serving it): how many replicas hold what it wrote.
+    async fn wait_for_replica(&self, slot: u16, wait: Duration) -> RedisResult<i64> {
+        let millis = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX).max(1);
+        let mut command = redis::cmd("WAIT");
+        command.arg(1).arg(millis);
+        match self {
+            Backend::Standalone(_) => self.query(&command).await,
+            Backend::Cluster(cluster) => {
+                let cluster = cluster.get().ok_or_else(not_connected)?;
+                // Not the client's own routing for `WAIT` (every master, the least count): the
+                // master the script ran on, by the same slot.
+                let route = Route::new(slot, SlotAddr::Master);
+                let routing = RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(route));
+                let answer = cluster.clone().route_command(command, routing).await?;
+                i64::from_redis_value(answer).map_err(Into::into)
+            }
+        }
+    }
+
+    fn is_connected(&self) -> bool {
+        match self {
+            Backend::Standalone(manager) => manager.get().is_some(),
+            Backend::Cluster(cluster) => cluster.get().is_some(),
+        }
+    }
 }
 
 impl RedisConnection {
@@ -113,23 +199,13 @@ impl RedisConnection {
         url: &str,
         settings: ConnectionSettings,
     ) -> Result<Self, ConnectError> {
-        let client = redis::Client::open(url)?;
-        let config = redis::aio::ConnectionManagerConfig::new()
-            .set_connection_timeout(Some(settings.connect_timeout))
-            .set_response_timeout(Some(settings.response_timeout))
-            .set_number_of_retries(2)
-            .set_max_delay(Duration::from_millis(500));
-        let what = format!("redis at {}", client.get_connection_info().addr());
-        let manager = Connecting::start(what, move || {
-            ConnectionManager::new_with_config(client.clone(), config.clone())
-        })
-        .await;
-        Ok(RedisConnection {
-            backend: Backend::Standalone(manager),
-            patience: settings.response_timeout,
-            slots: None,
-            urls: std::sync::Arc::from([url.to_owned()]),
-        })
+        let backend = Backend::standalone(url, settings).await?;
+        Ok(Self::over(
+            backend,
+            settings,
+            None,
+            Arc::from([url.to_owned()]),
+        ))
     }
 
     /// Connects to a Redis Cluster through any of its nodes, with default settings.
@@ -145,28 +221,29 @@ impl RedisConnection {
         settings: ConnectionSettings,
     ) -> Result<Self, ConnectError> {
         let nodes: Vec<&str> = nodes.iter().map(AsRef::as_ref).collect();
-        let urls: std::sync::Arc<[String]> = nodes.iter().map(|url| (*url).to_owned()).collect();
-        let what = format!("the redis cluster at {}", nodes.join(", "));
-        // No retries inside the client: it would also resend a script whose connection dropped
-        // after the script ran (charging twice). `invoke` retries only what never ran.
-        let client = ClusterClientBuilder::new(nodes)
-            .connection_timeout(settings.connect_timeout)
-            .response_timeout(settings.response_timeout)
-            .retries(0)
-            .build()?;
-        let connection = Connecting::start(what, move || {
-            let client = client.clone();
-            async move { client.get_async_connection().await }
-        })
-        .await;
-        let slots = std::sync::Arc::new(SlotMap::default());
-        crate::slot_map::follow(connection.clone(), std::sync::Arc::downgrade(&slots));
-        Ok(RedisConnection {
-            backend: Backend::Cluster(connection),
-            patience: settings.response_timeout,
-            slots: Some(slots),
+        let urls: Arc<[String]> = nodes.iter().map(|url| (*url).to_owned()).collect();
+        let backend = Backend::cluster(&nodes, settings).await?;
+        let slots = Arc::new(SlotMap::default());
+        if let Backend::Cluster(connection) = &backend {
+            crate::slot_map::follow(connection.clone(), Arc::downgrade(&slots));
+        }
+        Ok(Self::over(backend, settings, Some(slots), urls))
+    }
+
+    fn over(
+        backend: Backend,
+        settings: ConnectionSettings,
+        slots: Option<Arc<SlotMap>>,
+        urls: Arc<[String]>,
+    ) -> Self {
+        RedisConnection {
+            backend,
+            acknowledging: Arc::default(),
+            replica_acks: Arc::default(),
+            settings,
+            slots,
             urls,
-        })
+        }
     }
 
     /// Whether this is a cluster connection (batches are split by hash slot).
@@ -176,7 +253,7 @@ impl RedisConnection {
 
     /// The address (`host:port`) of the cluster master serving `slot`, as the slot map read
     /// last said (every second); `None` on one server, or before the map is read.
-    pub fn node_serving(&self, slot: u16) -> Option<std::sync::Arc<str>> {
+    pub fn node_serving(&self, slot: u16) -> Option<Arc<str>> {
         self.slots.as_ref()?.node_of(slot)
     }
 
@@ -188,63 +265,52 @@ impl RedisConnection {
     /// slot being migrated) to the node named, with `ASKING`. A call whose answer was lost is
     /// never sent again: the script may have run.
     pub(crate) async fn invoke<T: FromRedisValue>(&self, call: &ScriptCall) -> RedisResult<T> {
-        let started = tokio::time::Instant::now();
-        let mut pause = RETRY_PAUSE;
-        let mut loads = 0;
-        loop {
-            let answer = self.query::<T>(&call.evalsha()).await;
-            let Err(error) = answer else {
-                return answer;
-            };
-            match error.kind() {
-                // A node without the script: load it and send again. Not a redirection: it
-                // never uses up the patience a failover gets.
-                ErrorKind::Server(ServerErrorKind::NoScript) if loads < SCRIPT_LOADS => {
-                    loads += 1;
-                    self.query::<redis::Value>(&ScriptCall::load()).await?;
-                }
-                ErrorKind::Server(ServerErrorKind::Ask) => return self.ask(call, &error).await,
-                _ if is_temporarily_refused(&error) => {
-                    // A failover or a moved slot: paced tries (the client learns the new slot
-                    // map meanwhile) until the response timeout; a `FallbackStore` around the
-                    // store cuts this at the rule's own, tighter deadline.
-                    if started.elapsed() + pause > self.patience {
-                        return Err(error);
-                    }
-                    tokio::time::sleep(pause).await;
-                    pause = (pause * 2).min(MAX_RETRY_PAUSE);
-                }
-                _ => return Err(error),
-            }
+        invoke_on(&self.backend, call, self.settings.response_timeout).await
+    }
+
+    /// Runs one script execution as [`invoke`](Self::invoke) does, then waits at most `wait`
+    /// for a replica of the master that ran it (the one serving `slot`) to hold what it wrote:
+    /// `WAIT 1 <ms>`, on a connection kept for such calls. Whether one did is recorded in
+    /// [`replica_acks`](Self::replica_acks), never an error: the script's answer stands. A
+    /// master whose replica just missed an acknowledgement is not waited on for a second.
+    pub(crate) async fn invoke_acknowledged<T: FromRedisValue>(
+        &self,
+        call: &ScriptCall,
+        slot: u16,
+        wait: Duration,
+    ) -> RedisResult<T> {
+        let node = self.node_serving(slot);
+        if !self.replica_acks.waits_on(node.as_deref()) {
+            let answer = self.invoke(call).await?;
+            self.replica_acks.skipped();
+            return Ok(answer);
+        }
+        let backend = self
+            .acknowledging
+            .get_or_try_init(|| self.another_backend())
+            .await
+            .map_err(|error| redis::RedisError::from(std::io::Error::other(error.to_string())))?;
+        let answer = invoke_on(backend, call, self.settings.response_timeout).await?;
+        let replicas = backend.wait_for_replica(slot, wait).await;
+        let acknowledged = replicas.is_ok_and(|replicas| replicas >= 1);
+        self.replica_acks
+            .record(node.as_deref(), acknowledged, wait);
+        Ok(answer)
+    }
+
+    /// A connection like this one (the one kept for calls that wait for a replica).
+    async fn another_backend(&self) -> Result<Backend, ConnectError> {
+        let urls: Vec<&str> = self.urls.iter().map(String::as_str).collect();
+        match self.backend {
+            Backend::Standalone(_) => Backend::standalone(urls[0], self.settings).await,
+            Backend::Cluster(_) => Backend::cluster(&urls, self.settings).await,
         }
     }
 
-    /// Sends `call` to the node an `ASK` redirection names, after `ASKING`, with the script's
-    /// source (that node may not have loaded it yet).
-    async fn ask<T: FromRedisValue>(
-        &self,
-        call: &ScriptCall,
-        redirection: &redis::RedisError,
-    ) -> RedisResult<T> {
-        let (Backend::Cluster(cluster), Some((address, _slot))) =
-            (&self.backend, redirection.redirect_node())
-        else {
-            return Err(redirection.clone());
-        };
-        let cluster = cluster.get().ok_or_else(not_connected)?;
-        let (host, port) = address
-            .rsplit_once(':')
-            .and_then(|(host, port)| Some((host.to_owned(), port.parse().ok()?)))
-            .ok_or_else(|| redirection.clone())?;
-        let mut pipeline = redis::pipe();
-        pipeline.cmd("ASKING").add_command(call.eval());
-        let route = SingleNodeRoutingInfo::ByAddress { host, port };
-        let mut answers = cluster
-            .clone()
-            .route_pipeline(pipeline, 1, 1, route)
-            .await?;
-        let answer = answers.pop().ok_or_else(|| redirection.clone())?;
-        T::from_redis_value(answer).map_err(Into::into)
+    /// What came of the checks that asked a replica to hold their count
+    /// ([`FleetModes::with_replica_ack`](tollgate_core::FleetModes::with_replica_ack)).
+    pub fn replica_acks(&self) -> ReplicaAckStats {
+        self.replica_acks.stats()
     }
 
     /// The URLs it was made from: the server's, or the cluster's seed nodes.
@@ -254,26 +320,79 @@ impl RedisConnection {
 
     /// Runs one command (on a cluster, routed by its key).
     pub async fn query<T: FromRedisValue>(&self, command: &redis::Cmd) -> RedisResult<T> {
-        match &self.backend {
-            Backend::Standalone(manager) => {
-                let manager = manager.get().ok_or_else(not_connected)?;
-                command.query_async(&mut manager.clone()).await
-            }
-            Backend::Cluster(cluster) => {
-                let cluster = cluster.get().ok_or_else(not_connected)?;
-                command.query_async(&mut cluster.clone()).await
-            }
-        }
+        self.backend.query(command).await
     }
 
     /// Whether the connection has been established (it may still drop and come back later;
     /// redis-rs reconnects by itself once it exists).
     pub fn is_connected(&self) -> bool {
-        match &self.backend {
-            Backend::Standalone(manager) => manager.get().is_some(),
-            Backend::Cluster(cluster) => cluster.get().is_some(),
+        self.backend.is_connected()
+    }
+}
+
+/// [`RedisConnection::invoke`] on `backend`, sending refused calls again for `patience`.
+async fn invoke_on<T: FromRedisValue>(
+    backend: &Backend,
+    call: &ScriptCall,
+    patience: Duration,
+) -> RedisResult<T> {
+    let started = tokio::time::Instant::now();
+    let mut pause = RETRY_PAUSE;
+    let mut loads = 0;
+    loop {
+        let answer = backend.query::<T>(&call.evalsha()).await;
+        let Err(error) = answer else {
+            return answer;
+        };
+        match error.kind() {
+            // A node without the script: load it and send again. Not a redirection: it never
+            // uses up the patience a failover gets.
+            ErrorKind::Server(ServerErrorKind::NoScript) if loads < SCRIPT_LOADS => {
+                loads += 1;
+                backend.query::<redis::Value>(&ScriptCall::load()).await?;
+            }
+            ErrorKind::Server(ServerErrorKind::Ask) => return ask(backend, call, &error).await,
+            _ if is_temporarily_refused(&error) => {
+                // A failover or a moved slot: paced tries (the client learns the new slot map
+                // meanwhile) until the response timeout; a `FallbackStore` around the store
+                // cuts this at the rule's own, tighter deadline.
+                if started.elapsed() + pause > patience {
+                    return Err(error);
+                }
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(MAX_RETRY_PAUSE);
+            }
+            _ => return Err(error),
         }
     }
+}
+
+/// Sends `call` to the node an `ASK` redirection names, after `ASKING`, with the script's
+/// source (that node may not have loaded it yet).
+async fn ask<T: FromRedisValue>(
+    backend: &Backend,
+    call: &ScriptCall,
+    redirection: &redis::RedisError,
+) -> RedisResult<T> {
+    let (Backend::Cluster(cluster), Some((address, _slot))) =
+        (backend, redirection.redirect_node())
+    else {
+        return Err(redirection.clone());
+    };
+    let cluster = cluster.get().ok_or_else(not_connected)?;
+    let (host, port) = address
+        .rsplit_once(':')
+        .and_then(|(host, port)| Some((host.to_owned(), port.parse().ok()?)))
+        .ok_or_else(|| redirection.clone())?;
+    let mut pipeline = redis::pipe();
+    pipeline.cmd("ASKING").add_command(call.eval());
+    let route = SingleNodeRoutingInfo::ByAddress { host, port };
+    let mut answers = cluster
+        .clone()
+        .route_pipeline(pipeline, 1, 1, route)
+        .await?;
+    let answer = answers.pop().ok_or_else(|| redirection.clone())?;
+    T::from_redis_value(answer).map_err(Into::into)
 }
 
 /// The error of a call made before the first connection succeeded: an I/O error, so that it is

@@ -167,6 +167,7 @@ impl RedisStore {
             take: item.take(),
             debt_key: (item.take() != Take::Exact)
                 .then(|| self.inner.layout.debt(item.rule(), item.key())),
+            replica_ack: item.fleet_modes().replica_ack(),
         })
     }
 
@@ -175,6 +176,30 @@ impl RedisStore {
         self.inner
             .connection
             .invoke(call)
+            .await
+            .map_err(|error| store_error(&error))
+    }
+
+    /// Runs one script execution that writes the items at `positions`: when one of them asks
+    /// for a replica's acknowledgement, on the connection kept for those, waiting for it (the
+    /// longest wait any of them asks).
+    async fn execute_writing(
+        &self,
+        call: &ScriptCall,
+        planned: &[Planned],
+        positions: &[usize],
+    ) -> Result<Vec<i64>, StoreError> {
+        let wait = positions
+            .iter()
+            .filter_map(|&at| planned[at].replica_ack)
+            .max();
+        let (Some(wait), Some(&first)) = (wait, positions.first()) else {
+            return self.execute(call).await;
+        };
+        let slot = layout::slot_of(&planned[first].key);
+        self.inner
+            .connection
+            .invoke_acknowledged(call, slot, wait)
             .await
             .map_err(|error| store_error(&error))
     }
@@ -192,7 +217,12 @@ impl RedisStore {
             timing,
             positions.iter().map(|&at| planned[at].check_args()),
         )?;
-        self.execute(&call).await
+        match operation {
+            Operation::Check | Operation::Enforce => {
+                self.execute_writing(&call, planned, positions).await
+            }
+            _ => self.execute(&call).await,
+        }
     }
 
     /// Checks the items at `positions` in one script execution (`operation`: check, or
@@ -269,6 +299,8 @@ pub(crate) struct Planned {
     pub(crate) take: Take,
     /// The caller's debt key, for an up-to or debt item.
     pub(crate) debt_key: Option<String>,
+    /// How long to wait for a replica to hold the item's count, if asked.
+    pub(crate) replica_ack: Option<std::time::Duration>,
 }
 
 impl Planned {
@@ -326,6 +358,12 @@ impl Planned {
 }
 
 impl Store for RedisStore {
+    /// A plain shared store's, and it waits for a replica when an item asks
+    /// ([`FleetModes::with_replica_ack`](tollgate_core::FleetModes::with_replica_ack)).
+    fn capabilities(&self) -> tollgate_core::Capabilities {
+        tollgate_core::Capabilities::default().with_replica_ack()
+    }
+
     /// On a cluster, the master serving the slot of `item`'s key (by the slot map read every
     /// second), so a `FallbackStore` keeps a breaker per master; `None` on one server.
     fn node_of(&self, item: &Item<'_>) -> Option<std::sync::Arc<str>> {

@@ -6,20 +6,26 @@ use crate::{
     StoreError,
 };
 
-/// A [`MemoryStore`] that answers [`capabilities`](Store::capabilities) as a store every
-/// gateway shares (the Redis store's answer, the default), so fleet modes that need a wrapper
-/// over such a store are refused over it too. Clones share counts.
+/// A [`MemoryStore`] that answers [`capabilities`](Store::capabilities) as the Redis store
+/// does (a store every gateway shares, which can wait for a replica), so fleet modes that
+/// need a wrapper over such a store are refused over it too. Clones share counts. (It has no
+/// replica: an item asking for one's acknowledgement is answered at once.)
 ///
 /// ```
 /// use tollgate_core::testing::SharedMemory;
 /// use tollgate_core::{Capabilities, Store};
 ///
-/// assert_eq!(SharedMemory::default().capabilities(), Capabilities::default());
+/// let redis_like = Capabilities::default().with_replica_ack();
+/// assert_eq!(SharedMemory::default().capabilities(), redis_like);
 /// ```
 #[derive(Debug, Clone, Default)]
 pub struct SharedMemory(MemoryStore);
 
 impl Store for SharedMemory {
+    fn capabilities(&self) -> crate::Capabilities {
+        crate::Capabilities::default().with_replica_ack()
+    }
+
     async fn check(&self, items: &[Item<'_>]) -> Result<BatchDecision, StoreError> {
         self.0.check(items).await
     }

@@ -51,6 +51,7 @@ pub struct Rule {
     pub(crate) counting: Counting,
     pub(crate) sub_buckets: u32,
     pub(crate) cache_blocked: bool,
+    pub(crate) replica_ack: Option<std::time::Duration>,
     pub(crate) store: Option<Arc<str>>,
     pub(crate) disclose: Option<bool>,
     pub(crate) count_when: Option<CountWhen>,
@@ -84,6 +85,7 @@ impl Rule {
             counting: Counting::Exact,
             sub_buckets: 1,
             cache_blocked: false,
+            replica_ack: None,
             store: None,
             disclose: None,
             count_when: None,
@@ -276,6 +278,29 @@ impl Rule {
         self
     }
 
+    /// Answers only once a Redis replica holds the count, waiting at most `wait` (see
+    /// [`FleetModes::with_replica_ack`]): a failover right after a check then cannot forget
+    /// it. For login attempts and one-time codes, where a forgotten count is a fresh set of
+    /// guesses; off by default (it adds a replica's round trip to each check). Only for rules
+    /// counted exactly; a store with no replicas to wait for (in memory) refuses the rule when
+    /// it is installed.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use tollgate_core::Quota;
+    /// use tollgate_tower::{Rule, key::Global};
+    ///
+    /// let per_minute = Quota::fixed_window(5, Duration::from_secs(60))?;
+    /// let login = Rule::new("login", per_minute, Global)?.replica_ack(Duration::from_millis(50));
+    /// assert_eq!(login.fleet_modes().replica_ack(), Some(Duration::from_millis(50)));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[must_use]
+    pub fn replica_ack(mut self, wait: std::time::Duration) -> Self {
+        self.replica_ack = Some(wait);
+        self
+    }
+
     /// Counts this rule in the store named `name` of the layer's
     /// [`Stores`](tollgate_core::Stores) (a home region's Redis for security rules, say)
     /// instead of the default one.
@@ -286,7 +311,7 @@ impl Rule {
     }
 
     /// What the rule asks of the store beyond an exact count — how it is counted across a
-    /// fleet, sub-buckets, cached refusals, a named store — as the store's
+    /// fleet, sub-buckets, cached refusals, a named store, a replica's acknowledgement — as the store's
     /// [`Capabilities`](tollgate_core::Capabilities) check it.
     pub fn fleet_modes(&self) -> FleetModes<'_> {
         FleetModes::new()
@@ -294,6 +319,7 @@ impl Rule {
             .with_sub_buckets(self.sub_buckets)
             .with_cache_blocked(self.cache_blocked)
             .with_store(self.store.as_deref())
+            .with_replica_ack(self.replica_ack)
     }
 
     /// The store this rule names, if any.
