@@ -427,7 +427,8 @@ impl RuleFile {
     /// ([`Store::capabilities`](tollgate_core::Store::capabilities)): a store it does not have
     /// (`store`), leases or syncs without a `FleetStore` (`counting`), a split over a store the
     /// gateways share without one (`split`), `sub_buckets` without a `SubBuckets`,
-    /// `cache_blocked` without a `BlockedCache`. Then the mistakes, each at the field that
+    /// `cache_blocked` without a `BlockedCache`, `replica_ack` over a store with no replicas
+    /// (in memory). Then the mistakes, each at the field that
     /// asks, and the rules in force stay. (A [`RuleWatcher`] checks the same, and more, on
     /// every load; `LayerHandle::replace_rules(file.rules().clone())` refuses the same rules,
     /// with an error naming the rule rather than the file's line.)

@@ -113,7 +113,11 @@ fn with_home<S: Store>(default: S, home: S) -> Stores<S> {
 
 #[test]
 fn a_plain_shared_store_counts_exactly_and_knows_no_names() {
-    answers("Shared", &Shared::default().capabilities(), &["exact", "ack"]);
+    answers(
+        "Shared",
+        &Shared::default().capabilities(),
+        &["exact", "ack"],
+    );
     let redis_like = Capabilities::default().with_replica_ack();
     assert_eq!(Shared::default().capabilities(), redis_like);
 }
