@@ -3,14 +3,17 @@
 //! Only the store's clock decides: a rule says *what* (algorithm and quota), the store says *when*.
 //! Time is a [`Timestamp`], whole microseconds since the Unix epoch, so window boundaries are the
 //! same in every store and all state stays in integers (Redis Lua numbers are doubles, exact up to
-//! 2^53; microseconds since 1970 stay below that until the year 2255).
+//! 2^53). Stores support times below 2^52 µs (the year 2112), so that a time plus the longest span
+//! a quota allows (below 2^52 µs) stays below 2^53.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// Microseconds since the Unix epoch.
 ///
-/// Stores support times below 2^53 µs (the year 2255): Redis computes in doubles, exact up to
-/// 2^53, and the in-memory store packs a timestamp into 53 bits. Later times are not supported.
+/// Stores support times up to [`Timestamp::MAX_SUPPORTED`] (2^52 − 1 µs, in the year 2112): a
+/// stored time is a time plus at most a quota's longest span (below 2^52 µs), which must stay
+/// below 2^53, where Redis's doubles stop being exact and the in-memory store's 53 bits end.
+/// Later times are not supported.
 ///
 /// ```
 /// use tollgate_core::Timestamp;
@@ -24,6 +27,9 @@ pub struct Timestamp(u64);
 impl Timestamp {
     /// The Unix epoch itself.
     pub const EPOCH: Timestamp = Timestamp(0);
+
+    /// The last time stores support: 2^52 − 1 µs, in the year 2112.
+    pub const MAX_SUPPORTED: Timestamp = Timestamp((1 << 52) - 1);
 
     /// A timestamp `micros` microseconds after the Unix epoch.
     pub const fn from_micros(micros: u64) -> Self {

@@ -24,6 +24,7 @@ use tollgate_core::testing::conformance::START;
 use tollgate_core::testing::{ManualClock, replay};
 use tollgate_core::{
     Algorithm, Charge, Clock, Item, Key, MemoryStore, Mode, Quota, Rate, Receipt, RuleId, Store,
+    Timestamp,
 };
 use tollgate_redis::RedisStore;
 
@@ -295,6 +296,12 @@ fn still_matters(receipt: &Receipt, now: tollgate_core::Timestamp) -> bool {
 /// Runs one random sequence against both stores and compares every answer; a key's quota
 /// switches among `quotas` now and then.
 fn compare(quotas: &[Quota], seed: u64) {
+    compare_from(quotas, seed, START, 300);
+}
+
+/// [`compare`] for `steps` steps from `start`, the clock never passing the end of the
+/// supported range ([`Timestamp::MAX_SUPPORTED`]).
+fn compare_from(quotas: &[Quota], seed: u64, start: Timestamp, steps: u64) {
     let rule = RuleId::new("differential").expect("id");
     let keys = [Key::new("a"), Key::new("b")];
     let mut random = Sequence(seed);
@@ -302,10 +309,10 @@ fn compare(quotas: &[Quota], seed: u64) {
     let mut replays = Vec::new();
     let mut current = [0usize; 2];
     common::block_on(async {
-        let clock = ManualClock::new(START);
+        let clock = ManualClock::new(start);
         let redis = common::standalone_store(clock.clone());
         let mut pair = Pair::new(redis, clock, Direct::standalone().await);
-        for step in 0..300 {
+        for step in 0..steps {
             let k = random.next(2) as usize;
             let key = &keys[k];
             let quota = quotas[current[k]];
@@ -348,7 +355,8 @@ fn compare(quotas: &[Quota], seed: u64) {
                 1 => random.next(1_000),
                 _ => random.next(span),
             };
-            pair.advance(advance);
+            let left = Timestamp::MAX_SUPPORTED.as_micros() - pair.redis_clock.now().as_micros();
+            pair.advance(advance.min(left));
         }
     });
 }
@@ -360,6 +368,26 @@ fn random_sequences_decide_exactly_like_the_memory_store() {
             for seed in 0..3 {
                 compare(&[quota], seed * 1_000 + (family * 10 + index) as u64);
             }
+        }
+    }
+}
+
+/// Across the whole supported clock range, up to its last microsecond, with every quota of
+/// every family (the longest spans the quotas allow among them): the same answers, and no state
+/// either store cannot read back.
+#[test]
+fn random_sequences_agree_across_the_whole_supported_clock_range() {
+    let end = Timestamp::MAX_SUPPORTED.as_micros();
+    let mut starts = Sequence(7);
+    for (family, quotas) in families().into_iter().enumerate() {
+        for seed in 0..4 {
+            let start = match seed {
+                0 => end,
+                1 => end - HOUR_MICROS,
+                _ => starts.next(end),
+            };
+            let seed = 50_000 + (family as u64) * 10 + seed;
+            compare_from(&quotas, seed, Timestamp::from_micros(start), 60);
         }
     }
 }
