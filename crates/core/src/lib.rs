@@ -53,6 +53,7 @@
 
 pub mod algorithm;
 mod blocked;
+mod call_deadline;
 mod capabilities;
 mod clock;
 mod counting;

@@ -49,3 +49,18 @@ pub fn window(start: Timestamp, cost: u64) -> Charge {
 pub fn logged(at: Timestamp, cost: u64) -> Charge {
     Charge::logged(at, cost)
 }
+
+/// When the caller of the store call being made stops waiting for it, if a wrapper around the
+/// store set a deadline ([`FallbackStore`](crate::FallbackStore) does, for every call to its
+/// primary: now plus its timeout). A store whose work may still run after its caller gave up
+/// (a request queued behind a stalled server) should not charge once this has passed: the
+/// caller was answered by its failure policy, and would otherwise pay twice. Read it when the
+/// call starts (it is a task-local value: a task the store spawns does not see it).
+///
+/// ```
+/// use tollgate_core::store_kit;
+/// assert_eq!(store_kit::call_deadline(), None, "no wrapper set one");
+/// ```
+pub fn call_deadline() -> Option<std::time::Instant> {
+    crate::call_deadline::current()
+}

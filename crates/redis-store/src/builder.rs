@@ -97,6 +97,7 @@ impl RedisStoreBuilder {
                 connection,
                 layout: KeyLayout::new(self.prefix),
                 time: self.time,
+                server_clock: crate::server_clock::ServerClock::new(),
             }),
         })
     }

@@ -3,12 +3,13 @@
 use redis::{ErrorKind, RedisError, ServerErrorKind};
 use tollgate_core::{StoreError, StoreErrorKind};
 
-/// A redis-rs error as a [`StoreError`]: timeouts as timeouts, anything that means "cannot
+/// A redis-rs error as a [`StoreError`]: timeouts as timeouts (and a script that started
+/// after its caller's deadline, `TOLLGATE_LATE`, charging nothing), anything that means "cannot
 /// reach or use the server now" (connection errors, a cluster in failover, a server loading,
 /// busy or out of memory, a node still without the script after it was loaded) as unavailable, anything else (a script error, a wrong type) as a
 /// protocol error.
 pub(crate) fn store_error(error: &RedisError) -> StoreError {
-    let kind = if error.is_timeout() {
+    let kind = if error.is_timeout() || error.code() == Some("TOLLGATE_LATE") {
         StoreErrorKind::Timeout
     } else if error.is_io_error()
         || error.is_connection_dropped()

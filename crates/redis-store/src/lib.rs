@@ -131,6 +131,7 @@ mod layout;
 mod replica_ack;
 mod resets;
 mod script;
+mod server_clock;
 mod slot_map;
 mod split;
 mod store;

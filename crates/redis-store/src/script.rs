@@ -78,6 +78,9 @@ pub(crate) struct Timing {
     pub(crate) slack_ms: u64,
     /// The earliest any pacing item may start (µs; 0 for no constraint).
     pub(crate) not_before: u64,
+    /// When the caller stops waiting, on the server's clock (µs; 0 for no deadline): a check
+    /// that starts later charges nothing and answers `TOLLGATE_LATE`.
+    pub(crate) deadline: u64,
 }
 
 /// One item's arguments after its kind: limit, interval, span, then four per operation (check,
@@ -180,6 +183,7 @@ pub(crate) fn invocation<'a>(
             now.unwrap_or_default(),
             timing.slack_ms.to_string(),
             timing.not_before.to_string(),
+            timing.deadline.to_string(),
         ],
     };
     // Debt keys follow the state keys, one per item, when any item reads one (an exact item's

@@ -65,6 +65,9 @@ pub(crate) struct Inner {
     pub(crate) connection: RedisConnection,
     pub(crate) layout: KeyLayout,
     pub(crate) time: TimeSource,
+    /// The server clock's offset, learned from each answer: turns a caller's deadline into
+    /// the server's time.
+    pub(crate) server_clock: crate::server_clock::ServerClock,
 }
 
 /// Where the script's "now" comes from.
@@ -144,12 +147,16 @@ impl RedisStore {
                 now: None,
                 slack_ms: 0,
                 not_before: 0,
+                deadline: tollgate_core::store_kit::call_deadline()
+                    .and_then(|deadline| self.inner.server_clock.server_time(deadline))
+                    .unwrap_or(0),
             },
             #[cfg(feature = "testing")]
             TimeSource::Client(clock) => Timing {
                 now: Some(clock.now()),
                 slack_ms: TEST_KEY_SLACK_MS,
                 not_before: 0,
+                deadline: 0,
             },
         }
     }
@@ -173,11 +180,24 @@ impl RedisStore {
 
     /// Runs one script execution and reads its integer answer.
     async fn execute(&self, call: &ScriptCall) -> Result<Vec<i64>, StoreError> {
-        self.inner
+        let reply = self
+            .inner
             .connection
             .invoke(call)
             .await
-            .map_err(|error| store_error(&error))
+            .map_err(|error| store_error(&error))?;
+        Ok(self.learn_from(reply))
+    }
+
+    /// Learns the server clock's offset from `reply`'s "now" (every answer but `start`'s
+    /// carries it), on the server's own clock only.
+    fn learn_from(&self, reply: Vec<i64>) -> Vec<i64> {
+        if let (TimeSource::Server, Some(&now)) = (&self.inner.time, reply.get(1)) {
+            self.inner
+                .server_clock
+                .observe(now, std::time::Instant::now());
+        }
+        reply
     }
 
     /// Runs one script execution that writes the items at `positions`: when one of them asks
@@ -197,11 +217,13 @@ impl RedisStore {
             return self.execute(call).await;
         };
         let slot = layout::slot_of(&planned[first].key);
-        self.inner
+        let reply = self
+            .inner
             .connection
             .invoke_acknowledged(call, slot, wait)
             .await
-            .map_err(|error| store_error(&error))
+            .map_err(|error| store_error(&error))?;
+        Ok(self.learn_from(reply))
     }
 
     /// Runs `operation` (check or start) over the items at `positions`, in one execution.

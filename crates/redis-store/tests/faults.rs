@@ -213,3 +213,100 @@ fn a_server_that_is_gone_is_answered_by_the_fallback_and_never_refuses() {
         );
     });
 }
+
+/// What `server` counts under `INFO section` for the line starting `prefix` (`calls=` or
+/// `count=`, the first number after it), 0 when absent.
+fn stat(server: &RedisServer, section: &str, prefix: &str, field: &str) -> u64 {
+    let info = server.cli(&["INFO", section]).expect("INFO");
+    info.lines()
+        .find(|line| line.starts_with(prefix))
+        .and_then(|line| {
+            line.split(field)
+                .nth(1)?
+                .split(',')
+                .next()?
+                .trim()
+                .parse()
+                .ok()
+        })
+        .unwrap_or(0)
+}
+
+/// A server stalled with checks queued (SIGSTOP): each check times out and is answered by its
+/// rule's policy (`Local`, counted on the gateway). When the server wakes up it runs the queued
+/// scripts, which start after their callers' deadlines: each declines (`TOLLGATE_LATE`) and
+/// charges nothing, so no caller pays twice.
+#[test]
+fn a_check_that_timed_out_is_never_charged_when_the_stalled_server_wakes_up() {
+    let server = RedisServer::start().expect("start redis-server");
+    common::block_on(async {
+        let redis = RedisStore::builder()
+            .prefix(common::unique_prefix())
+            .settings(ConnectionSettings {
+                connect_timeout: Duration::from_millis(200),
+                response_timeout: Duration::from_secs(10),
+            })
+            .connect(&server.url())
+            .await
+            .expect("connect");
+        // A breaker that stays closed: every check is sent, and queues behind the stall.
+        let store = FallbackStore::builder(redis.clone())
+            .timeout(TIMEOUT)
+            .failure_threshold(1_000)
+            .build();
+        let rule = RuleId::new("payments").expect("id");
+        let key = Key::new("payer-7");
+        let quota = Quota::fixed_window(1_000, Duration::from_secs(86_400)).expect("valid");
+        let item = Item::new(&rule, quota, &key).with_store_failure(OnStoreFailure::Local);
+        // One check in time: charged, and the store learns the server's clock from it.
+        assert!(
+            store
+                .check_one(&item)
+                .await
+                .expect("answered")
+                .decision()
+                .is_allowed()
+        );
+        let sent_before = stat(&server, "commandstats", "cmdstat_evalsha:", "calls=");
+
+        server.pause().expect("SIGSTOP redis-server");
+        let stalled: Vec<_> = (0..20).map(|_| store.check_one(&item)).collect();
+        for answer in futures_util::future::join_all(stalled).await {
+            let answer = answer.expect("answered by the rule's policy");
+            assert!(
+                answer.decision().is_allowed(),
+                "counted on the gateway meanwhile"
+            );
+        }
+        let timeouts = store.stats().timeouts;
+        assert_eq!(
+            timeouts,
+            20,
+            "every stalled check timed out: {:?}",
+            store.stats()
+        );
+        server.resume().expect("SIGCONT redis-server");
+
+        // Wait until the server has run every queued script.
+        let deadline = Instant::now() + BACK_WITHIN;
+        while stat(&server, "commandstats", "cmdstat_evalsha:", "calls=") < sent_before + timeouts {
+            assert!(Instant::now() < deadline, "the queued scripts never ran");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert_eq!(
+            stat(&server, "errorstats", "errorstat_TOLLGATE_LATE:", "count="),
+            timeouts,
+            "every late script declined"
+        );
+        // A peek at cost 0 reports what is left, charging nothing.
+        let left = redis
+            .peek(&item.with_cost(0))
+            .await
+            .expect("Redis answers again");
+        assert_eq!(
+            left.remaining(),
+            999,
+            "only the check made in time is charged in Redis"
+        );
+    });
+}

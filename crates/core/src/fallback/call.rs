@@ -30,7 +30,11 @@ impl<P: Store, C: Clock> FallbackStore<P, C> {
         }
         #[cfg(feature = "metrics")]
         let started = self.metrics.as_ref().map(|_| std::time::Instant::now());
-        let result = within(self.timeout, op, call()).await;
+        // The primary may read when its caller stops waiting (`store_kit::call_deadline`),
+        // so a call that runs late charges nothing.
+        let deadline = std::time::Instant::now() + self.timeout;
+        let call = crate::call_deadline::within(deadline, call());
+        let result = within(self.timeout, op, call).await;
         #[cfg(feature = "metrics")]
         if let (Some(metrics), Some(started)) = (&self.metrics, started) {
             metrics.seconds.record(started.elapsed().as_secs_f64());

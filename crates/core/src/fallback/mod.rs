@@ -67,6 +67,18 @@ use crate::{
 /// `OpenWithin` answers with the local quota's decision and reports no charge (a receipt names
 /// the rule's own quota, so refunding it would take from the wrong state).
 ///
+/// **A call that timed out is not charged later.** Each call to the primary carries its
+/// deadline (now plus the timeout, read by the primary through
+/// [`store_kit::call_deadline`](crate::store_kit::call_deadline)). The Redis store hands it to
+/// its script on the server's clock: a check still queued when its caller gave up (a server
+/// stalled, then woken) starts after the deadline, charges nothing and answers
+/// `TOLLGATE_LATE`, so a caller answered by its policy never pays in Redis as well. Until the
+/// Redis store has had one answer it does not know the server's clock and sends no deadline;
+/// and the deadline it sends is early by up to one round trip, so a check that reaches the
+/// script in the last round trip before the timeout is declined too (the caller, still
+/// waiting, gets a timeout and its policy). A primary that ignores the deadline may charge a
+/// timed-out call when it runs.
+///
 /// # The circuit breaker
 ///
 /// After [`failure_threshold`](FallbackStoreBuilder::failure_threshold) failures in a row

@@ -2,8 +2,9 @@
 -- ARGV[1] operation ('check', 'enforce', 'peek', 'refund' or 'start'; 'enforce' is a check that
 -- leaves shadow items uncharged), ARGV[2] now in µs or '' for the server's clock, ARGV[3]
 -- key-lifetime slack in ms, ARGV[4] the earliest any pacing item may start, µs (0: no
--- constraint; a cluster batch split over slots aligns its pacing items with it), then 8
--- arguments per item:
+-- constraint; a cluster batch split over slots aligns its pacing items with it), ARGV[5] when
+-- the caller stops waiting, µs on this clock (0: no deadline; a check or enforce that starts
+-- later charges nothing and answers the error TOLLGATE_LATE), then 8 arguments per item:
 --   kind ('g' GCRA / token bucket, 'p' pacing, 'w' fixed window, 's' sliding counter,
 --   'l' sliding log), limit, interval µs, span µs, then
 --   check, enforce, peek and start: cost, mode (1 enforcing, 0 shadow, 2 read-only: checked
@@ -23,8 +24,9 @@
 
 local STRIDE = 8
 local items = {}
-for i = 1, idiv(#ARGV - 4, STRIDE) do
-  local base = 4 + (i - 1) * STRIDE
+local HEADER = 5
+for i = 1, idiv(#ARGV - HEADER, STRIDE) do
+  local base = HEADER + (i - 1) * STRIDE
   items[i] = {
     key = KEYS[i],
     kind = ARGV[base + 1],
@@ -98,6 +100,14 @@ if operation == 'refund' then
     decisions[i] = peek(load_state(it), it, it.d)
   end
   return answer(true, decisions, {})
+end
+
+-- A check or enforce that starts after its caller stopped waiting charges nothing: the caller
+-- was answered by its failure policy (a server stalled with calls queued, say).
+local deadline = tonumber(ARGV[5])
+if operation ~= 'start' and deadline > 0 and now > deadline then
+  return redis.error_reply('TOLLGATE_LATE the call started ' .. (now - deadline)
+    .. ' us after its caller stopped waiting; nothing was charged')
 end
 
 -- check, enforce and start: on working copies of each key's state, written back at the end.
