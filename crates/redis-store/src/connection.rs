@@ -313,6 +313,11 @@ impl RedisConnection {
         self.replica_acks.stats()
     }
 
+    /// How long a call waits for its answer.
+    pub(crate) fn response_timeout(&self) -> Duration {
+        self.settings.response_timeout
+    }
+
     /// The URLs it was made from: the server's, or the cluster's seed nodes.
     pub fn urls(&self) -> &[String] {
         &self.urls

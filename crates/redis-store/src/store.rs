@@ -147,9 +147,7 @@ impl RedisStore {
                 now: None,
                 slack_ms: 0,
                 not_before: 0,
-                deadline: tollgate_core::store_kit::call_deadline()
-                    .and_then(|deadline| self.inner.server_clock.server_time(deadline))
-                    .unwrap_or(0),
+                deadline: self.deadline().unwrap_or(0),
             },
             #[cfg(feature = "testing")]
             TimeSource::Client(clock) => Timing {
@@ -159,6 +157,17 @@ impl RedisStore {
                 deadline: 0,
             },
         }
+    }
+
+    /// When the script must have started to charge, on the server's clock: the caller's
+    /// deadline ([`call_deadline`](tollgate_core::store_kit::call_deadline), a `FallbackStore`'s
+    /// timeout), or the connection's response timeout if sooner, after which nothing waits for
+    /// the answer. `None` until an answer has taught the server's clock.
+    fn deadline(&self) -> Option<u64> {
+        let waited = std::time::Instant::now() + self.inner.connection.response_timeout();
+        let deadline =
+            tollgate_core::store_kit::call_deadline().map_or(waited, |caller| caller.min(waited));
+        self.inner.server_clock.server_time(deadline)
     }
 
     /// What the script needs of `item`: its stored key and slot, quota, cost and mode.

@@ -516,3 +516,88 @@ fn gateways_learn_the_fleet_and_a_limit_too_small_for_it_is_counted_exactly() {
         assert!(admitted <= 50, "never more than the limit: {admitted}");
     });
 }
+
+/// How many scripts `server` declined as late (`TOLLGATE_LATE`: started after their caller
+/// stopped waiting).
+fn declined_late(server: &tollgate_redis_harness::RedisServer) -> u64 {
+    let info = server
+        .cli(&["INFO", "errorstats"])
+        .expect("INFO errorstats");
+    info.lines()
+        .find_map(|line| line.strip_prefix("errorstat_TOLLGATE_LATE:count="))
+        .and_then(|count| count.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// On the server's clock, a push that timed out while Redis was stalled (SIGSTOP) never lands
+/// when the server wakes up: its script starts after the connection stopped waiting and
+/// declines. The spend it carried is pushed again once Redis answers, so the shared count comes
+/// out exactly what the gateway admitted, not stricter by the lost push.
+#[test]
+fn a_push_that_timed_out_never_lands_late_so_synced_spend_counts_once() {
+    let server = tollgate_redis_harness::RedisServer::start().expect("start redis-server");
+    common::block_on(async {
+        let settings = tollgate_redis::ConnectionSettings {
+            response_timeout: Duration::from_millis(100),
+            ..tollgate_redis::ConnectionSettings::default()
+        };
+        let connection = RedisConnection::connect_with(&server.url(), settings)
+            .await
+            .expect("connect to redis-server");
+        let store = RedisStore::builder()
+            .prefix(common::unique_prefix())
+            .build(connection)
+            .expect("a valid prefix");
+        let gateway = FleetStore::new(store);
+        let sync = Counting::Sync(SyncSettings::new().every(Duration::from_millis(50)));
+        let (rule, key) = (RuleId::new("reads").expect("valid"), Key::new("acme"));
+        let limit = 100_000;
+        let daily = Quota::fixed_window(limit, Duration::from_secs(86_400)).expect("valid");
+        let item =
+            Item::new(&rule, daily, &key).with_fleet_modes(FleetModes::new().with_counting(sync));
+        // Check until the gateway decides here and holds unsynced spend (while it learns the
+        // fleet, each check is pushed at once).
+        let mut admitted = 0u64;
+        while gateway.stats().unsynced_units < 3 {
+            assert!(gateway.check(&[item]).await.expect("answers").is_allowed());
+            admitted += 1;
+            assert!(admitted < limit / 2, "the gateway never decided here");
+        }
+
+        server.pause().expect("SIGSTOP redis-server");
+        gateway.settle().await; // the push of the unsynced spend times out
+        assert!(gateway.stats().failed_pushes >= 1);
+        assert!(gateway.stats().unsynced_units >= 3, "the spend is kept");
+        server.resume().expect("SIGCONT redis-server");
+
+        // The stalled push runs when the server wakes, and declines.
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while declined_late(&server) == 0 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the stalled push never ran"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        // The first push after the outage only asks; the next carries the spend.
+        for _ in 0..10 {
+            if gateway.stats().unsynced_units == 0 {
+                break;
+            }
+            gateway.settle().await;
+        }
+        assert_eq!(gateway.stats().unsynced_units, 0, "the spend is pushed");
+        let probe = Item::new(&rule, daily, &key).with_cost(0);
+        let left = gateway
+            .shared()
+            .peek(&probe)
+            .await
+            .expect("peeks")
+            .remaining();
+        assert_eq!(
+            left,
+            limit - admitted,
+            "every admitted unit counted once, the lost push not counted"
+        );
+    });
+}

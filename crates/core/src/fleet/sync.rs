@@ -107,7 +107,9 @@ struct Synced {
 impl Synced {
     /// What a push carries: the unsynced spend, or nothing while the store is down (a push that
     /// failed may still land once the store answers, so until one answers, pushes only ask —
-    /// the spend goes once it has, and the count comes out stricter by one push at most).
+    /// the spend goes once it has, and the count comes out stricter by one push at most; a
+    /// store that declines calls started after their deadline, as Redis does, never lets the
+    /// failed push land, and the count stays exact).
     fn units_to_push(&self) -> u64 {
         if self.down { 0 } else { self.unsynced }
     }
