@@ -248,8 +248,7 @@ impl<St: tollgate_core::Store> RateLimitLayer<St> {
         let pattern = PathPattern::new(pattern)?;
         Arc::make_mut(&mut self.settings)
             .exemptions
-            .paths
-            .push(pattern);
+            .add_paths([pattern]);
         Ok(self)
     }
 

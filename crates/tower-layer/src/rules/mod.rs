@@ -7,6 +7,7 @@ pub(crate) mod escalation;
 pub(crate) mod exemptions;
 pub(crate) mod notices;
 pub(crate) mod overrides;
+pub(crate) mod path_index;
 pub(crate) mod path_pattern;
 pub(crate) mod registry;
 pub(crate) mod rule;

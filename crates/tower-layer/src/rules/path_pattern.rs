@@ -44,7 +44,7 @@ pub struct PathPattern {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-enum Segment {
+pub(crate) enum Segment {
     /// Exactly this text.
     Literal(Box<str>),
     /// `<prefix>{name}`: any segment starting with the prefix (often empty), even an empty one.
@@ -114,6 +114,11 @@ impl PathPattern {
     /// The pattern as written, shared.
     pub(crate) fn text(&self) -> &Arc<str> {
         &self.text
+    }
+
+    /// Its segments, in order.
+    pub(crate) fn segments(&self) -> &[Segment] {
+        &self.segments
     }
 
     /// Whether `path` matches, as axum's router would route it to this pattern.

@@ -12,6 +12,7 @@ use crate::key::MatchedPattern;
 use crate::observe::watch::Watched;
 use crate::observe::{Observers, RuleWatch};
 use crate::rules::exemptions::Exemptions;
+use crate::rules::path_index::PathIndex;
 use crate::{PathPattern, PathPatternError, Rule};
 use tollgate_core::{Capabilities, RuleId, Unsupported};
 
@@ -36,6 +37,8 @@ struct Route {
 pub struct RuleSet {
     everywhere: Vec<Rule>,
     routes: Vec<Route>,
+    /// The route rows' patterns as one tree, made on the first request after rows change.
+    route_index: std::sync::OnceLock<PathIndex>,
     exemptions: Exemptions,
     header_style: Option<HeaderStyle>,
     /// What the layer's observers keep for each rule, by position (`everywhere`, then
@@ -65,6 +68,7 @@ impl RuleSet {
     fn positions_changed(&mut self) {
         self.watches = None;
         self.unsupported = None;
+        self.route_index = std::sync::OnceLock::new();
     }
 
     /// Adds a rule for requests with `method` whose path matches `pattern` (a `GET` row also
@@ -89,13 +93,13 @@ impl RuleSet {
     /// exemptions, [`RateLimitLayer::exempt_path`](crate::RateLimitLayer::exempt_path)); swapped
     /// with the rest of the set.
     pub fn exempt_path(mut self, pattern: &str) -> Result<Self, PathPatternError> {
-        self.exemptions.paths.push(PathPattern::new(pattern)?);
+        self.exemptions.add_paths([PathPattern::new(pattern)?]);
         Ok(self)
     }
 
     /// Adds checked exempt patterns (a rule file's) in one pass.
     pub fn exempt_patterns(mut self, patterns: impl IntoIterator<Item = PathPattern>) -> Self {
-        self.exemptions.paths.extend(patterns);
+        self.exemptions.add_paths(patterns);
         self
     }
 
@@ -202,16 +206,25 @@ impl RuleSet {
         mut each: impl FnMut(RuleRef),
     ) -> Option<MatchedPattern> {
         (0..self.everywhere.len()).for_each(|index| each(RuleRef::Everywhere(index)));
+        if self.routes.is_empty() {
+            return None;
+        }
         let mut first = None;
         let path = request.uri.path();
-        for (index, route) in self.routes.iter().enumerate() {
+        let index = self
+            .route_index
+            .get_or_init(|| PathIndex::new(self.routes.iter().map(|route| &route.pattern)));
+        let mut rows = index.matching(path);
+        rows.sort_unstable();
+        for index in rows {
+            let route = &self.routes[index];
             let method_matches = route.method.as_ref().is_none_or(|method| {
                 // A HEAD request runs the GET handler (axum's `get` serves both), so GET rows
                 // count it too.
                 *method == request.method
                     || (*method == Method::GET && request.method == Method::HEAD)
             });
-            if method_matches && route.pattern.matches(path) {
+            if method_matches {
                 first.get_or_insert_with(|| MatchedPattern(Arc::clone(route.pattern.text())));
                 each(RuleRef::Route(index));
             }
