@@ -157,6 +157,9 @@ impl Capabilities {
         if modes.cache_blocked() && !can.cache_blocked {
             return missing(Asked::CacheBlocked);
         }
+        if modes.replica_ack().is_some() && modes.counting() != Counting::Exact {
+            return missing(Asked::ReplicaAckNotExact);
+        }
         if modes.replica_ack().is_some() && !can.replica_ack {
             return missing(Asked::ReplicaAck);
         }
@@ -277,6 +280,8 @@ enum Asked {
     SubBuckets,
     CacheBlocked,
     ReplicaAck,
+    /// A replica acknowledgement on a rule counted otherwise than exactly.
+    ReplicaAckNotExact,
 }
 
 impl Unsupported {
@@ -303,10 +308,10 @@ impl Unsupported {
         self.asked == Asked::CacheBlocked
     }
 
-    /// The store where the item is counted has no replicas to wait for
-    /// ([`FleetModes::with_replica_ack`]).
+    /// The store where the item is counted has no replicas to wait for, or the item is counted
+    /// otherwise than exactly ([`FleetModes::with_replica_ack`]).
     pub fn is_replica_ack(&self) -> bool {
-        self.asked == Asked::ReplicaAck
+        matches!(self.asked, Asked::ReplicaAck | Asked::ReplicaAckNotExact)
     }
 
     /// The store the item names, if any.
@@ -411,6 +416,13 @@ impl fmt::Display for Unsupported {
                  `RedisStore`), and {which} is not one: count the rule in Redis, or drop the \
                  acknowledgement (otherwise the answer would come without any replica holding \
                  the count)"
+            ),
+            Asked::ReplicaAckNotExact => write!(
+                f,
+                "a replica acknowledgement is for rules counted exactly: a leased or synced \
+                 rule's store calls are leases and pushes, never waited on, and a split one asks \
+                 no store; drop the acknowledgement or count the rule exactly (otherwise the \
+                 answers would come without any replica holding the count)"
             ),
         }
     }

@@ -118,7 +118,10 @@ impl<'a> FleetModes<'a> {
     /// (the default) answers at once.
     ///
     /// A replica that does not acknowledge in time does not fail the check: the answer stands,
-    /// counted as unacknowledged, and the store stops waiting on that master for a second.
+    /// counted as unacknowledged, and the store stops waiting on that master for a second. The
+    /// wait is cut to end before the caller's own deadline (a `FallbackStore`'s timeout).
+    /// Asked with a lease, a sync or a split, it is refused when the rule is installed
+    /// ([`Capabilities::supports`](crate::Capabilities::supports)).
     ///
     /// ```
     /// use std::time::Duration;

@@ -20,7 +20,7 @@
 //! | `tollgate_fallback_active` | gauge | `store`, `rule` | 1 while the rule is answered by its failure policy (made when the rule first falls back) |
 //! | `tollgate_fallback_decisions_total` | counter | `store`, `rule`, `policy` | answers by a failure policy (`open`, `open_within`, `local`, `closed`; a call failed closed counts its closed rules only) |
 //! | `tollgate_breaker_open` | gauge | `store` | 1 while the circuit breaker is open (for a store of several nodes, the breaker of requests spanning them) |
-//! | `tollgate_node_breaker_open` | gauge | `store`, `node` | 1 while the breaker of one node of the primary is open (a Redis Cluster master, by address: [`Store::node_of`](crate::Store::node_of)) |
+//! | `tollgate_node_breaker_open` | gauge | `store`, `node` | 1 while the breaker of one node of the primary is open (a Redis Cluster master, by address: [`Store::node_of`](crate::Store::node_of); `a+b` for requests spread over several), 0 once it closes or the node is forgotten |
 //! | `tollgate_config_loads_total` | counter | `result` | rule files and fleet documents loaded (`success`) or refused (`error`) |
 //! | `tollgate_memory_keys` | gauge | | keys held by the in-memory store ([`MemoryStore::publish_metrics`](crate::MemoryStore::publish_metrics)) |
 //! | `tollgate_memory_lossy_evictions_total` | counter | | live states evicted because the in-memory store was full |

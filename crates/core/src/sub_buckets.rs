@@ -362,8 +362,13 @@ impl<S: Store> Store for SubBuckets<S> {
         self.inner.refused_now(items)
     }
 
-    /// The wrapped store's node for the item as given (its sub-buckets may live on others).
+    /// The wrapped store's node for an item counted on its own key; `None` for an item spread
+    /// over sub-buckets, which live on several nodes (a `FallbackStore` around this store then
+    /// gives it the breaker of the whole primary, never another node's).
     fn node_of(&self, item: &Item<'_>) -> Option<std::sync::Arc<str>> {
+        if item.sub_buckets() > 1 {
+            return None;
+        }
         self.inner.node_of(item)
     }
 

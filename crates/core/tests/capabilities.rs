@@ -386,3 +386,29 @@ fn asking_for_nothing_is_never_refused() {
     assert!(Capabilities::default().supports(&quiet).is_ok());
     assert!(Capabilities::default().supports(&FleetModes::new()).is_ok());
 }
+
+/// A replica acknowledgement is for rules counted exactly: asked with a lease, a sync or a
+/// split it is refused even over a store that can wait for replicas (the rule's store calls
+/// would be leases and pushes, never waited on).
+#[test]
+fn a_replica_acknowledgement_is_for_rules_counted_exactly() {
+    let wait = std::time::Duration::from_millis(50);
+    let stack = FleetStore::new(Shared::default()).capabilities();
+    assert!(
+        stack
+            .supports(&FleetModes::new().with_replica_ack(wait))
+            .is_ok()
+    );
+    for counting in [
+        Counting::Lease(LeaseSettings::new()),
+        Counting::Sync(SyncSettings::new()),
+        Counting::Split(SplitSettings::new(4)),
+    ] {
+        let asked = FleetModes::new()
+            .with_counting(counting)
+            .with_replica_ack(wait);
+        let error = stack.supports(&asked).unwrap_err();
+        assert!(error.is_replica_ack(), "{error}");
+        assert!(error.to_string().contains("counted exactly"), "{error}");
+    }
+}

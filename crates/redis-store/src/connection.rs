@@ -270,14 +270,21 @@ impl RedisConnection {
 
     /// Runs one script execution as [`invoke`](Self::invoke) does, then waits at most `wait`
     /// for a replica of the master that ran it (the one serving `slot`) to hold what it wrote:
-    /// `WAIT 1 <ms>`, on a connection kept for such calls. Whether one did is recorded in
+    /// `WAIT 1 <ms>`, on a connection kept for such calls. The wait is cut to end before
+    /// `deadline` (when the caller stops waiting: 2 ms and a tenth of the time left before it,
+    /// for the answer to travel back), and skipped when less than a millisecond is left.
+    /// One `WAIT` at a time per master: checks whose scripts answered while one was on its way
+    /// share the next (see `replica_ack.rs`). Whether a replica acknowledged is recorded in
     /// [`replica_acks`](Self::replica_acks), never an error: the script's answer stands. A
-    /// master whose replica just missed an acknowledgement is not waited on for a second.
+    /// master whose replica just missed an acknowledgement is not waited on for a second
+    /// (checked again once the script has run, so checks queued behind the wait that missed do
+    /// not wait in turn).
     pub(crate) async fn invoke_acknowledged<T: FromRedisValue>(
         &self,
         call: &ScriptCall,
         slot: u16,
         wait: Duration,
+        deadline: std::time::Instant,
     ) -> RedisResult<T> {
         let node = self.node_serving(slot);
         if !self.replica_acks.waits_on(node.as_deref()) {
@@ -291,8 +298,38 @@ impl RedisConnection {
             .await
             .map_err(|error| redis::RedisError::from(std::io::Error::other(error.to_string())))?;
         let answer = invoke_on(backend, call, self.settings.response_timeout).await?;
-        let replicas = backend.wait_for_replica(slot, wait).await;
-        let acknowledged = replicas.is_ok_and(|replicas| replicas >= 1);
+        let mine = self.replica_acks.script_answered();
+        // Room for the answer to travel back: 2 ms and a tenth of what is left.
+        let wait_left = |wait: Duration| {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            let left = left.saturating_sub(Duration::from_millis(2) + left / 10);
+            Duration::from_millis(u64::try_from(wait.min(left).as_millis()).unwrap_or(0))
+        };
+        // One `WAIT` at a time on this master, and one that went after this script answered
+        // covers it.
+        let gate = self.replica_acks.gate(node.as_deref());
+        let Ok(mut covered) = tokio::time::timeout(wait_left(wait), gate.lock()).await else {
+            self.replica_acks.skipped();
+            return Ok(answer);
+        };
+        if *covered >= mine {
+            self.replica_acks.covered();
+            return Ok(answer);
+        }
+        let wait = wait_left(wait);
+        if wait.is_zero() || !self.replica_acks.waits_on(node.as_deref()) {
+            self.replica_acks.skipped();
+            return Ok(answer);
+        }
+        let covering = self.replica_acks.answered_so_far();
+        // Redis ends a `WAIT` on its own clock tick (`hz` 10: up to 100 ms late): stop waiting
+        // at the wait itself, and let the server end it when it does.
+        let replicas = tokio::time::timeout(wait, backend.wait_for_replica(slot, wait)).await;
+        let acknowledged = matches!(replicas, Ok(Ok(replicas)) if replicas >= 1);
+        if acknowledged {
+            *covered = covering;
+        }
+        drop(covered);
         self.replica_acks
             .record(node.as_deref(), acknowledged, wait);
         Ok(answer)
@@ -345,7 +382,13 @@ async fn invoke_on<T: FromRedisValue>(
     let mut pause = RETRY_PAUSE;
     let mut loads = 0;
     loop {
-        let answer = backend.query::<T>(&call.evalsha()).await;
+        // A resend waits only what is left of the patience: the whole call never waits much
+        // past it (an answer that does not come in time may still run: it is never resent).
+        let left = patience.saturating_sub(started.elapsed());
+        let answer = match tokio::time::timeout(left, backend.query::<T>(&call.evalsha())).await {
+            Ok(answer) => answer,
+            Err(_) => return Err(timed_out()),
+        };
         let Err(error) = answer else {
             return answer;
         };
@@ -398,6 +441,15 @@ async fn ask<T: FromRedisValue>(
         .await?;
     let answer = answers.pop().ok_or_else(|| redirection.clone())?;
     T::from_redis_value(answer).map_err(Into::into)
+}
+
+/// The error of a call whose answer did not come within the response timeout.
+fn timed_out() -> redis::RedisError {
+    std::io::Error::new(
+        std::io::ErrorKind::TimedOut,
+        "no answer within the response timeout",
+    )
+    .into()
 }
 
 /// The error of a call made before the first connection succeeded: an I/O error, so that it is

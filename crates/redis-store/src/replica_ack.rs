@@ -1,11 +1,16 @@
 //! What came of the checks that asked for a replica to hold their count before the answer
 //! (`FleetModes::with_replica_ack`), and which masters are not waited on for a while.
 //!
+//! One `WAIT` at a time per master, shared: a `WAIT` covers every script its connection
+//! answered before it was sent, so checks whose scripts answered while one was on its way wait
+//! for the next one together (a group commit), instead of each sending its own behind it.
+//!
 //! A master whose replica did not acknowledge in time is not waited on again for
 //! [`NOT_WAITED_FOR`]: its replica is known to be behind or gone, and every acknowledged check
-//! on it would otherwise queue behind the one before (one `WAIT` at a time per connection), each
-//! taking the whole wait, until the rules' deadlines failed them all.
+//! on it would otherwise take the whole wait in turn, until the rules' deadlines failed them
+//! all.
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -16,7 +21,8 @@ const NOT_WAITED_FOR: Duration = Duration::from_secs(1);
 /// How often a missed acknowledgement is logged at most.
 const LOG_EVERY: Duration = Duration::from_secs(60);
 
-/// Counts of the checks that asked for a replica's acknowledgement, as
+/// Counts of the store calls (script runs: a request spread over several cluster slots makes
+/// one per slot) that asked for a replica's acknowledgement, as
 /// [`RedisConnection::replica_acks`](crate::RedisConnection::replica_acks) reports them.
 ///
 /// ```
@@ -26,12 +32,18 @@ const LOG_EVERY: Duration = Duration::from_secs(60);
 /// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ReplicaAckStats {
-    /// Checks answered once a replica held their count.
+    /// Calls answered once a replica held their count.
     pub acknowledged: u64,
-    /// Checks answered without it: no replica acknowledged within the rule's wait, or the
-    /// master's replica had just missed one (it is then not waited on for a second).
+    /// Calls answered without it: no replica acknowledged within the wait (cut to the
+    /// caller's deadline), no time was left to wait, or the master's replica had just missed
+    /// one (it is then not waited on for a second). A call its caller stopped waiting for
+    /// before it ended is in neither count.
     pub unacknowledged: u64,
 }
+
+/// One master's waits, one at a time: how many answered scripts the last acknowledged `WAIT`
+/// covered.
+pub(crate) type Gate = Arc<tokio::sync::Mutex<u64>>;
 
 /// The connection's record of acknowledgements (shared by its clones).
 #[derive(Debug, Default)]
@@ -42,6 +54,11 @@ pub(crate) struct ReplicaAcks {
     not_waited: Mutex<Vec<(Option<Arc<str>>, Instant)>>,
     /// When a miss was last logged.
     logged: Mutex<Option<Instant>>,
+    /// Scripts answered on the kept connection so far: each check's number in that order.
+    answered: AtomicU64,
+    /// Per master, the one `WAIT` at a time, holding how many answered scripts the last
+    /// acknowledged one covered.
+    gates: Mutex<HashMap<Option<Arc<str>>, Gate>>,
 }
 
 impl ReplicaAcks {
@@ -54,6 +71,32 @@ impl ReplicaAcks {
             .unwrap_or_else(PoisonError::into_inner);
         not_waited.retain(|(_, until)| *until > now);
         !not_waited.iter().any(|(held, _)| held.as_deref() == node)
+    }
+
+    /// Numbers a script just answered on the kept connection (a `WAIT` sent from now on covers
+    /// it).
+    pub(crate) fn script_answered(&self) -> u64 {
+        self.answered.fetch_add(1, Ordering::AcqRel) + 1
+    }
+
+    /// How many scripts have answered so far: what a `WAIT` sent now covers.
+    pub(crate) fn answered_so_far(&self) -> u64 {
+        self.answered.load(Ordering::Acquire)
+    }
+
+    /// The gate of `node`'s waits: one `WAIT` at a time, holding how many answered scripts
+    /// the last acknowledged one covered.
+    pub(crate) fn gate(&self, node: Option<&str>) -> Gate {
+        let mut gates = self.gates.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(gate) = gates.get(&node.map(Arc::from)) {
+            return Arc::clone(gate);
+        }
+        Arc::clone(gates.entry(node.map(Arc::from)).or_default())
+    }
+
+    /// A check a `WAIT` sent after its script answered already acknowledged.
+    pub(crate) fn covered(&self) {
+        self.acknowledged.fetch_add(1, Ordering::Relaxed);
     }
 
     /// A check answered without waiting (its master is not waited on).

@@ -164,10 +164,14 @@ impl RedisStore {
     /// timeout), or the connection's response timeout if sooner, after which nothing waits for
     /// the answer. `None` until an answer has taught the server's clock.
     fn deadline(&self) -> Option<u64> {
+        self.inner.server_clock.server_time(self.local_deadline())
+    }
+
+    /// When the caller stops waiting for a call starting now, on this gateway's clock: its own
+    /// deadline, or the connection's response timeout if sooner.
+    fn local_deadline(&self) -> std::time::Instant {
         let waited = std::time::Instant::now() + self.inner.connection.response_timeout();
-        let deadline =
-            tollgate_core::store_kit::call_deadline().map_or(waited, |caller| caller.min(waited));
-        self.inner.server_clock.server_time(deadline)
+        tollgate_core::store_kit::call_deadline().map_or(waited, |caller| caller.min(waited))
     }
 
     /// What the script needs of `item`: its stored key and slot, quota, cost and mode.
@@ -229,7 +233,7 @@ impl RedisStore {
         let reply = self
             .inner
             .connection
-            .invoke_acknowledged(call, slot, wait)
+            .invoke_acknowledged(call, slot, wait, self.local_deadline())
             .await
             .map_err(|error| store_error(&error))?;
         Ok(self.learn_from(reply))

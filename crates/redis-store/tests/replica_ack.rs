@@ -32,7 +32,7 @@ fn replicate(master: &RedisServer, replica: &RedisServer) {
         let linked = master
             .cli(&["INFO", "replication"])
             .expect("INFO")
-            .contains("connected_slaves:1");
+            .contains("state=online");
         if info.contains("master_link_status:up") && linked {
             return;
         }
@@ -201,5 +201,87 @@ fn a_promoted_replica_holds_what_its_master_admitted() {
             sixth.decision()
         );
         assert_eq!(store.connection().replica_acks().acknowledged, 5);
+    });
+}
+
+/// A wait longer than the `FallbackStore`'s deadline is cut to fit it: with no replica to
+/// answer, every acknowledged check is still answered by Redis (never timed out into its
+/// failure policy, which fails closed here), and a plain rule beside it is never held up.
+#[test]
+fn the_wait_is_cut_to_the_caller_s_deadline() {
+    let server = RedisServer::start().expect("start redis-server (apt install redis-server)");
+    common::block_on(async {
+        let redis = RedisStore::builder()
+            .prefix(common::unique_prefix())
+            .connect(&server.url())
+            .await
+            .expect("connect");
+        let store = tollgate_core::FallbackStore::builder(redis.clone())
+            .timeout(Duration::from_millis(200))
+            .build();
+        let (rule, key) = (RuleId::new("login").expect("id"), Key::new("dave"));
+        let item = Item::new(&rule, logins(), &key)
+            .with_fleet_modes(acknowledged(Duration::from_secs(1)))
+            .with_store_failure(tollgate_core::OnStoreFailure::Closed);
+        let plain_rule = RuleId::new("reads").expect("id");
+        let plain = Item::new(&plain_rule, logins(), &key)
+            .with_store_failure(tollgate_core::OnStoreFailure::Closed);
+        for _ in 0..3 {
+            let answer = store.check_one(&item).await.expect("answered by Redis");
+            assert!(answer.decision().is_allowed());
+            assert!(
+                store
+                    .check_one(&plain)
+                    .await
+                    .expect("answered")
+                    .decision()
+                    .is_allowed()
+            );
+        }
+        assert_eq!(store.stats().primary_failures, 0, "{:?}", store.stats());
+        assert_eq!(redis.connection().replica_acks().unacknowledged, 3);
+    });
+}
+
+/// A replica stopped with SIGSTOP: sixteen acknowledged checks sent at once all answer; the
+/// first wait runs out, and the checks queued behind it on the kept connection skip theirs
+/// instead of each waiting in turn.
+#[test]
+fn checks_queued_behind_a_missed_wait_do_not_wait_in_turn() {
+    let master = RedisServer::start().expect("start redis-server (apt install redis-server)");
+    let replica = RedisServer::start().expect("start a second redis-server");
+    replicate(&master, &replica);
+    common::block_on(async {
+        let store = RedisStore::builder()
+            .prefix(common::unique_prefix())
+            .connect(&master.url())
+            .await
+            .expect("connect");
+        let rule = RuleId::new("login").expect("id");
+        // The kept connection exists once a first acknowledged check has gone.
+        let first = Key::new("warm-up");
+        let warm = Item::new(&rule, logins(), &first)
+            .with_fleet_modes(acknowledged(Duration::from_millis(100)));
+        store.check_one(&warm).await.expect("answered");
+        replica.pause().expect("SIGSTOP the replica");
+        let keys: Vec<Key> = (0..16).map(|n| Key::new(format!("user-{n}"))).collect();
+        let checks = keys.iter().map(|key| {
+            let item = Item::new(&rule, logins(), key)
+                .with_fleet_modes(acknowledged(Duration::from_millis(100)));
+            let store = store.clone();
+            async move { store.check_one(&item).await }
+        });
+        for answer in futures_util::future::join_all(checks).await {
+            assert!(answer.expect("answered").decision().is_allowed());
+        }
+        replica.resume().expect("SIGCONT the replica");
+        let waits = waits_run(&master);
+        assert!(
+            waits < 1 + 16,
+            "{waits} WAITs: the checks queued behind the missed wait skipped theirs"
+        );
+        let acks = store.connection().replica_acks();
+        assert_eq!(acks.acknowledged + acks.unacknowledged, 17);
+        assert!(acks.unacknowledged >= 1);
     });
 }

@@ -234,6 +234,16 @@ impl<P, C: Clock> FallbackStore<P, C> {
 }
 
 impl<P: Store, C: Clock> FallbackStore<P, C> {
+    /// The breaker a call about `items` goes through (and, now and then, the nodes no call
+    /// has been about for a while forgotten, reported closed).
+    fn pick(&self, items: &[Item<'_>]) -> nodes::Picked {
+        let now = self.local.clock().now();
+        for node in self.breakers.forget_unused(now) {
+            self.report_forgotten(&node);
+        }
+        self.breakers.pick(&self.primary, items, now)
+    }
+
     /// Answers a check by the items' policies, counting it.
     fn fall_back(&self, items: &[Item<'_>], outage: Outage) -> Result<BatchDecision, StoreError> {
         self.counters.fallback_checks.add_one();
@@ -275,7 +285,7 @@ impl<P: Store, C: Clock> Store for FallbackStore<P, C> {
     }
 
     async fn check(&self, items: &[Item<'_>]) -> Result<BatchDecision, StoreError> {
-        let picked = self.breakers.pick(&self.primary, items);
+        let picked = self.pick(items);
         match self
             .call_primary(&picked, "check", || self.primary.check(items))
             .await
@@ -286,7 +296,7 @@ impl<P: Store, C: Clock> Store for FallbackStore<P, C> {
     }
 
     fn check_now(&self, items: &[Item<'_>]) -> Option<Result<BatchDecision, StoreError>> {
-        let picked = self.breakers.pick(&self.primary, items);
+        let picked = self.pick(items);
         match picked.breaker.gate(self.local.clock()) {
             Gate::Closed => {
                 #[cfg(feature = "metrics")]
@@ -310,9 +320,7 @@ impl<P: Store, C: Clock> Store for FallbackStore<P, C> {
     }
 
     async fn check_one(&self, item: &Item<'_>) -> Result<ItemDecision, StoreError> {
-        let picked = self
-            .breakers
-            .pick(&self.primary, std::slice::from_ref(item));
+        let picked = self.pick(std::slice::from_ref(item));
         match self
             .call_primary(&picked, "check", || self.primary.check_one(item))
             .await
@@ -329,9 +337,7 @@ impl<P: Store, C: Clock> Store for FallbackStore<P, C> {
     }
 
     async fn peek(&self, item: &Item<'_>) -> Result<Decision, StoreError> {
-        let picked = self
-            .breakers
-            .pick(&self.primary, std::slice::from_ref(item));
+        let picked = self.pick(std::slice::from_ref(item));
         match self
             .call_primary(&picked, "peek", || self.primary.peek(item))
             .await
@@ -351,7 +357,7 @@ impl<P: Store, C: Clock> Store for FallbackStore<P, C> {
     async fn refund(&self, receipt: Receipt) -> Result<(), RefundError> {
         // The primary may drop the receipt with its call (a timeout): keep a copy for memory.
         let kept = receipt.retry_copy();
-        let picked = self.breakers.pick(&self.primary, &[receipt_item(&kept)]);
+        let picked = self.pick(&[receipt_item(&kept)]);
         let refunded = self
             .call_primary(&picked, "refund", || async move {
                 self.primary.refund(receipt).await.map_err(without_receipt)
@@ -364,7 +370,7 @@ impl<P: Store, C: Clock> Store for FallbackStore<P, C> {
     }
 
     fn refund_now(&self, receipt: Receipt) -> RefundNow {
-        let picked = self.breakers.pick(&self.primary, &[receipt_item(&receipt)]);
+        let picked = self.pick(&[receipt_item(&receipt)]);
         match picked.breaker.gate(self.local.clock()) {
             Gate::Closed => {
                 let kept = receipt.retry_copy();
@@ -390,7 +396,7 @@ impl<P: Store, C: Clock> Store for FallbackStore<P, C> {
 
     async fn reset(&self, rule: &RuleId, key: &Key) -> Result<(), StoreError> {
         self.local.reset_sync(rule, key);
-        let picked = self.breakers.pick(&self.primary, &[]);
+        let picked = self.pick(&[]);
         self.call_primary(&picked, "reset", || self.primary.reset(rule, key))
             .await
             .map_err(Outage::into_error)

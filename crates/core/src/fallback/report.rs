@@ -80,6 +80,21 @@ impl<P: Store, C: Clock> FallbackStore<P, C> {
     }
 
     /// Logs and counts what a failure of `op` changed.
+    /// A node whose breaker was open is forgotten: no call has been about it for a while (a
+    /// failed-over master whose keys now live on its replica).
+    pub(super) fn report_forgotten(&self, node: &str) {
+        #[cfg(feature = "metrics")]
+        if let Some(metrics) = &self.metrics {
+            metrics.breaker(Some(node), false);
+        }
+        tracing::info!(
+            target: TARGET,
+            node,
+            "no call has been about this node of the primary for a while (its keys live \
+             elsewhere now); its open circuit breaker is forgotten"
+        );
+    }
+
     pub(super) fn report_failure(
         &self,
         picked: &Picked,
