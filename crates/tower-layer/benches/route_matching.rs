@@ -19,7 +19,7 @@ use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use bytes::Bytes;
-use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
+use criterion::{BenchmarkId, Criterion};
 use http::{Method, Request, Response};
 use http_body_util::Empty;
 use tollgate_core::{MemoryStore, Quota};
@@ -101,9 +101,11 @@ fn routes(c: &mut Criterion) {
     }
 }
 
-criterion_group! {
-    name = matching;
-    config = Criterion::default().measurement_time(Duration::from_secs(3));
-    targets = exempt, routes
+fn main() {
+    let mut criterion = Criterion::default()
+        .measurement_time(Duration::from_secs(3))
+        .configure_from_args();
+    exempt(&mut criterion);
+    routes(&mut criterion);
+    criterion.final_summary();
 }
-criterion_main!(matching);
