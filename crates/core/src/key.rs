@@ -26,7 +26,10 @@ const RESERVED_TAG: u8 = 0xFE;
 /// longer than 128 bytes (a hostile 1 MB header, say) is replaced by a tagged SHA-256 digest, so a
 /// stored key never grows without bound and a digest can never equal a short raw key. Keys are
 /// scoped to a rule by the store, so equal keys under different rules never share state.
-/// Cloning is cheap (a reference count).
+///
+/// A key of up to 38 encoded bytes — an account id, an IP block and a route, a digest — is held
+/// in place, so extracting one allocates nothing; a longer one (up to 128 bytes) is shared
+/// behind a reference count. Cloning is cheap either way.
 ///
 /// ```
 /// use tollgate_core::Key;
@@ -37,8 +40,44 @@ const RESERVED_TAG: u8 = 0xFE;
 /// assert_eq!(Key::global().as_bytes(), b"");
 /// # let _ = (account, block_and_route);
 /// ```
-#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Key(Arc<[u8]>);
+#[derive(Clone)]
+pub struct Key(Repr);
+
+/// The longest encoding held in place: room for a digest (33 bytes), and the key stays 40
+/// bytes in all.
+const INLINE: usize = 38;
+
+#[derive(Clone)]
+enum Repr {
+    Inline { len: u8, bytes: [u8; INLINE] },
+    Shared(Arc<[u8]>),
+}
+
+impl PartialEq for Key {
+    fn eq(&self, other: &Key) -> bool {
+        self.as_bytes() == other.as_bytes()
+    }
+}
+
+impl Eq for Key {}
+
+impl std::hash::Hash for Key {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.as_bytes().hash(state);
+    }
+}
+
+impl PartialOrd for Key {
+    fn partial_cmp(&self, other: &Key) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Key {
+    fn cmp(&self, other: &Key) -> std::cmp::Ordering {
+        self.as_bytes().cmp(other.as_bytes())
+    }
+}
 
 impl Key {
     /// A key of one part.
@@ -52,7 +91,7 @@ impl Key {
         let mut bytes = Vec::with_capacity(name.len() + 1);
         bytes.push(RESERVED_TAG);
         bytes.extend_from_slice(name.as_bytes());
-        Key(Arc::from(bytes))
+        Key::from_encoding(&bytes)
     }
 
     /// A key of several parts, in order.
@@ -80,12 +119,28 @@ impl Key {
 
     /// The key with no parts: one shared count for everyone (a global cap).
     pub fn global() -> Key {
-        Key(Arc::from(&[][..]))
+        Key::from_encoding(&[])
+    }
+
+    /// A key holding `encoding` as it is: in place when it fits.
+    fn from_encoding(encoding: &[u8]) -> Key {
+        match u8::try_from(encoding.len()) {
+            Ok(len) if encoding.len() <= INLINE => {
+                let mut bytes = [0; INLINE];
+                bytes[..encoding.len()].copy_from_slice(encoding);
+                Key(Repr::Inline { len, bytes })
+            }
+            _ => Key(Repr::Shared(Arc::from(encoding))),
+        }
     }
 
     /// The canonical encoding stores use (at most 128 bytes).
+    #[inline]
     pub fn as_bytes(&self) -> &[u8] {
-        &self.0
+        match &self.0 {
+            Repr::Inline { len, bytes } => &bytes[..usize::from(*len)],
+            Repr::Shared(bytes) => bytes,
+        }
     }
 
     /// A short fingerprint of the key under `secret` (the first 8 bytes of an HMAC-SHA-256, in
@@ -106,7 +161,7 @@ impl Key {
 
     /// Whether the parts were too long and the key is their digest.
     pub fn is_digest(&self) -> bool {
-        self.0.first() == Some(&DIGEST_TAG)
+        self.as_bytes().first() == Some(&DIGEST_TAG)
     }
 }
 
@@ -146,11 +201,11 @@ impl KeyBuilder {
     /// The key made of the parts appended so far.
     pub fn build(&self) -> Key {
         match &self.digest {
-            None => Key(Arc::from(&self.raw[..])),
+            None => Key::from_encoding(&self.raw),
             Some(hasher) => {
                 let mut bytes = [DIGEST_TAG; 33];
                 bytes[1..].copy_from_slice(&hasher.clone().finalize());
-                Key(Arc::from(&bytes[..]))
+                Key::from_encoding(&bytes)
             }
         }
     }
@@ -174,7 +229,7 @@ fn raw_parts(mut raw: &[u8]) -> impl Iterator<Item = &[u8]> {
 impl fmt::Debug for Key {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "Key(")?;
-        for byte in self.0.iter() {
+        for byte in self.as_bytes() {
             write!(f, "{}", std::ascii::escape_default(*byte))?;
         }
         write!(f, ")")
@@ -208,6 +263,20 @@ mod tests {
         let mut builder = Key::builder();
         builder.part(&a).part(&b).part(&b);
         assert_eq!(builder.build(), three, "the builder and from_parts agree");
+    }
+
+    #[test]
+    fn short_keys_and_digests_are_held_in_place() {
+        assert!(std::mem::size_of::<Key>() <= 40);
+        let short = Key::new("account-4821");
+        assert!(matches!(short.0, Repr::Inline { .. }));
+        let digest = Key::new(vec![b'x'; 1_000]);
+        assert!(matches!(digest.0, Repr::Inline { .. }));
+        let long = Key::new(vec![b'y'; 100]);
+        assert!(matches!(long.0, Repr::Shared(_)));
+        assert_eq!(long.as_bytes().len(), 101);
+        assert_eq!(long.clone(), long);
+        assert!(short < Key::new("account-4822"));
     }
 
     #[test]

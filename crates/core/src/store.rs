@@ -452,6 +452,14 @@ impl BatchDecision {
         BatchDecision { allowed, items }
     }
 
+    /// The answer to a request of one item.
+    #[inline]
+    pub(crate) fn one(allowed: bool, item: ItemDecision) -> Self {
+        let mut items = SmallVec::new();
+        items.push(item);
+        BatchDecision { allowed, items }
+    }
+
     /// Whether the request may go ahead (every enforcing item allowed).
     pub fn is_allowed(&self) -> bool {
         self.allowed

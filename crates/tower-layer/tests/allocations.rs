@@ -1,5 +1,5 @@
-//! With the in-memory store the allowed path boxes nothing and allocates only for keys and header
-//! values. This test binary counts the test thread's allocations with a wrapping global allocator.
+//! With the in-memory store the allowed path boxes nothing and allocates only for header values
+//! (keys are held in place). This test binary counts the test thread's allocations with a wrapping global allocator.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -66,13 +66,15 @@ fn an_allowed_request_allocates_only_its_keys_and_header_values() {
             .iter()
             .all(|response| response.headers().contains_key("ratelimit"))
     );
-    // Two keys (one allocation each); two header fields, each a string buffer plus the shared
-    // handle `Bytes` puts around it; and the response's header map, which allocates its index
-    // and entry tables on its first insert: 2 + 4 + 2 = 8. No boxed futures, no rule-set
-    // copies, no other per-request buffers. (A stray one-off allocation over the 100 requests,
-    // such as a lazily initialised global, is tolerated.)
+    // Keys are held in place (no allocation); each of the two header fields is written in a
+    // buffer the thread keeps and copied once into its value (one allocation each); and the
+    // response's header map allocates its index and entry tables on its first insert: 2 + 2 = 4.
+    // No key buffers, no boxed futures, no rule-set copies, no other per-request buffers. (A
+    // stray one-off allocation over the 100 requests, such as a lazily initialised global, is
+    // tolerated.)
+    eprintln!("{per_request} allocations per allowed request");
     assert!(
-        per_request < 8.5,
+        per_request < 4.5,
         "{per_request} allocations per allowed request"
     );
 }

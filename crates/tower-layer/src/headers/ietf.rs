@@ -77,16 +77,26 @@ fn sf_list(
     if policies.is_empty() {
         return None;
     }
-    let mut out = String::with_capacity(policies.len() * 48);
-    for (index, report) in policies.iter().enumerate() {
-        if index > 0 {
-            out.push_str(", ");
+    // Written in a buffer this thread keeps, then copied once into the value: one allocation
+    // per field (a `String` handed over as it is costs two: its buffer, and the shared handle
+    // `Bytes` puts around a buffer with room to spare).
+    FIELD.with_borrow_mut(|out| {
+        out.clear();
+        for (index, report) in policies.iter().enumerate() {
+            if index > 0 {
+                out.push_str(", ");
+            }
+            push_sf_string(out, report.name);
+            params(out, report);
         }
-        push_sf_string(&mut out, report.name);
-        params(&mut out, report);
-    }
-    // Printable ASCII only (see `push_sf_string`), so this always succeeds.
-    HeaderValue::try_from(out).ok()
+        // Printable ASCII only (see `push_sf_string`), so this always succeeds.
+        HeaderValue::from_bytes(out.as_bytes()).ok()
+    })
+}
+
+thread_local! {
+    /// The buffer field values are written in before they are copied into a `HeaderValue`.
+    static FIELD: std::cell::RefCell<String> = std::cell::RefCell::new(String::with_capacity(256));
 }
 
 #[cfg(test)]

@@ -1,7 +1,6 @@
 //! The two Structured Field Values (RFC 8941) pieces the rate-limit fields need: sf-strings and
 //! sf-integers. Nothing here can produce an invalid field value, whatever the input.
 
-use std::fmt::Write as _;
 use std::time::Duration;
 
 use tollgate_core::whole_seconds_up;
@@ -48,8 +47,10 @@ pub(crate) fn push_sf_string(out: &mut String, text: &str) {
 
 /// Appends `;key=value` (an integer parameter) to `out`, clamping `value` to an sf-integer.
 pub(crate) fn push_integer_param(out: &mut String, key: &str, value: u64) {
-    // Writing to a String cannot fail.
-    let _ = write!(out, ";{key}={}", sf_integer(value));
+    out.push(';');
+    out.push_str(key);
+    out.push('=');
+    out.push_str(itoa::Buffer::new().format(sf_integer(value)));
 }
 
 #[cfg(test)]
