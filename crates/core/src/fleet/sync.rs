@@ -122,6 +122,11 @@ impl Synced {
 }
 
 /// What a local decision found.
+#[allow(
+    clippy::large_enum_variant,
+    reason = "returned by value on the synced check's hot path and matched at once; boxing the \
+              decision would allocate on every check"
+)]
 pub(crate) enum Local {
     /// Decided here.
     Decided(ItemDecision, Option<Receipt>),
