@@ -8,9 +8,11 @@
 //! the per-IP rule), `tollgate-reloadable` (`tollgate`'s rules read from a rule file that a
 //! `RuleWatcher` watches while the server runs), `tollgate-metrics` (`tollgate` counting each
 //! decision into a Prometheus recorder), `tollgate-stats` (`tollgate` with the per-rule counters
-//! the admin API reads), `attack` / `attack-untracked` (a per-IP rule that refuses
-//! about nine requests in ten, with and without the top-refused feed) or `governor`
-//! (tower_governor per peer IP). Except in the attack modes, every
+//! the admin API reads), `tollgate-full` (`tollgate-reloadable` with the Prometheus recorder and
+//! the admin counters too: everything a production gateway turns on), `attack` /
+//! `attack-untracked` (a per-IP rule that refuses
+//! about nine requests in ten, with and without the top-refused feed), `governor`
+//! (tower_governor per peer IP) or `governor-headers` (the same with its rate-limit headers). Except in the attack modes, every
 //! quota allows a million requests a second per key, so the benchmark measures overhead, not
 //! refusals. The server listens on 127.0.0.1 on a free port and prints `listening on PORT`.
 
@@ -90,11 +92,17 @@ fn app(mode: &str) -> Result<(Router, Keep), Box<dyn std::error::Error>> {
         }
         return Ok((hello.layer(layer), None));
     }
-    if mode == "tollgate-reloadable" {
+    if mode == "tollgate-reloadable" || mode == "tollgate-full" {
         let dir = tempfile::tempdir()?;
         let path = dir.path().join("rules.toml");
         std::fs::write(&path, RULE_FILE)?;
-        let layer = RateLimitLayer::new(MemoryStore::new());
+        let mut layer = RateLimitLayer::new(MemoryStore::new());
+        if mode == "tollgate-full" {
+            // Everything a production gateway turns on: the rule file watched, each decision
+            // counted into a Prometheus recorder, the admin API's per-rule counters.
+            metrics_exporter_prometheus::PrometheusBuilder::new().install_recorder()?;
+            layer = layer.metrics().track_stats();
+        }
         let watcher = RuleWatcher::start(&path, Extractors::new(), &layer)?;
         return Ok((hello.layer(layer), Some((dir, watcher))));
     }
@@ -130,10 +138,21 @@ fn app(mode: &str) -> Result<(Router, Keep), Box<dyn std::error::Error>> {
                 .ok_or("invalid governor configuration")?;
             hello.layer(GovernorLayer::new(config))
         }
+        "governor-headers" => {
+            // Its `x-ratelimit-*` headers on every answer, as tollgate's are.
+            let config = GovernorConfigBuilder::default()
+                .per_nanosecond(1_000_000_000 / PER_SECOND)
+                .burst_size(u32::try_from(PER_SECOND)?)
+                .use_headers()
+                .finish()
+                .ok_or("invalid governor configuration")?;
+            hello.layer(GovernorLayer::new(config))
+        }
         other => {
             return Err(format!(
                 "unknown mode {other:?}: bare, tollgate, tollgate-lean, tollgate-escalating, \
-                 tollgate-reloadable, tollgate-metrics, tollgate-stats, attack, attack-untracked or governor"
+                 tollgate-reloadable, tollgate-metrics, tollgate-stats, tollgate-full, attack, \
+                 attack-untracked, governor or governor-headers"
             )
             .into());
         }
