@@ -111,7 +111,9 @@ where
 
     fn call(&mut self, request: Request<B>) -> Self::Future {
         let (mut parts, body) = request.into_parts();
-        let rules = self.core.live.rules.load_full();
+        // A guard, not a clone of the `Arc`: one load, no reference count touched (a request
+        // that must wait for the store takes its own reference).
+        let rules = self.core.live.rules.load();
         if self.settings.exemptions.covers(&parts) || rules.exempts(&parts) {
             return call_inner(&mut self.inner, parts, body, Disclosure::nothing(), None);
         }
@@ -130,6 +132,7 @@ where
             drop(items);
             let (core, settings) = (Arc::clone(&self.core), Arc::clone(&self.settings));
             let inner = self.take_ready_inner();
+            let rules = arc_swap::Guard::into_inner(rules);
             return call_after_store(inner, core, settings, rules, plan, parts, body);
         };
         let conclusion = conclude(&self.settings, &rules, &plan, &items, answer, &mut parts);
