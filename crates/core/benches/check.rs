@@ -38,7 +38,10 @@ use criterion::Criterion;
 use criterion::measurement::WallTime;
 use futures_util::FutureExt;
 use governor::DefaultKeyedRateLimiter;
-use tollgate_core::{Item, Key, MemoryStore, Quota, Rate, RuleId, Store};
+use tollgate_core::{
+    Counting, FleetModes, FleetStore, Item, Key, LeaseSettings, MemoryStore, Quota, Rate, RuleId,
+    Store,
+};
 
 /// Distinct keys in the `many_keys` cases.
 const KEYS: usize = 10_000;
@@ -132,6 +135,45 @@ impl Limiter for TollgateBatch {
             .check(std::slice::from_ref(&item))
             .now_or_never()
             .expect("the in-memory store answers with a ready future")
+            .expect("the in-memory store does not fail")
+            .is_allowed()
+    }
+}
+
+/// The same quota leased from the in-memory store by a `FleetStore` (`Counting::Lease`), as the
+/// layer asks (`check_now`, else `check`): a check spends what the gateway holds, and tops up
+/// from the store only now and then.
+struct TollgateLeased {
+    store: FleetStore<MemoryStore>,
+    rule: RuleId,
+    quota: Quota,
+}
+
+impl TollgateLeased {
+    fn new(limits: &Limits) -> Self {
+        TollgateLeased {
+            store: FleetStore::new(MemoryStore::new()),
+            rule: RuleId::new("bench").expect("the bench rule id is valid"),
+            quota: limits.tollgate(),
+        }
+    }
+}
+
+impl Limiter for TollgateLeased {
+    #[inline]
+    fn check(&self, key: &Key) -> bool {
+        let modes = FleetModes::new().with_counting(Counting::Lease(LeaseSettings::new()));
+        let item = Item::new(&self.rule, self.quota, key).with_fleet_modes(modes);
+        let items = std::slice::from_ref(&item);
+        let answer = match self.store.check_now(items) {
+            Some(answer) => answer,
+            None => self
+                .store
+                .check(items)
+                .now_or_never()
+                .expect("over the in-memory store every call is ready"),
+        };
+        answer
             .expect("the in-memory store does not fail")
             .is_allowed()
     }
@@ -313,6 +355,14 @@ fn main() {
                 &mut group,
                 &format!("{prefix}/tollgate_batch"),
                 &batch,
+                case,
+                keys,
+            );
+            let leased = TollgateLeased::new(&limits);
+            bench_case(
+                &mut group,
+                &format!("{prefix}/tollgate_leased"),
+                &leased,
                 case,
                 keys,
             );

@@ -81,6 +81,10 @@ pub(crate) struct Timing {
     /// When the caller stops waiting, on the server's clock (µs; 0 for no deadline): a check
     /// that starts later charges nothing and answers `TOLLGATE_LATE`.
     pub(crate) deadline: u64,
+    /// The same moment on this gateway's clock, taken when the call began (so a cross-slot
+    /// check, which runs in a task of its own, keeps its caller's deadline): where a replica
+    /// wait must end.
+    pub(crate) waited_until: std::time::Instant,
 }
 
 /// One item's arguments after its kind: limit, interval, span, then four per operation (check,

@@ -148,6 +148,7 @@ impl RedisStore {
                 slack_ms: 0,
                 not_before: 0,
                 deadline: self.deadline().unwrap_or(0),
+                waited_until: self.local_deadline(),
             },
             #[cfg(feature = "testing")]
             TimeSource::Client(clock) => Timing {
@@ -155,6 +156,7 @@ impl RedisStore {
                 slack_ms: TEST_KEY_SLACK_MS,
                 not_before: 0,
                 deadline: 0,
+                waited_until: self.local_deadline(),
             },
         }
     }
@@ -198,8 +200,26 @@ impl RedisStore {
             .connection
             .invoke(call)
             .await
-            .map_err(|error| store_error(&error))?;
+            .map_err(|error| self.failed(&error))?;
         Ok(self.learn_from(reply))
+    }
+
+    /// `error` as a store error; a call the script declined as late still teaches the server's
+    /// clock (its "now" leads the message), so an offset learned too low from one slow answer,
+    /// or a server clock that stepped forward, is corrected by the next call instead of
+    /// declining every call after it.
+    fn failed(&self, error: &redis::RedisError) -> StoreError {
+        if let (TimeSource::Server, Some("TOLLGATE_LATE")) = (&self.inner.time, error.code()) {
+            let now = error
+                .detail()
+                .and_then(|detail| detail.split_whitespace().next()?.parse::<i64>().ok());
+            if let Some(now) = now {
+                self.inner
+                    .server_clock
+                    .observe(now, std::time::Instant::now());
+            }
+        }
+        store_error(error)
     }
 
     /// Learns the server clock's offset from `reply`'s "now" (every answer but `start`'s
@@ -221,6 +241,7 @@ impl RedisStore {
         call: &ScriptCall,
         planned: &[Planned],
         positions: &[usize],
+        timing: Timing,
     ) -> Result<Vec<i64>, StoreError> {
         let wait = positions
             .iter()
@@ -233,9 +254,9 @@ impl RedisStore {
         let reply = self
             .inner
             .connection
-            .invoke_acknowledged(call, slot, wait, self.local_deadline())
+            .invoke_acknowledged(call, slot, wait, timing.waited_until)
             .await
-            .map_err(|error| store_error(&error))?;
+            .map_err(|error| self.failed(&error))?;
         Ok(self.learn_from(reply))
     }
 
@@ -254,7 +275,8 @@ impl RedisStore {
         )?;
         match operation {
             Operation::Check | Operation::Enforce => {
-                self.execute_writing(&call, planned, positions).await
+                self.execute_writing(&call, planned, positions, timing)
+                    .await
             }
             _ => self.execute(&call).await,
         }

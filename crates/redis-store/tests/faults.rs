@@ -310,3 +310,88 @@ fn a_check_that_timed_out_is_never_charged_when_the_stalled_server_wakes_up() {
         );
     });
 }
+
+/// A proxy in front of `server` that holds each answer on its way back for `delay` ms (read
+/// at each answer): a slow network after the script has run.
+async fn slow_answers(server: &RedisServer, delay: Arc<AtomicU64>) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind the proxy");
+    let address = listener.local_addr().expect("an address");
+    let target = format!("127.0.0.1:{}", server.port());
+    tokio::spawn(async move {
+        while let Ok((client, _)) = listener.accept().await {
+            let Ok(upstream) = tokio::net::TcpStream::connect(&target).await else {
+                return;
+            };
+            let (mut client_in, mut client_out) = client.into_split();
+            let (mut server_in, mut server_out) = upstream.into_split();
+            tokio::spawn(async move {
+                let _ = tokio::io::copy(&mut client_in, &mut server_out).await;
+            });
+            let delay = Arc::clone(&delay);
+            tokio::spawn(async move {
+                let mut buffer = vec![0; 64 * 1024];
+                while let Ok(read) = server_in.read(&mut buffer).await {
+                    if read == 0 {
+                        return;
+                    }
+                    let held = delay.load(Ordering::SeqCst);
+                    tokio::time::sleep(Duration::from_millis(held)).await;
+                    if client_out.write_all(&buffer[..read]).await.is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    format!("redis://{address}/")
+}
+
+/// The store learns the server's clock from its first answer, which came back 1.5 s late: an
+/// offset learned too low. The next check through a `FallbackStore` is declined as late, but
+/// the declined answer teaches the clock again: every check after it is answered by Redis.
+#[test]
+fn an_offset_learned_from_a_slow_answer_is_corrected_by_the_next_call() {
+    let server = RedisServer::start().expect("start redis-server");
+    let delay = Arc::new(AtomicU64::new(0));
+    common::block_on(async {
+        let url = slow_answers(&server, Arc::clone(&delay)).await;
+        let redis = RedisStore::builder()
+            .prefix(common::unique_prefix())
+            .settings(ConnectionSettings {
+                connect_timeout: Duration::from_millis(500),
+                response_timeout: Duration::from_secs(10),
+            })
+            .connect(&url)
+            .await
+            .expect("connect through the proxy");
+        let rule = RuleId::new("payments").expect("id");
+        let key = Key::new("payer-8");
+        let quota = Quota::fixed_window(1_000, Duration::from_secs(86_400)).expect("valid");
+        let item = Item::new(&rule, quota, &key).with_store_failure(OnStoreFailure::Local);
+        delay.store(1_500, Ordering::SeqCst);
+        assert!(
+            redis
+                .check_one(&item)
+                .await
+                .expect("answered late")
+                .decision()
+                .is_allowed()
+        );
+        delay.store(0, Ordering::SeqCst);
+        let store = FallbackStore::builder(redis.clone())
+            .timeout(Duration::from_millis(300))
+            .failure_threshold(1_000)
+            .build();
+        for _ in 0..10 {
+            store.check_one(&item).await.expect("answered");
+        }
+        assert!(
+            store.stats().primary_failures <= 1,
+            "at most the first check is declined: {:?}",
+            store.stats()
+        );
+    });
+}

@@ -373,7 +373,7 @@ fn random_sequences_decide_exactly_like_the_memory_store() {
 }
 
 /// Across the whole supported clock range, up to its last microsecond, with every quota of
-/// every family (the longest spans the quotas allow among them): the same answers, and no state
+/// every family (spans up to a year, and limits up to 2^40): the same answers, and no state
 /// either store cannot read back.
 #[test]
 fn random_sequences_agree_across_the_whole_supported_clock_range() {

@@ -67,17 +67,20 @@ use crate::{
 /// `OpenWithin` answers with the local quota's decision and reports no charge (a receipt names
 /// the rule's own quota, so refunding it would take from the wrong state).
 ///
-/// **A call that timed out is not charged later.** Each call to the primary carries its
-/// deadline (now plus the timeout, read by the primary through
+/// **A call held up before it runs is not charged later.** Each call to the primary carries
+/// its deadline (now plus the timeout, read by the primary through
 /// [`store_kit::call_deadline`](crate::store_kit::call_deadline)). The Redis store hands it to
 /// its script on the server's clock: a check still queued when its caller gave up (a server
-/// stalled, then woken) starts after the deadline, charges nothing and answers
-/// `TOLLGATE_LATE`, so a caller answered by its policy never pays in Redis as well. Until the
-/// Redis store has had one answer it does not know the server's clock and sends no deadline;
-/// and the deadline it sends is early by up to one round trip, so a check that reaches the
-/// script in the last round trip before the timeout is declined too (the caller, still
-/// waiting, gets a timeout and its policy). A primary that ignores the deadline may charge a
-/// timed-out call when it runs.
+/// stalled, then woken; a request slow on its way there) starts after the deadline, charges
+/// nothing and answers `TOLLGATE_LATE`, so a caller answered by its policy does not pay in
+/// Redis as well. What it cannot cover: a script that started in time and whose **answer**
+/// came back too late (a slow network on the way back, the last round trip before the
+/// timeout) has charged, and its caller was answered by its policy too — charged twice, at
+/// most once per call in flight. Until the Redis store has had one answer it does not know the
+/// server's clock and sends no deadline, and the deadline it sends is early by about the best
+/// round trip it has seen, so a check that reaches the script in the last round trip before
+/// the timeout is declined (the caller, still waiting, gets a timeout and its policy). A
+/// primary that ignores the deadline may charge any timed-out call when it runs.
 ///
 /// # The circuit breaker
 ///

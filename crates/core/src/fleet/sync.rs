@@ -108,8 +108,9 @@ impl Synced {
     /// What a push carries: the unsynced spend, or nothing while the store is down (a push that
     /// failed may still land once the store answers, so until one answers, pushes only ask —
     /// the spend goes once it has, and the count comes out stricter by one push at most; a
-    /// store that declines calls started after their deadline, as Redis does, never lets the
-    /// failed push land, and the count stays exact).
+    /// store that declines calls started after their deadline, as Redis does, never lets a push
+    /// held up before it ran land late, so only a push whose answer alone was lost counts
+    /// twice).
     fn units_to_push(&self) -> u64 {
         if self.down { 0 } else { self.unsynced }
     }

@@ -106,8 +106,9 @@ end
 -- was answered by its failure policy (a server stalled with calls queued, say).
 local deadline = tonumber(ARGV[5])
 if operation ~= 'start' and deadline > 0 and now > deadline then
-  return redis.error_reply('TOLLGATE_LATE the call started ' .. (now - deadline)
-    .. ' us after its caller stopped waiting; nothing was charged')
+  -- "now" first: the store learns the server's clock from a declined call too.
+  return redis.error_reply(string.format('TOLLGATE_LATE %.0f the call started %.0f us after its '
+    .. 'caller stopped waiting; nothing was charged', now, now - deadline))
 end
 
 -- check, enforce and start: on working copies of each key's state, written back at the end.
