@@ -167,11 +167,8 @@ impl Limiter for TollgateLeased {
         let items = std::slice::from_ref(&item);
         let answer = match self.store.check_now(items) {
             Some(answer) => answer,
-            None => self
-                .store
-                .check(items)
-                .now_or_never()
-                .expect("over the in-memory store every call is ready"),
+            // Another thread's top-up of this lease may be on its way: wait for it.
+            None => futures_executor::block_on(self.store.check(items)),
         };
         answer
             .expect("the in-memory store does not fail")
