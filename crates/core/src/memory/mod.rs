@@ -268,8 +268,9 @@ impl<C: Clock> Inner<C> {
 
     /// One item is answered by [`check_one`](Self::check_one), inline: the answer is built
     /// where the caller keeps it (a batch answer is a few hundred bytes, and copying it
-    /// between frames cost as much as the check itself, measured with `perf`).
-    #[inline]
+    /// between frames cost as much as the check itself, measured with `perf`). Always inlined:
+    /// left to the heuristics, it stops being inlined as soon as a second caller appears.
+    #[inline(always)]
     fn check(&self, items: &[Item<'_>]) -> BatchDecision {
         match items {
             [item] => {
