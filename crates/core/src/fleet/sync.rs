@@ -46,6 +46,20 @@ struct Fleet {
 }
 
 impl Fleet {
+    /// A fleet about to be learned from `now`, in the counter's window `window`.
+    fn learning(now: Timestamp, window: u64, limit: u64, settings: SyncSettings) -> Self {
+        Fleet {
+            first_counted: now,
+            last_read: now,
+            counted_in: u64::MAX,
+            seen: 0,
+            seen_before: 0,
+            seen_window: window,
+            limit,
+            settings,
+        }
+    }
+
     /// The gateways syncing the rule at `now`, once known: from a read two intervals after this
     /// gateway first counted itself, and no longer once the last read is two of the counter's
     /// windows old (a rule counted exactly pushes nothing, so it learns the fleet again, one
@@ -220,31 +234,15 @@ impl<C: Clock + Clone> Syncs<C> {
             };
             let window =
                 now.micros_since(Timestamp::EPOCH) / micros(push.settings.presence_window()).max(1);
-            let fleet = fleets.entry(push.rule.clone()).or_insert(Fleet {
-                first_counted: now,
-                last_read: now,
-                counted_in: u64::MAX,
-                seen: 0,
-                seen_before: 0,
-                seen_window: window,
-                limit: push.quota.limit(),
-                settings: push.settings,
-            });
+            let fleet = fleets
+                .entry(push.rule.clone())
+                .or_insert_with(|| Fleet::learning(now, window, push.quota.limit(), push.settings));
             fleet.settings = push.settings;
             fleet.limit = push.quota.limit();
             let window_micros = micros(push.settings.presence_window());
             if now.micros_since(fleet.last_read) > window_micros.saturating_mul(2) {
                 // Quiet here for two windows: the fleet may have changed, learn it again.
-                *fleet = Fleet {
-                    first_counted: now,
-                    last_read: now,
-                    counted_in: u64::MAX,
-                    seen: 0,
-                    seen_before: 0,
-                    seen_window: window,
-                    limit: push.quota.limit(),
-                    settings: push.settings,
-                };
+                *fleet = Fleet::learning(now, window, push.quota.limit(), push.settings);
             }
             let cost = u64::from(fleet.counted_in != window);
             fleet.counted_in = window;
