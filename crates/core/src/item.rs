@@ -166,6 +166,7 @@ impl<'a> Item<'a> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     #[must_use]
+    #[inline]
     pub fn with_fleet_modes(mut self, modes: FleetModes<'a>) -> Self {
         self.modes = modes;
         self.quota = self.whole;

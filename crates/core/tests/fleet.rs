@@ -193,3 +193,50 @@ fn extreme_settings_tick_without_overflow() {
         }
     });
 }
+
+/// `check_now` with no Tokio runtime (a caller on a plain thread): leased checks are still
+/// decided from the lease, the top-up they start is parked rather than lost, and the next
+/// `check` (or `tick`) runs it, so the key keeps its single call and never stalls.
+#[test]
+fn check_now_without_a_runtime_parks_the_top_up_for_the_next_check() {
+    use futures_util::FutureExt;
+    let shared = MemoryStore::new();
+    let fleet = FleetStore::new(shared.clone());
+    let (rule, key, _) = partner();
+    let quota = Quota::token_bucket(1000, Rate::per_hour(1000)).expect("valid");
+    let lease = Counting::Lease(LeaseSettings::new().max_units(10));
+    let item =
+        Item::new(&rule, quota, &key).with_fleet_modes(FleetModes::new().with_counting(lease));
+    let items = [item];
+    let answered_now = std::cell::Cell::new(0);
+    let check = |fleet: &FleetStore<MemoryStore>| {
+        match fleet.check_now(&items) {
+            Some(answer) => {
+                answered_now.set(answered_now.get() + 1);
+                answer
+            }
+            None => futures_executor::block_on(fleet.check(&items)),
+        }
+        .expect("the in-memory store answers")
+        .is_allowed()
+    };
+    // The key's demand grows until leases of more than one unit are taken and topped up.
+    let admitted = (0..100).filter(|_| check(&fleet)).count();
+    assert_eq!(admitted, 100, "every check fits in a quota of 1,000");
+    futures_executor::block_on(fleet.settle());
+    let stats = fleet.stats();
+    assert!(
+        answered_now.get() > 50,
+        "most checks were decided from the lease at once, without a runtime: {} of 100 ({stats:?})",
+        answered_now.get()
+    );
+    // Nothing was lost or left on its way: once the gateway settles, the shared count holds
+    // exactly the 100 units spent.
+    let remaining = shared
+        .peek(&Item::new(&rule, quota, &key).with_cost(0))
+        .now_or_never()
+        .expect("ready")
+        .expect("peeks")
+        .remaining();
+    assert_eq!(remaining, 900, "{stats:?}");
+}

@@ -17,6 +17,7 @@ impl<S: Store, C: Clock + Clone> FleetStore<S, C> {
     /// units, keys quiet for two top-up periods give back everything, and synced keys due a
     /// push are pushed (one batch).
     pub async fn tick(&self) {
+        self.inner.run_parked().await;
         let ended = self.inner.leases.end_quiet(self.inner.clock.now());
         self.inner.give_back(ended).await;
         self.inner.push(None).await;
@@ -25,6 +26,7 @@ impl<S: Store, C: Clock + Clone> FleetStore<S, C> {
     /// Waits until no top-up, give-back or push started in the background is still running
     /// (for tests, and for a gateway stopping: then [`settle`](Self::settle)).
     pub async fn background_done(&self) {
+        self.inner.run_parked().await;
         loop {
             let idle = self.inner.idle.notified();
             if self.inner.background.load(Ordering::Acquire) == 0 {
@@ -69,6 +71,14 @@ impl<S: Store, C: Clock + Clone> FleetStore<S, C> {
 }
 
 impl<S: Store, C: Clock + Clone> Inner<S, C> {
+    /// Runs the jobs parked by checks decided with no runtime to spawn them on.
+    pub(super) async fn run_parked(&self) {
+        let parked = std::mem::take(&mut *self.parked.lock());
+        for job in parked {
+            job.await;
+        }
+    }
+
     /// Spawns `job` on the current Tokio runtime; without one, answers it (boxed) for the caller
     /// to await. Counted while it runs, for [`FleetStore::background_done`].
     pub(super) fn start(

@@ -185,35 +185,40 @@ impl<S: Store, C: Clock + Clone> Store for FleetStore<S, C> {
                 _ => return self.inner.shared.check(items).await,
             };
             let allowed = answer.decision().is_allowed() || !item.is_enforcing();
-            return Ok(BatchDecision::new(allowed, [answer]));
+            return Ok(BatchDecision::one(allowed, answer));
         }
         self.inner.check_mixed(items).await
     }
 
     /// Exact items: the shared store's own answer now, if it has one. One leased or synced item
-    /// decided from the lease or the local copy (inside a Tokio runtime, which runs what it
-    /// starts in the background); `None` when the store must be asked.
+    /// decided from the lease or the local copy (a synced one only inside a Tokio runtime, which
+    /// runs its push; a lease's top-up with no runtime waits for the next `check` or `tick`);
+    /// `None` when the store must be asked.
     fn check_now(&self, items: &[Item<'_>]) -> Option<Result<BatchDecision, StoreError>> {
-        if items.iter().all(|item| self.inner.is_exact(item)) {
-            return self.inner.shared.check_now(items);
-        }
-        let [item] = items else {
-            return None;
+        let exact = items.iter().all(|item| self.inner.is_exact(item));
+        let ([item], false) = (items, exact) else {
+            // All exact: the shared store's; several items, some local: asked in `check`.
+            return if exact {
+                self.inner.shared.check_now(items)
+            } else {
+                None
+            };
         };
-        if let Counting::Split(_) = item.counting() {
-            let (answer, _) = self.inner.split(item);
-            let allowed = answer.decision().is_allowed() || !item.is_enforcing();
-            return Some(Ok(BatchDecision::new(allowed, [answer])));
-        }
-        tokio::runtime::Handle::try_current().ok()?;
-        let now = self.inner.clock.now();
         let answer = match item.counting() {
-            Counting::Lease(settings) => self.inner.lease_now(item, settings, now)?,
-            Counting::Sync(settings) => self.inner.sync_now(item, settings, now)?,
-            _ => return None,
+            Counting::Split(_) => self.inner.split(item).0,
+            Counting::Lease(settings) => {
+                self.inner
+                    .lease_now(item, settings, self.inner.clock.now())?
+            }
+            Counting::Sync(settings) => {
+                tokio::runtime::Handle::try_current().ok()?;
+                self.inner
+                    .sync_now(item, settings, self.inner.clock.now())?
+            }
+            Counting::Exact => return None,
         };
         let allowed = answer.decision().is_allowed() || !item.is_enforcing();
-        Some(Ok(BatchDecision::new(allowed, [answer])))
+        Some(Ok(BatchDecision::one(allowed, answer)))
     }
 
     /// A split item's part, read here; every other item in the shared store.

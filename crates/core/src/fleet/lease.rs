@@ -20,7 +20,16 @@ const MAX_KEYS: usize = 1 << 16;
 /// Every lease this gateway holds, by rule and key.
 #[derive(Default)]
 pub(crate) struct Leases {
-    table: Mutex<ByKey<Lease>>,
+    table: Mutex<Table>,
+}
+
+/// The leases, and how many checks they decided here: counted under the lock a check already
+/// holds, because a shared atomic counter bumped by every check cost as much as the rest of a
+/// local spend (measured: 18 % of a leased check on the `check` bench).
+#[derive(Default)]
+struct Table {
+    leases: ByKey<Lease>,
+    decided_here: u64,
 }
 
 /// One key's leases: the parts it still holds, oldest first, the one store call on its way for
@@ -33,6 +42,8 @@ pub(crate) struct Leases {
 /// and checks that find too little meanwhile are refused here.
 struct Lease {
     parts: VecDeque<Part>,
+    /// The units `parts` hold together, kept as they change (read several times a check).
+    held: u64,
     settings: LeaseSettings,
     /// A store call for the key is on its way.
     calling: bool,
@@ -101,6 +112,7 @@ impl Leases {
     /// the call on its way, ask the store (only when `may_call`), or refuse here. `first`: this
     /// check's first look (its cost counts toward the key's demand once). Also answers the
     /// unspent units of leases that ended, to give back.
+    #[inline]
     pub(crate) fn spend(
         &self,
         item: &Item<'_>,
@@ -109,18 +121,24 @@ impl Leases {
         first: bool,
         may_call: bool,
     ) -> (Spend, Vec<Receipt>) {
-        let mut table = self.table.lock();
+        let mut guard = self.table.lock();
+        let Table {
+            leases: table,
+            decided_here,
+        } = &mut *guard;
         let mut ended = Vec::new();
         if table.len() >= MAX_KEYS && !table.contains_key(&Lookup(item.rule(), item.key())) {
             // A flood of keys: end every lease not used this very moment (its units go back),
             // so the table stays bounded; busy keys simply lease again.
-            ended = end_leases(&mut table, now, true);
+            ended = end_leases(table, now, true);
         }
-        let lease = entry(&mut table, item.rule(), item.key(), || {
+        let lease = entry(table, item.rule(), item.key(), || {
             Lease::new(settings, *item.quota(), now)
         });
         lease.settings = settings;
-        ended.extend(lease.drop_ended(now));
+        if lease.any_ended(now) {
+            ended.extend(lease.drop_ended(now));
+        }
         let cost = item.cost();
         lease.roll(now);
         if first {
@@ -130,6 +148,7 @@ impl Leases {
             lease.take(cost);
             lease.last_spend = now;
             let top_up = lease.top_up_due(now);
+            *decided_here += 1;
             return (Spend::Spent(lease.report(item.quota()), top_up), ended);
         }
         if lease.calling {
@@ -141,6 +160,7 @@ impl Leases {
         }
         if now < lease.next_call_at {
             let wait = Duration::from_micros(lease.next_call_at.micros_since(now));
+            *decided_here += 1;
             return (Spend::Refused(lease.refused_here(item, wait)), ended);
         }
         if !may_call {
@@ -159,6 +179,7 @@ impl Leases {
     pub(crate) fn landed(&self, item: &Item<'_>) -> u64 {
         self.table
             .lock()
+            .leases
             .get(&Lookup(item.rule(), item.key()))
             .map_or(u64::MAX, |lease| lease.landed)
     }
@@ -168,6 +189,7 @@ impl Leases {
     pub(crate) fn failed_since(&self, item: &Item<'_>, landed: u64) -> bool {
         self.table
             .lock()
+            .leases
             .get(&Lookup(item.rule(), item.key()))
             .is_some_and(|lease| lease.failed_at > landed)
     }
@@ -189,7 +211,7 @@ impl Leases {
         let view = *answer.decision();
         let receipt = answer.into_receipt(asked);
         let mut table = self.table.lock();
-        let Some(lease) = table.get_mut(&Lookup(asked.rule(), asked.key())) else {
+        let Some(lease) = table.leases.get_mut(&Lookup(asked.rule(), asked.key())) else {
             // Forgotten meanwhile (a reset): the units go back.
             let refused = cost.map(|_| Landed::Refused(view));
             return (refused, receipt.filter(|_| granted > 0));
@@ -222,7 +244,7 @@ impl Leases {
                 Landed::Refused(refusal(asked, &view, lease.held(), cost))
             } else {
                 if let Some(part) = part.take() {
-                    lease.parts.push_back(part);
+                    lease.add(part);
                 }
                 lease.take(cost);
                 lease.last_spend = now;
@@ -230,7 +252,7 @@ impl Leases {
             }
         });
         if let Some(part) = part {
-            lease.parts.push_back(part);
+            lease.add(part);
         }
         lease.finish_call();
         (decided, give_back)
@@ -240,7 +262,7 @@ impl Leases {
     /// policy decided, or the caller stopped waiting): the next check may ask again; waiters
     /// wake.
     pub(crate) fn call_failed(&self, rule: &RuleId, key: &Key) {
-        if let Some(lease) = self.table.lock().get_mut(&Lookup(rule, key)) {
+        if let Some(lease) = self.table.lock().leases.get_mut(&Lookup(rule, key)) {
             lease.finish_call();
             lease.failed_at = lease.landed;
         }
@@ -249,7 +271,7 @@ impl Leases {
     /// Ends the key's call without an answer and without a failure (the check that made it
     /// stopped waiting): the next check may ask again; waiters wake and ask themselves.
     pub(crate) fn call_abandoned(&self, rule: &RuleId, key: &Key) {
-        if let Some(lease) = self.table.lock().get_mut(&Lookup(rule, key)) {
+        if let Some(lease) = self.table.lock().leases.get_mut(&Lookup(rule, key)) {
             lease.finish_call();
         }
     }
@@ -258,22 +280,28 @@ impl Leases {
     /// request was refused).
     pub(crate) fn unspend(&self, item: &Item<'_>) {
         let mut table = self.table.lock();
-        if let Some(lease) = table.get_mut(&Lookup(item.rule(), item.key()))
+        if let Some(lease) = table.leases.get_mut(&Lookup(item.rule(), item.key()))
             && let Some(part) = lease.parts.back_mut()
         {
             part.units = part.units.saturating_add(item.cost());
+            lease.held = lease.held.saturating_add(item.cost());
         }
     }
 
     /// Ends leases at `now`: every part whose time is up, and every lease of a key quiet for two
     /// top-up periods. Answers the receipts of their unspent units, to give back.
     pub(crate) fn end_quiet(&self, now: Timestamp) -> Vec<Receipt> {
-        end_leases(&mut self.table.lock(), now, false)
+        end_leases(&mut self.table.lock().leases, now, false)
     }
 
     /// Keys held.
     pub(crate) fn len(&self) -> usize {
-        self.table.lock().len()
+        self.table.lock().leases.len()
+    }
+
+    /// Checks decided here, from a lease or refused while the store's refusal was remembered.
+    pub(crate) fn decided_here(&self) -> u64 {
+        self.table.lock().decided_here
     }
 
     /// Ends every lease now (a gateway settling before it stops): the receipts of all unspent
@@ -282,6 +310,7 @@ impl Leases {
         let mut give_back: Vec<Receipt> = self
             .table
             .lock()
+            .leases
             .drain()
             .flat_map(|(_, mut lease)| {
                 lease.finish_call();
@@ -294,7 +323,7 @@ impl Leases {
 
     /// Forgets the key's leases (an operator's reset: the shared state is cleared too).
     pub(crate) fn forget(&self, rule: &RuleId, key: &Key) {
-        if let Some(mut lease) = self.table.lock().remove(&Lookup(rule, key)) {
+        if let Some(mut lease) = self.table.lock().leases.remove(&Lookup(rule, key)) {
             lease.finish_call();
         }
     }
@@ -303,6 +332,7 @@ impl Leases {
     pub(crate) fn held(&self, rule: &RuleId, key: &Key) -> u64 {
         self.table
             .lock()
+            .leases
             .get(&Lookup(rule, key))
             .map_or(0, Lease::held)
     }
@@ -332,6 +362,7 @@ impl Lease {
     fn new(settings: LeaseSettings, quota: Quota, now: Timestamp) -> Self {
         Lease {
             parts: VecDeque::new(),
+            held: 0,
             settings,
             calling: false,
             landed: 0,
@@ -349,7 +380,19 @@ impl Lease {
     }
 
     fn held(&self) -> u64 {
-        self.parts.iter().map(|part| part.units).sum()
+        self.held
+    }
+
+    /// Holds a new part, the newest.
+    fn add(&mut self, part: Part) {
+        self.held = self.held.saturating_add(part.units);
+        self.parts.push_back(part);
+    }
+
+    /// Lets go of every part (their receipts, to give back).
+    fn release_all(&mut self) -> impl Iterator<Item = Part> + '_ {
+        self.held = 0;
+        self.parts.drain(..)
     }
 
     /// Starts a new demand window once a top-up period has passed, keeping the last one's
@@ -393,6 +436,16 @@ impl Lease {
     /// Takes `cost` from the oldest parts. A part spent to the last unit goes (its charge used),
     /// but the newest stays, so a spend undone ([`Leases::unspend`]) has a receipt to go back to.
     fn take(&mut self, mut cost: u64) {
+        self.held = self.held.saturating_sub(cost);
+        // The common case, every check of a busy key: the oldest part covers the cost and keeps
+        // a unit (or is the only part), so no part goes.
+        let only = self.parts.len() == 1;
+        if let Some(oldest) = self.parts.front_mut()
+            && (oldest.units > cost || (only && oldest.units == cost))
+        {
+            oldest.units -= cost;
+            return;
+        }
         for part in &mut self.parts {
             if cost == 0 {
                 break;
@@ -410,15 +463,21 @@ impl Lease {
         });
     }
 
+    /// Whether a part's time is up at `now`.
+    fn any_ended(&self, now: Timestamp) -> bool {
+        self.parts.iter().any(|part| part.ends_at <= now)
+    }
+
     /// Parts whose time is up at `now`, as receipts for their unspent units.
     fn drop_ended(&mut self, now: Timestamp) -> Vec<Receipt> {
-        if self.parts.iter().all(|part| part.ends_at > now) {
+        if !self.any_ended(now) {
             return Vec::new();
         }
         // Any part may end first (a later lease can end at its window's end): look at each.
         let (live, gone): (VecDeque<Part>, VecDeque<Part>) =
             self.parts.drain(..).partition(|part| part.ends_at > now);
         self.parts = live;
+        self.held = self.parts.iter().map(|part| part.units).sum();
         gone.into_iter().map(Part::unspent).collect()
     }
 
@@ -508,7 +567,7 @@ fn end_leases(table: &mut ByKey<Lease>, now: Timestamp, all_idle: bool) -> Vec<R
             quiet_for >= micros(lease.settings.top_up_period()).saturating_mul(2)
         };
         if quiet && !lease.calling {
-            give_back.extend(lease.parts.drain(..).map(Part::unspent));
+            give_back.extend(lease.release_all().map(Part::unspent));
             return false;
         }
         true

@@ -33,22 +33,17 @@ impl<S: Store, C: Clock + Clone> Inner<S, C> {
             let never = never_fits(item.quota());
             return Ok((ItemDecision::uncharged(never), Undo::Nothing));
         }
+        self.run_parked().await;
         let mut now = now;
         for round in 0..WAITS_AT_MOST {
             let (spend, ended) = self.leases.spend(item, settings, now, round == 0, true);
             match spend {
                 Spend::Spent(decision, top_up) => {
                     self.in_background(item, top_up, ended).await;
-                    self.counters
-                        .decided_locally
-                        .fetch_add(1, Ordering::Relaxed);
                     return Ok((ItemDecision::uncharged(decision), Undo::Lease));
                 }
                 Spend::Refused(refusal) => {
                     self.in_background(item, None, ended).await;
-                    self.counters
-                        .decided_locally
-                        .fetch_add(1, Ordering::Relaxed);
                     return Ok((ItemDecision::uncharged(refusal), Undo::Nothing));
                 }
                 Spend::Wait { notify, landed } => {
@@ -136,6 +131,9 @@ impl<S: Store, C: Clock + Clone> Inner<S, C> {
         top_up: Option<TopUp>,
         ended: Vec<Receipt>,
     ) {
+        if top_up.is_none() && ended.is_empty() {
+            return;
+        }
         for job in self.start_background(item, top_up, ended) {
             job.await;
         }
@@ -184,7 +182,8 @@ impl<S: Store, C: Clock + Clone> Inner<S, C> {
     }
 
     /// A leased item decided now, from the lease (`None`: the store must be asked, or a call on
-    /// its way waited for). Needs a runtime for what it starts in the background.
+    /// its way waited for). What it starts in the background is spawned on the current Tokio
+    /// runtime, or, with none, parked for the next call that can await it.
     pub(super) fn lease_now(
         self: &Arc<Self>,
         item: &Item<'_>,
@@ -196,17 +195,34 @@ impl<S: Store, C: Clock + Clone> Inner<S, C> {
         }
         let (spend, ended) = self.leases.spend(item, settings, now, true, false);
         let (decision, top_up) = match spend {
+            Spend::Spent(decision, None) if ended.is_empty() => {
+                // Nearly every check of a busy key: nothing to start.
+                return Some(ItemDecision::uncharged(decision));
+            }
             Spend::Spent(decision, top_up) => (Some(decision), top_up),
             Spend::Refused(decision) => (Some(decision), None),
             Spend::Wait { .. } | Spend::Call { .. } | Spend::Short => (None, None),
         };
+        self.start_or_park(item, top_up, ended);
+        Some(ItemDecision::uncharged(decision?))
+    }
+
+    /// Starts what a check decided now leaves to do (kept out of line: once a lease, not once a
+    /// check); with no runtime to spawn on, parks it for the next call that can await it.
+    #[inline(never)]
+    fn start_or_park(
+        self: &Arc<Self>,
+        item: &Item<'_>,
+        top_up: Option<TopUp>,
+        ended: Vec<Receipt>,
+    ) {
+        if top_up.is_none() && ended.is_empty() {
+            return;
+        }
         let inline = self.start_background(item, top_up, ended);
-        debug_assert!(inline.is_empty(), "check_now runs inside a runtime");
-        let decision = decision?;
-        self.counters
-            .decided_locally
-            .fetch_add(1, Ordering::Relaxed);
-        Some(ItemDecision::uncharged(decision))
+        if !inline.is_empty() {
+            self.parked.lock().extend(inline);
+        }
     }
 
     /// Gives back the unspent units these receipts hold. One that fails is dropped: its units

@@ -36,7 +36,10 @@ impl<S: Store, C: Clock + Clone> FleetStore<S, C> {
     pub fn stats(&self) -> FleetStats {
         let counters = &self.inner.counters;
         FleetStats {
-            decided_locally: counters.decided_locally.load(Ordering::Relaxed),
+            decided_locally: counters
+                .decided_locally
+                .load(Ordering::Relaxed)
+                .saturating_add(self.inner.leases.decided_here()),
             store_calls: counters.store_calls.load(Ordering::Relaxed),
             receipts_given_back: counters.receipts_given_back.load(Ordering::Relaxed),
             failed_pushes: counters.failed_pushes.load(Ordering::Relaxed),
