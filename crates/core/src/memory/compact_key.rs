@@ -2,11 +2,13 @@
 
 use std::num::NonZeroU8;
 
+use super::thin_bytes::ThinBytes;
+
 const INLINE_CAPACITY: usize = 15;
 
 /// The bytes of a [`Key`](crate::Key) as the in-memory store keeps them. Most keys (an account
 /// id, an IP block, an API key prefix) fit in 15 bytes and cost no allocation; longer ones (at
-/// most 128 bytes, see `Key`) are boxed.
+/// most 128 bytes, see `Key`) take one allocation behind a thin pointer.
 #[derive(Clone, PartialEq, Eq)]
 pub(crate) enum CompactKey {
     /// `len_plus_one - 1` bytes of `bytes` are the key (the `NonZeroU8` lets the enum use its
@@ -16,7 +18,7 @@ pub(crate) enum CompactKey {
         bytes: [u8; INLINE_CAPACITY],
     },
     /// A long key.
-    Boxed(Box<Box<[u8]>>),
+    Boxed(ThinBytes),
 }
 
 /// A key being looked up, prepared once so each candidate is compared without a `memcmp` call:
@@ -48,13 +50,16 @@ fn inline_form(key: &[u8]) -> Option<(NonZeroU8, [u8; INLINE_CAPACITY])> {
 }
 
 impl CompactKey {
+    /// `key`: a [`Key`](crate::Key)'s encoding, at most 128 bytes.
     pub(crate) fn new(key: &[u8]) -> Self {
         match inline_form(key) {
             Some((len_plus_one, bytes)) => CompactKey::Inline {
                 len_plus_one,
                 bytes,
             },
-            None => CompactKey::Boxed(Box::new(Box::from(key))),
+            None => CompactKey::Boxed(
+                ThinBytes::new(key).expect("a `Key`'s encoding is at most 128 bytes"),
+            ),
         }
     }
 
@@ -69,7 +74,7 @@ impl CompactKey {
                 },
                 Some((probe_len, probe_bytes)),
             ) => len_plus_one == probe_len && bytes == probe_bytes,
-            (CompactKey::Boxed(bytes), None) => bytes[..] == *probe.bytes,
+            (CompactKey::Boxed(bytes), None) => bytes.as_bytes() == probe.bytes,
             _ => false,
         }
     }
@@ -80,7 +85,7 @@ impl CompactKey {
                 len_plus_one,
                 bytes,
             } => &bytes[..usize::from(len_plus_one.get() - 1)],
-            CompactKey::Boxed(bytes) => bytes,
+            CompactKey::Boxed(bytes) => bytes.as_bytes(),
         }
     }
 }
@@ -96,7 +101,7 @@ mod tests {
 
     #[test]
     fn round_trips_short_and_long_keys() {
-        for len in [0, 1, 14, 15, 16, 128] {
+        for len in [0, 1, 14, 15, 16, 33, 128] {
             let key: Vec<u8> = (0..len).map(|i| i as u8).collect();
             assert_eq!(CompactKey::new(&key).as_bytes(), &key[..]);
         }

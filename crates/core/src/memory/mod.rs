@@ -67,6 +67,7 @@ mod quota_slots;
 mod shard;
 mod stored;
 mod table;
+mod thin_bytes;
 
 use std::future::{Future, ready};
 use std::hash::BuildHasher;
