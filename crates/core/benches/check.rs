@@ -20,7 +20,9 @@
 //!
 //! * `tollgate`: `Store::check_one`, the one-rule check (typed limits, single-rule routes);
 //! * `tollgate_batch`: `Store::check` on a one-item slice, answering a whole `BatchDecision`
-//!   (what a route with several rules uses).
+//!   (what a route with several rules uses);
+//! * `tollgate_batch3`: `Store::check` on three items, three rules on the caller's key;
+//! * `tollgate_leased`: the quota leased by a `FleetStore` over the in-memory store.
 //!
 //! The two-thread cases
 //! report wall-clock time divided by the checks **all** threads did (the inverse of throughput),
@@ -194,6 +196,41 @@ impl Limiter for TollgateLeased {
             None => futures_executor::block_on(self.store.check(items)),
         };
         answer
+            .expect("the in-memory store does not fail")
+            .is_allowed()
+    }
+}
+
+/// Three rules on the same caller in one `Store::check` (a route with a per-caller, a per-route
+/// and a daily rule, say): each rule's key lives in its own shard, so one lock per shard touched.
+struct TollgateBatch3 {
+    store: MemoryStore,
+    rules: [RuleId; 3],
+    quota: Quota,
+}
+
+impl TollgateBatch3 {
+    fn new(limits: &Limits) -> Self {
+        let rule = |name| RuleId::new(name).expect("the bench rule ids are valid");
+        TollgateBatch3 {
+            store: MemoryStore::new(),
+            rules: [rule("bench"), rule("bench-route"), rule("bench-daily")],
+            quota: limits.tollgate(),
+        }
+    }
+}
+
+impl Limiter for TollgateBatch3 {
+    #[inline]
+    fn check(&self, key: &Key) -> bool {
+        let items = self
+            .rules
+            .each_ref()
+            .map(|rule| Item::new(rule, self.quota, key));
+        self.store
+            .check(&items)
+            .now_or_never()
+            .expect("the in-memory store answers with a ready future")
             .expect("the in-memory store does not fail")
             .is_allowed()
     }
@@ -377,6 +414,14 @@ fn main() {
                 &mut group,
                 &format!("{prefix}/tollgate_batch"),
                 &batch,
+                case,
+                keys,
+            );
+            let three = TollgateBatch3::new(&limits);
+            bench_case(
+                &mut group,
+                &format!("{prefix}/tollgate_batch3"),
+                &three,
                 case,
                 keys,
             );

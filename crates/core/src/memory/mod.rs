@@ -320,19 +320,11 @@ impl<C: Clock> Inner<C> {
         at: Location,
         now: Timestamp,
     ) -> Option<ItemDecision> {
-        let one_timestamp = matches!(
-            item.quota().algorithm(),
-            Algorithm::TokenBucket | Algorithm::LeakyBucket
-        );
-        if !one_timestamp {
+        if !keeps_one_timestamp(item) {
             return None;
         }
         let shard = self.shards[at.shard].0.read();
-        let table = shard.table::<AtomicTat>(at.rule)?;
-        let slot = table.slots.find(item.quota())?;
-        let cell = table.find(at.hash, item.key().as_bytes())?;
-        let (decision, charge) =
-            cell.check_shared(item.quota(), slot, now, item.cost(), item.is_enforcing())?;
+        let (decision, charge) = check_known_timestamp(&shard, at, item, now)?;
         Some(ItemDecision::new(decision, charge))
     }
 
@@ -372,7 +364,17 @@ impl<C: Clock> Inner<C> {
                     0,
                 )
             } else if item.is_enforcing() {
-                ops::evaluate(&mut guards[slot(at)], *at, item, now, not_before, self)
+                let shard = &mut guards[slot(at)];
+                // A key the store holds, as `check_one` does it (the lock is already held);
+                // pacing scheduled after another rule's slot takes the general path.
+                let known =
+                    (item.take() == Take::Exact && not_before == now && keeps_one_timestamp(item))
+                        .then(|| check_known_timestamp_exclusive(shard, *at, item, now))
+                        .flatten();
+                match known {
+                    Some((decision, charge)) => (decision, charge, 0),
+                    None => ops::evaluate(shard, *at, item, now, not_before, self),
+                }
             } else {
                 // Filled in below, once the request's fate is known.
                 (Decision::allowed(0, 0, std::time::Duration::ZERO), None, 0)
@@ -437,6 +439,47 @@ impl<C: Clock> Inner<C> {
         let at = self.locate(rule, key);
         ops::reset(&mut self.lock(at.shard), at, key.as_bytes());
     }
+}
+
+/// Whether `item`'s algorithm keeps one timestamp (token bucket, GCRA, pacing), the state the
+/// compare-and-swap path can check.
+#[inline]
+fn keeps_one_timestamp(item: &Item<'_>) -> bool {
+    matches!(
+        item.quota().algorithm(),
+        Algorithm::TokenBucket | Algorithm::LeakyBucket
+    )
+}
+
+/// A one-timestamp check of a key `shard` already holds under `item`'s quota, by one
+/// compare-and-swap on its cell; `None` for the exclusive path (a new key, another quota, a state
+/// to rewrite first).
+#[inline]
+fn check_known_timestamp(
+    shard: &Shard,
+    at: Location,
+    item: &Item<'_>,
+    now: Timestamp,
+) -> Option<(Decision, Option<crate::Charge>)> {
+    let table = shard.table::<AtomicTat>(at.rule)?;
+    let slot = table.slots.find(item.quota())?;
+    let cell = table.find(at.hash, item.key().as_bytes())?;
+    cell.check_shared(item.quota(), slot, now, item.cost(), item.is_enforcing())
+}
+
+/// [`check_known_timestamp`] on a shard whose exclusive lock is held: the same decision,
+/// written without an atomic instruction.
+#[inline]
+fn check_known_timestamp_exclusive(
+    shard: &mut Shard,
+    at: Location,
+    item: &Item<'_>,
+    now: Timestamp,
+) -> Option<(Decision, Option<crate::Charge>)> {
+    let table = shard.table_mut::<AtomicTat>(at.rule);
+    let slot = table.slots.find(item.quota())?;
+    let (cell, _) = table.find_written(at.hash, item.key().as_bytes())?;
+    cell.check_exclusive(item.quota(), slot, now, item.cost(), item.is_enforcing())
 }
 
 impl<C: Clock> MemoryStore<C> {
