@@ -21,8 +21,8 @@
 //! an hour, windows last a day); the sliding window log gets three checks per key, so each log
 //! holds three entries (checked with `ZCARD`). **Baseline**, measured in the same run: a plain
 //! `SET <name> <16-digit integer> PX 60000` on the token bucket's very names — a µs timestamp,
-//! the heart of what a GCRA or token bucket key holds (its value is `tat:interval`, the
-//! timestamp and the emission interval it was written under), with no tollgate in between.
+//! the heart of what a GCRA or token bucket key holds (its value is that timestamp and the
+//! emission interval it was written under, packed in 8 bytes or so), with no tollgate in between.
 //!
 //! Target: at most 100 bytes per key (`MEMORY USAGE`) for token bucket, GCRA and fixed window.
 //!
