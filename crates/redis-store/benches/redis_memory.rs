@@ -21,10 +21,13 @@
 //! an hour, windows last a day); the sliding window log gets three checks per key, so each log
 //! holds three entries (checked with `ZCARD`). **Baseline**, measured in the same run: a plain
 //! `SET <name> <16-digit integer> PX 60000` on the token bucket's very names — a µs timestamp,
-//! the heart of what a GCRA or token bucket key holds (its value is `tat:interval`, the
-//! timestamp and the emission interval it was written under), with no tollgate in between.
+//! the heart of what a GCRA or token bucket key holds (its value is that timestamp and the
+//! emission interval it was written under, packed in 8 bytes or so), with no tollgate in between.
 //!
-//! Target: at most 100 bytes per key (`MEMORY USAGE`) for token bucket, GCRA and fixed window.
+//! Target: at most 88 bytes per key (`MEMORY USAGE`) for token bucket, GCRA and fixed window
+//! (issue 25: the name's 32-byte allocation, a value of at most 12 bytes in one 32-byte
+//! allocation with its object, and the 24-byte table entry; names of 31 bytes or more cost 16
+//! more, as some of `--callers ipv4`'s do).
 //!
 //! Run: `cargo bench -p tollgate-redis --bench redis_memory -- [--keys N] [--callers ipv4]
 //! [NAME]` (NAME: only the cases whose name contains it), or `scripts/bench-redis`. About half
@@ -57,7 +60,7 @@ const HOUR: Duration = Duration::from_secs(3_600);
 const DAY: Duration = Duration::from_secs(86_400);
 
 /// Target for token bucket, GCRA and fixed window, bytes per key.
-const TARGET_BYTES: f64 = 100.0;
+const TARGET_BYTES: f64 = 88.0;
 
 /// One algorithm's case.
 struct Case {

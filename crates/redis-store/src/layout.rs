@@ -68,14 +68,19 @@ impl StateFormat {
         }
     }
 
-    /// The format's letter and version: bump a version when its encoding changes.
+    /// The format's letter and version: bump a version when its encoding changes in a way this
+    /// version cannot read the old encoding of (`t2`, `w2` and `s2` went from decimal text to
+    /// packed bytes and kept their names, since the script reads both; see `lua/state.lua`).
     fn tag(self) -> &'static str {
         match self {
-            // 2: "tat:interval", the emission interval the TAT was written under.
+            // 2: the TAT and the emission interval it was written under ("tat:interval" in
+            // decimal, now packed).
             StateFormat::Timestamp => "t2",
-            // 2: "start:length:count", µs (1 was "window number:count").
+            // 2: start, length (µs) and count ("start:length:count" in decimal, now packed;
+            // 1 was "window number:count").
             StateFormat::FixedWindow => "w2",
-            // 2: "start:length:previous:current".
+            // 2: start, length, previous and current count ("start:length:previous:current" in
+            // decimal, now packed).
             StateFormat::SlidingCounter => "s2",
             // 2: members carry a running total ("at:cost:cumulative"); 3: the expiry follows
             // the window of the latest check, which may have grown.

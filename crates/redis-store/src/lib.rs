@@ -79,11 +79,20 @@
 //!
 //! | algorithm | type | value | expires |
 //! |---|---|---|---|
-//! | token bucket, GCRA, pacing (`t2`) | string | `tat:interval`: the theoretical arrival time and the emission interval it was written under | when full again |
-//! | fixed window (`w2`) | string | `start:length:count` | at the window's end |
-//! | sliding window counter (`s2`) | string | `start:length:previous:current` | one window after the current one ends |
+//! | token bucket, GCRA, pacing (`t2`) | string | the theoretical arrival time and the emission interval it was written under, packed: 7 bytes of TAT (most significant first), then the interval | when full again |
+//! | fixed window (`w2`) | string | the window's start, length and count, packed: a form byte, the start (as a number of windows since the epoch), the length, the count | at the window's end |
+//! | sliding window counter (`s2`) | string | as the fixed window's, with the previous and the current count | one window after the current one ends |
 //! | sliding window log (`l3`) | sorted set | `at:cost:cumulative` scored by `at`: one member per µs, with the running total, so a check reads two entries instead of summing the log (refunding the newest entry touches one member; refunding an older one rewrites the entries after it — about 0.5 s of server time behind 100,000 entries, so keep logs for small, strict limits) | one window after the newest entry, under the window of the latest check (every check sets it again, since a changed quota may have lengthened the window) |
 //! | refund marker (`r1`) | string | `1` | when the refunded charge could no longer matter |
+//!
+//! The string states are binary so that a key costs what Redis's smallest allocation for a short
+//! string allows: a value of at most 12 bytes shares 32 bytes with its object, 88 B a key in all
+//! for a 27-byte name (the decimal text before, `tat:interval` and `start:length:count`, took
+//! 104 and 120). The numbers are varints, and a duration is counted in the largest of µs, ms, s
+//! and minutes that divides it, so a bucket refilling over an hour takes 8 bytes and a day's
+//! window counting thousands 8; `src/lua/state.lua` describes the bytes. `redis-cli --no-raw GET`
+//! shows them escaped. A state in that decimal text (from a gateway of an earlier version) is
+//! still read, and written packed on its next change.
 //!
 //! **Rolling upgrades.** A layout version is part of the key name, so gateways of two versions
 //! never misread each other's state — but they do not share it either: while both run, each
@@ -92,8 +101,16 @@
 //! keys are such old keys: the formats above replaced them. To avoid the double allowance,
 //! switch every gateway at once, or accept it for one window's length.
 //!
+//! The packed values kept their layouts' names (`t2`, `w2`, `s2`), because this version reads
+//! the decimal text the one before wrote: upgrading carries every caller's state over. The other
+//! way does not hold: a gateway of the version before cannot read a packed value, and a check
+//! there on a key an upgraded gateway has written fails as on a value tollgate did not write
+//! (below) — the rule's failure plan applies — until that gateway is upgraded too or the key
+//! expires. Upgrade every gateway close together, and give a failure plan that suits the gap.
+//!
 //! **Values tollgate did not write.** A state key holding anything else — a hand-set value, a
-//! zero interval, a log member of another shape — makes every check and refund that touches it
+//! zero interval, a packed value cut short or with bytes left over, a log member of another
+//! shape — makes every check and refund that touches it
 //! fail with a `StoreError` saying `the value at <key> is not a tollgate state` (a value of the
 //! wrong Redis type fails with `WRONGTYPE`), before anything is written; the rule's failure plan
 //! then applies. It is never read as "no state", which would hand the caller a fresh quota.

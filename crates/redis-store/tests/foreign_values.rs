@@ -15,10 +15,17 @@ fn cli(args: &[&str]) -> String {
     common::server().cli(args).expect("redis-cli answers")
 }
 
-/// Spends `quota` for one caller, then runs `command` on its state's key (redis-cli words, the
-/// key's name after the first) and checks again: the check fails with an error naming the key,
-/// and a refund of an earlier charge fails the same way.
-fn overwritten_state_is_an_error(rule: &str, quota: Quota, command: &[&str]) {
+/// How a test puts something foreign at a state's key.
+enum Overwrite<'a> {
+    /// redis-cli words, the key's name after the first.
+    Cli(&'a [&'a str]),
+    /// `SET <key> <bytes>`, for values redis-cli's arguments cannot carry.
+    Bytes(&'a [u8]),
+}
+
+/// Spends `quota` for one caller, then overwrites its state's key and checks again: the check
+/// fails with an error naming the key, and a refund of an earlier charge fails the same way.
+fn overwritten_state_is_an_error(rule: &str, quota: Quota, overwrite: Overwrite<'_>) {
     let clock = ManualClock::new(START);
     let store: RedisStore = common::standalone_store(clock.clone());
     let rule = RuleId::new(rule).expect("a valid rule id");
@@ -37,9 +44,14 @@ fn overwritten_state_is_an_error(rule: &str, quota: Quota, command: &[&str]) {
         let name = store
             .stored_key(&rule, &key, quota.algorithm())
             .expect("a key");
-        let mut words = vec![command[0], name.as_str()];
-        words.extend_from_slice(&command[1..]);
-        cli(&words);
+        match overwrite {
+            Overwrite::Cli(command) => {
+                let mut words = vec![command[0], name.as_str()];
+                words.extend_from_slice(&command[1..]);
+                cli(&words);
+            }
+            Overwrite::Bytes(value) => common::set_bytes(&name, value).await,
+        }
 
         let error = store
             .check_one(&item)
@@ -70,7 +82,11 @@ fn garbage_at_a_bucket_key_is_an_error_not_a_fresh_bucket() {
         .iter()
         .enumerate()
     {
-        overwritten_state_is_an_error(&format!("foreign-t{i}"), quota, &["set", value]);
+        overwritten_state_is_an_error(
+            &format!("foreign-t{i}"),
+            quota,
+            Overwrite::Cli(&["set", value]),
+        );
     }
 }
 
@@ -82,7 +98,11 @@ fn garbage_at_a_window_key_is_an_error_not_a_fresh_window() {
         Quota::sliding_window_counter(3, hour).expect("valid"),
     ];
     for (i, quota) in windows.into_iter().enumerate() {
-        overwritten_state_is_an_error(&format!("foreign-w{i}"), quota, &["set", "not-a-state"]);
+        overwritten_state_is_an_error(
+            &format!("foreign-w{i}"),
+            quota,
+            Overwrite::Cli(&["set", "not-a-state"]),
+        );
     }
 }
 
@@ -91,5 +111,90 @@ fn garbage_at_a_window_key_is_an_error_not_a_fresh_window() {
 #[test]
 fn a_foreign_member_in_a_log_is_an_error_not_an_empty_log() {
     let quota = Quota::sliding_window_log(3, Duration::from_secs(3600)).expect("valid");
-    overwritten_state_is_an_error("foreign-l", quota, &["zadd", "9999999999999999", "junk"]);
+    overwritten_state_is_an_error(
+        "foreign-l",
+        quota,
+        Overwrite::Cli(&["zadd", "9999999999999999", "junk"]),
+    );
+}
+
+/// `n` as the packed values' varint: 7 bits a byte, least significant first, the high bit set
+/// on every byte but the last.
+fn varint(mut n: u64) -> Vec<u8> {
+    let mut bytes = Vec::new();
+    while n >= 128 {
+        bytes.push((n % 128) as u8 | 0x80);
+        n /= 128;
+    }
+    bytes.push(n as u8);
+    bytes
+}
+
+/// `parts` one after the other.
+fn joined(parts: &[&[u8]]) -> Vec<u8> {
+    parts.concat()
+}
+
+/// Binary values that look packed (a first byte below 0x20) but are not a bucket's state: cut
+/// short, an interval of 0, a byte too many, a number longer or in a smaller unit than its one
+/// encoding. Each is refused rather than read as some bucket.
+#[test]
+fn binary_garbage_at_a_bucket_key_is_an_error_not_a_misread_bucket() {
+    let quota = Quota::token_bucket(3, Rate::per_hour(3)).expect("valid");
+    let tat = (START.as_micros() + 1_000).to_be_bytes();
+    let tat: &[u8] = &tat[1..];
+    let values = [
+        joined(&[tat]),
+        joined(&[&tat[..6], &[0x1b]]),
+        joined(&[tat, &[0x00]]),
+        joined(&[tat, &[0x03]]),
+        joined(&[tat, &[0x1b, 0x00]]),
+        joined(&[tat, &[0x9b]]),
+        joined(&[tat, &[0x9b, 0x00]]),
+        // 1,200 s in seconds (1,200 × 4 + 2): a whole number of minutes has one encoding.
+        joined(&[tat, &varint(1_200 * 4 + 2)]),
+        // A varint of 9 bytes, past 2^53.
+        joined(&[tat, &[0xff; 8], &[0x01]]),
+        vec![0xff; 8],
+        vec![0x00; 8],
+    ];
+    for (i, value) in values.iter().enumerate() {
+        overwritten_state_is_an_error(&format!("foreign-tb{i}"), quota, Overwrite::Bytes(value));
+    }
+}
+
+/// The same for windows: a form byte other than 1 or 2, a start in µs on a window boundary (it
+/// has one encoding: counted in lengths), a length of 0, a start past 2^53 µs, a count missing,
+/// cut short or followed by a byte too many; and a fixed window's value at a sliding counter's
+/// key (one count short).
+#[test]
+fn binary_garbage_at_a_window_key_is_an_error_not_a_misread_window() {
+    let hour = Duration::from_secs(3_600);
+    let index = varint(START.as_micros() / 3_600_000_000);
+    let start = varint(START.as_micros());
+    // 60 minutes: 60 × 4 + 3.
+    let length: &[u8] = &[0xf3, 0x01];
+    let fixed = [
+        joined(&[&[0x03], &index, length, &[0x01]]),
+        joined(&[&[0x00], &index, length, &[0x01]]),
+        joined(&[&[0x02], &start, length, &[0x01]]),
+        joined(&[&[0x01], &index, &[0x00], &[0x01]]),
+        joined(&[&[0x01], &varint(1 << 52), length, &[0x01]]),
+        joined(&[&[0x01], &index, length]),
+        joined(&[&[0x01], &index, length, &[0x81]]),
+        joined(&[&[0x01], &index, length, &[0x01, 0x00]]),
+    ];
+    let quota = Quota::fixed_window(3, hour).expect("valid");
+    for (i, value) in fixed.iter().enumerate() {
+        overwritten_state_is_an_error(&format!("foreign-wb{i}"), quota, Overwrite::Bytes(value));
+    }
+    let sliding = [
+        joined(&[&[0x01], &index, length, &[0x01]]),
+        joined(&[&[0x01], &index, length, &[0x01, 0x01, 0x01]]),
+        joined(&[&[0x05], &index, length, &[0x01, 0x01]]),
+    ];
+    let quota = Quota::sliding_window_counter(3, hour).expect("valid");
+    for (i, value) in sliding.iter().enumerate() {
+        overwritten_state_is_an_error(&format!("foreign-sb{i}"), quota, Overwrite::Bytes(value));
+    }
 }

@@ -94,7 +94,10 @@ fn families() -> Vec<Vec<Quota>> {
 
 /// Deletes the state in `KEYS[1]` (shape `ARGV[1]`: t, w, s or l) if it is idle at `ARGV[2]`
 /// µs, by the rule of `AlgorithmState::idle_at` (a log: its newest entry plus `ARGV[3]`, the
-/// window of the quota it was last checked under).
+/// window of the quota it was last checked under). Reads the packed values of `state.lua` with a
+/// decoder of its own: a bucket's TAT is its first 7 bytes, most significant first; a window's
+/// value is a form byte (1: the start counted in lengths, 2: in µs), the start, the length (m × 4
+/// + u for m units of µs, ms, s or min) and the counts, each a varint (7 bits a byte, low first).
 const DROP_IF_IDLE: &str = r"
 local key, shape, now, window = KEYS[1], ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 if shape == 'l' then
@@ -106,8 +109,28 @@ if shape == 'l' then
 end
 local value = redis.call('GET', key)
 if not value then return 0 end
+local function varint(at)
+  local n, scale = 0, 1
+  while true do
+    local byte = string.byte(value, at)
+    at = at + 1
+    if byte < 128 then return n + byte * scale, at end
+    n, scale = n + (byte - 128) * scale, scale * 128
+  end
+end
 local n = {}
-for number in string.gmatch(value, '%d+') do n[#n + 1] = tonumber(number) end
+if shape == 't' then
+  n[1] = 0
+  for i = 1, 7 do n[1] = n[1] * 256 + string.byte(value, i) end
+else
+  local start, at = varint(2)
+  local code
+  code, at = varint(at)
+  local length = math.floor(code / 4) * ({1, 1000, 1000000, 60000000})[code % 4 + 1]
+  if string.byte(value, 1) == 1 then start = start * length end
+  n[1], n[2] = start, length
+  while at <= #value do n[#n + 1], at = varint(at) end
+end
 local idle = 0
 if shape == 't' then
   idle = n[1]

@@ -95,8 +95,13 @@ fn an_acknowledged_count_is_on_the_replica_when_the_answer_comes() {
             if store.connection().replica_acks().acknowledged == before {
                 continue;
             }
-            let on_replica = replica.cli(&["GET", &stored]).expect("read the replica");
-            let on_master = master.cli(&["GET", &stored]).expect("read the master");
+            // Quoted (`--no-raw`): the value is binary, and raw bytes would be read lossily.
+            let on_replica = replica
+                .cli(&["--no-raw", "GET", &stored])
+                .expect("read the replica");
+            let on_master = master
+                .cli(&["--no-raw", "GET", &stored])
+                .expect("read the master");
             assert_eq!(
                 on_replica, on_master,
                 "admission {admitted}, acknowledged: the replica holds the master's count"

@@ -1,38 +1,246 @@
 -- tollgate: reading and writing one key's state. Every state records what it was written under,
 -- so it keeps its meaning when the quota changes (see tollgate_core::algorithm):
---   t2 (token bucket, GCRA, pacing): "tat:interval", µs;
---   w2 (fixed window): "start:length:count", µs and units;
---   s2 (sliding counter): "start:length:previous:current";
+--   t2 (token bucket, GCRA, pacing): the TAT and the emission interval it was written under;
+--   w2 (fixed window): the window's start and length, and its count;
+--   s2 (sliding counter): the window's start and length, and the previous and current counts;
 --   l3 (sliding log): a sorted set of "at:cost:cumulative" members scored by "at" (absolute
 --   times, read with the current window).
 -- A state is a table {fam = 't' | 'w' | 's' | 'l', key = ..., ...}; `exists` says whether the
 -- key held one, `dirty` whether it must be written back. Every write sets the key to expire once
 -- dropping it would lose nothing, and deletes it when that is already so.
+--
+-- The string states are packed in binary, because Redis keeps a short string in one allocation
+-- with its object (16 bytes, a 3-byte header, the value and a terminator) from jemalloc's size
+-- classes: a value of at most 12 bytes takes the 32-byte class, where the decimal text of the
+-- format before this one ("1796000000000000:360000000") took 48 or 64. Times and durations are
+-- µs; every number is whole and below 2^53.
+--   t2: the TAT in 7 bytes, most significant first (so the first byte is below 0x20), then the
+--       interval as a duration;
+--   w2: a form byte, the start, the length as a duration, then the count as a varint; form 1
+--       stores the start as a number of lengths since the epoch (windows start at whole
+--       multiples of their length, and a day's window number takes 3 bytes where its µs take
+--       8), form 2 in µs (a start off those boundaries, which tollgate never writes; kept so
+--       that every state can be written);
+--   s2: as w2, with the previous and the current count.
+-- A varint holds 7 bits a byte, least significant first, with the high bit set on every byte but
+-- the last. A duration is the varint of m × 4 + u: m whole units of DURATION_UNITS[u + 1] (µs,
+-- ms, s, min), the largest that divides it, so an hour's interval takes 2 bytes, not 5. A
+-- bucket refilling 10 an hour takes 8 bytes, a day's window counting thousands 8.
+-- Every state has exactly one encoding: a value that is not one (cut short, with bytes left
+-- over, a number longer than it need be or in a smaller unit than it could be) is unreadable.
+--
+-- Values in the decimal text of the format before ("tat:interval", "start:length:count",
+-- "start:length:previous:current") are still read, and written packed on the next write: a
+-- packed value starts with a byte below 0x20, a decimal one with a digit.
 
--- The fields of the value at `key` matching `pattern`, as numbers; nil when the key holds
--- nothing. A value that does not match, or whose interval or length is 0, is unreadable.
-local function parse(key, pattern, expected)
+-- The units a duration may be counted in, each a multiple of the one before.
+local DURATION_UNITS = {1, 1000, 1000000, 60000000}
+
+-- a - floor(a / b) * b, exactly (Lua's % is off by b when a / b rounds up to a whole number).
+local function remainder(a, b)
+  return a - idiv(a, b) * b
+end
+
+-- `n` as a varint.
+local function varint(n)
+  local bytes = {}
+  while n >= 128 do
+    local low = n % 128
+    bytes[#bytes + 1] = low + 128
+    n = (n - low) / 128
+  end
+  bytes[#bytes + 1] = n
+  return string.char(unpack(bytes))
+end
+
+-- The varint at byte `at` of `value`, and the position after it; nil when the value ends inside
+-- it, when it is longer than it need be (a last byte of 0 after others), or when it reaches
+-- 2^53 (a double's sum stays at or above 2^53 once the exact one is, so that check holds).
+local function read_varint(value, at)
+  local n, scale = 0, 1
+  for i = at, at + 7 do
+    local byte = string.byte(value, i)
+    if not byte then return nil end
+    if byte < 128 then
+      if byte == 0 and i > at then return nil end
+      n = n + byte * scale
+      if n >= TWO_53 then return nil end
+      return n, i + 1
+    end
+    n = n + (byte - 128) * scale
+    scale = scale * 128
+  end
+  return nil
+end
+
+-- `micros` (> 0) as a duration. m × 4 + u may pass 2^53 (an interval of up to 2^52 µs in µs):
+-- its first byte is written from m's low 5 bits, the rest is the varint of m's higher bits.
+local function duration(micros)
+  local unit = #DURATION_UNITS
+  while remainder(micros, DURATION_UNITS[unit]) ~= 0 do unit = unit - 1 end
+  local m = idiv(micros, DURATION_UNITS[unit])
+  local low = m % 32
+  local high = (m - low) / 32
+  local first = low * 4 + unit - 1
+  if high == 0 then return string.char(first) end
+  return string.char(first + 128) .. varint(high)
+end
+
+-- The duration at byte `at` of `value`, µs, and the position after it; nil when it is not one
+-- (cut short, 0, 2^53 µs or more, or not in its one encoding: a longer varint than needed, or a
+-- smaller unit than the largest that divides it).
+local function read_duration(value, at)
+  local first = string.byte(value, at)
+  if not first then return nil end
+  local unit = first % 4 + 1
+  local m, after = idiv(first % 128, 4), at + 1
+  if first >= 128 then
+    local high
+    high, after = read_varint(value, at + 1)
+    if not high or high == 0 then return nil end
+    m = m + high * 32
+  end
+  local micros = m * DURATION_UNITS[unit]
+  if m == 0 or micros >= TWO_53 then return nil end
+  local larger = DURATION_UNITS[unit + 1]
+  if larger and remainder(micros, larger) == 0 then return nil end
+  return micros, after
+end
+
+-- `n` (below 2^56) in 7 bytes, most significant first.
+local function fixed7(n)
+  local bytes = {}
+  for i = 7, 1, -1 do
+    local low = n % 256
+    bytes[i] = low
+    n = (n - low) / 256
+  end
+  return string.char(unpack(bytes))
+end
+
+-- A packed bucket value as {tat, interval}, or nil.
+local function unpack_tat(value)
+  if #value < 8 then return nil end
+  local tat = 0
+  for i = 1, 7 do tat = tat * 256 + string.byte(value, i) end
+  local interval, after = read_duration(value, 8)
+  if after ~= #value + 1 then return nil end
+  return {tat, interval}
+end
+
+-- A packed window value with `counts` counts as {start, length, counts...}, or nil.
+local function unpack_window(value, counts)
+  local form = string.byte(value, 1)
+  if form ~= 1 and form ~= 2 then return nil end
+  local start, at = read_varint(value, 2)
+  if not start then return nil end
+  local length
+  length, at = read_duration(value, at)
+  if not length then return nil end
+  if form == 1 then
+    start = start * length
+    if start >= TWO_53 then return nil end
+  elseif remainder(start, length) == 0 then
+    return nil
+  end
+  local fields = {start, length}
+  for i = 1, counts do
+    fields[2 + i], at = read_varint(value, at)
+    if not at then return nil end
+  end
+  if at ~= #value + 1 then return nil end
+  return fields
+end
+
+-- A window's start, length and counts, packed.
+local function pack_window(start, length, counts)
+  local index = idiv(start, length)
+  local parts
+  if index * length == start then
+    parts = {string.char(1), varint(index), duration(length)}
+  else
+    parts = {string.char(2), varint(start), duration(length)}
+  end
+  for _, count in ipairs(counts) do parts[#parts + 1] = varint(count) end
+  return table.concat(parts)
+end
+
+-- The decimal text of the format before, as numbers; nil when `value` does not match `pattern`
+-- or holds a number of 2^53 or more.
+local function unpack_decimal(value, pattern)
+  local fields = {string.match(value, pattern)}
+  if #fields == 0 then return nil end
+  for i, field in ipairs(fields) do
+    fields[i] = tonumber(field)
+    if fields[i] >= TWO_53 then return nil end
+  end
+  return fields
+end
+
+-- How each kind's value is read: packed, in decimal, the field count, and the format expected
+-- (for the error on a value that is neither).
+local FORMATS = {
+  t = {
+    unpack = unpack_tat, pattern = '^(%d+):(%d+)$',
+    expected = '7 bytes of TAT then the interval, packed; or the older "tat:interval"',
+  },
+  w = {
+    unpack = function(value) return unpack_window(value, 1) end,
+    pattern = '^(%d+):(%d+):(%d+)$',
+    expected = 'a form byte, start, length and count, packed; or the older "start:length:count"',
+  },
+  s = {
+    unpack = function(value) return unpack_window(value, 2) end,
+    pattern = '^(%d+):(%d+):(%d+):(%d+)$',
+    expected = 'a form byte, start, length, previous and current count, packed; or the older '
+      .. '"start:length:previous:current"',
+  },
+}
+
+-- The fields of `value` (a state of kind 't', 'w' or 's'), as numbers, or nil when it is not
+-- one: packed if it starts with a byte below 0x20, the decimal text of the format before if it
+-- starts with a digit. A state's interval or length is never 0.
+local function unpack_state(kind, value)
+  local format = FORMATS[kind]
+  local first = string.byte(value, 1)
+  local fields
+  if first and first < 0x20 then
+    fields = format.unpack(value)
+  elseif first and first >= 0x30 and first <= 0x39 then
+    fields = unpack_decimal(value, format.pattern)
+  end
+  if fields and fields[2] == 0 then return nil end
+  return fields
+end
+
+-- The fields of the state at `key` (nil when the key holds nothing); a value that is not a
+-- state is unreadable.
+local function parse(key, kind)
   local value = redis.call('GET', key)
   if not value then return nil end
-  local fields = {string.match(value, pattern)}
-  if #fields == 0 then unreadable(key, expected) end
-  for i, field in ipairs(fields) do fields[i] = tonumber(field) end
-  if fields[2] == 0 or fields[1] >= TWO_53 then unreadable(key, expected) end
+  local fields = unpack_state(kind, value)
+  if not fields then unreadable(key, FORMATS[kind].expected) end
   return fields
+end
+
+-- A state's value, packed.
+local function pack_state(s)
+  if s.fam == 't' then return fixed7(s.tat) .. duration(s.interval) end
+  if s.fam == 'w' then return pack_window(s.start, s.length, {s.count}) end
+  return pack_window(s.start, s.length, {s.previous, s.current})
 end
 
 local function load(key, kind)
   if kind == 'g' or kind == 'p' then
-    local f = parse(key, '^(%d+):(%d+)$', '"tat:interval"') or {0, 0}
+    local f = parse(key, 't') or {0, 0}
     return {fam = 't', key = key, exists = f[2] ~= 0, tat = f[1], interval = f[2]}
   elseif kind == 'w' then
-    local f = parse(key, '^(%d+):(%d+):(%d+)$', '"start:length:count"') or {0, 0, 0}
+    local f = parse(key, 'w') or {0, 0, 0}
     return {
       fam = 'w', key = key, exists = f[2] ~= 0, start = f[1], length = f[2], count = f[3],
     }
   elseif kind == 's' then
-    local f = parse(key, '^(%d+):(%d+):(%d+):(%d+)$', '"start:length:previous:current"')
-      or {0, 0, 0, 0}
+    local f = parse(key, 's') or {0, 0, 0, 0}
     return {
       fam = 's', key = key, exists = f[2] ~= 0,
       start = f[1], length = f[2], previous = f[3], current = f[4],
@@ -135,15 +343,7 @@ local function save(s, window)
     if s.exists then redis.call('DEL', key) end
     return
   end
-  local value
-  if s.fam == 't' then
-    value = fmt(s.tat) .. ':' .. fmt(s.interval)
-  elseif s.fam == 'w' then
-    value = fmt(s.start) .. ':' .. fmt(s.length) .. ':' .. fmt(s.count)
-  else
-    value = fmt(s.start) .. ':' .. fmt(s.length) .. ':' .. fmt(s.previous) .. ':' .. fmt(s.current)
-  end
-  redis.call('SET', key, value, 'PX', ttl_ms(idle - now))
+  redis.call('SET', key, pack_state(s), 'PX', ttl_ms(idle - now))
 end
 
 -- Writes log entries with as few ZADD calls as Lua's argument limit allows.

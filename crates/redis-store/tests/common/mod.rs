@@ -100,3 +100,34 @@ pub fn cluster_store(clock: ManualClock) -> RedisStore {
 pub fn server_time_store() -> RedisStore {
     store_on(standalone_connection(), None)
 }
+
+/// A plain redis-rs connection to this binary's server, for what redis-cli's arguments cannot
+/// carry (values with any bytes) and for scripts of a test's own.
+pub async fn direct_connection() -> redis::aio::MultiplexedConnection {
+    let client = redis::Client::open(server().url()).expect("a valid url");
+    client
+        .get_multiplexed_async_connection()
+        .await
+        .expect("connect to redis-server")
+}
+
+/// `SET name value` on this binary's server, whatever bytes `value` holds.
+pub async fn set_bytes(name: &str, value: &[u8]) {
+    let mut connection = direct_connection().await;
+    let () = redis::cmd("SET")
+        .arg(name)
+        .arg(value)
+        .query_async(&mut connection)
+        .await
+        .expect("SET answers");
+}
+
+/// `GET name` on this binary's server, as bytes.
+pub async fn get_bytes(name: &str) -> Option<Vec<u8>> {
+    let mut connection = direct_connection().await;
+    redis::cmd("GET")
+        .arg(name)
+        .query_async(&mut connection)
+        .await
+        .expect("GET answers")
+}
