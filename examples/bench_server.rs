@@ -2,7 +2,8 @@
 //! tower_governor.
 //!
 //! `cargo run --release --features axum,config,metrics --example bench_server -- MODE` with MODE one of
-//! `bare`, `tollgate` (in-memory store, two rules: per client IP and per account from the
+//! `bare`, `bare-headers` (no limiter, but the very `RateLimit` and `RateLimit-Policy` fields
+//! `tollgate` writes, as fixed text: what the fields alone cost), `tollgate` (in-memory store, two rules: per client IP and per account from the
 //! `x-account` header, RateLimit headers on), `tollgate-lean` (one per-IP rule, no rate-limit
 //! headers: like for like with governor), `tollgate-escalating` (`tollgate` with escalation on
 //! the per-IP rule), `tollgate-reloadable` (`tollgate`'s rules read from a rule file that a
@@ -33,6 +34,11 @@ use tower_governor::governor::GovernorConfigBuilder;
 
 /// Requests per second each key may make in every mode.
 const PER_SECOND: u64 = 1_000_000;
+
+/// The `RateLimit-Policy` field `tollgate` answers with, byte for byte.
+const POLICY_FIELD: &str = r#""per-ip";q=1000000;w=1, "per-account";q=1000000;w=1"#;
+/// A `RateLimit` field as long as the ones `tollgate` answers with.
+const RATE_LIMIT_FIELD: &str = r#""per-ip";r=999999;t=1, "per-account";r=999999;t=1"#;
 
 /// `tollgate`'s two rules as a rule file.
 const RULE_FILE: &str = r#"
@@ -108,6 +114,18 @@ fn app(mode: &str) -> Result<(Router, Keep), Box<dyn std::error::Error>> {
     }
     let app = match mode {
         "bare" => hello,
+        "bare-headers" => Router::new().route(
+            "/",
+            get(|| async {
+                (
+                    [
+                        ("ratelimit-policy", POLICY_FIELD),
+                        ("ratelimit", RATE_LIMIT_FIELD),
+                    ],
+                    "Hello, world!",
+                )
+            }),
+        ),
         "tollgate" => hello.layer(two_rules()?),
         "tollgate-escalating" => {
             // As `tollgate`, with a per-IP rule that escalates: its block is read in the same
@@ -150,7 +168,7 @@ fn app(mode: &str) -> Result<(Router, Keep), Box<dyn std::error::Error>> {
         }
         other => {
             return Err(format!(
-                "unknown mode {other:?}: bare, tollgate, tollgate-lean, tollgate-escalating, \
+                "unknown mode {other:?}: bare, bare-headers, tollgate, tollgate-lean, tollgate-escalating, \
                  tollgate-reloadable, tollgate-metrics, tollgate-stats, tollgate-full, attack, \
                  attack-untracked, governor or governor-headers"
             )
