@@ -54,8 +54,22 @@ enum Repr {
 }
 
 impl PartialEq for Key {
+    #[inline]
     fn eq(&self, other: &Key) -> bool {
-        self.as_bytes() == other.as_bytes()
+        match (&self.0, &other.0) {
+            // Whole arrays: an inline key's unused bytes are always zero, so equal keys are
+            // equal arrays, compared without a call to `memcmp`.
+            (
+                Repr::Inline { len, bytes },
+                Repr::Inline {
+                    len: other_len,
+                    bytes: other_bytes,
+                },
+            ) => len == other_len && bytes == other_bytes,
+            (Repr::Shared(bytes), Repr::Shared(other_bytes)) => bytes == other_bytes,
+            // A key is held in place exactly when it fits: the two cannot be equal.
+            _ => false,
+        }
     }
 }
 

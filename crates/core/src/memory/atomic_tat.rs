@@ -43,18 +43,29 @@ impl AtomicTat {
     ) -> Option<(Decision, Option<Charge>)> {
         let mut seen = self.0.load(Ordering::Acquire);
         loop {
-            let (outcome, next) = decide(seen, quota, slot, now, cost, enforcing)?;
-            if next == seen {
-                return Some(outcome);
+            let (tat, meta) = unpack(seen);
+            let mut state = GcraState::new(tat, quota.interval_micros());
+            if meta.slot != slot || state.needs_rewrite(quota, now) {
+                return None;
             }
+            let outcome = state.check_normalized(quota, now, cost, now);
             if outcome.1.is_none() {
-                // Only the refused mark to set: set once, whatever else changed meanwhile.
-                self.0.fetch_or(Meta::REFUSED_BIT, Ordering::AcqRel);
+                let limited = outcome.0.refusal() == Some(RefusalReason::LimitReached);
+                if limited && enforcing && !meta.refused {
+                    self.0.fetch_or(Meta::REFUSED_BIT, Ordering::AcqRel);
+                }
                 return Some(outcome);
             }
+            let charged = pack(
+                state.tat(),
+                Meta {
+                    slot,
+                    refused: false,
+                },
+            );
             match self
                 .0
-                .compare_exchange_weak(seen, next, Ordering::AcqRel, Ordering::Acquire)
+                .compare_exchange_weak(seen, charged, Ordering::AcqRel, Ordering::Acquire)
             {
                 Ok(_) => return Some(outcome),
                 Err(current) => seen = current,
@@ -62,65 +73,10 @@ impl AtomicTat {
         }
     }
 
-    /// [`check_shared`](Self::check_shared) for a caller holding the shard's exclusive lock:
-    /// the same decision, written without an atomic instruction (nobody else can look).
-    #[inline]
-    pub(crate) fn check_exclusive(
-        &mut self,
-        quota: &Quota,
-        slot: u16,
-        now: Timestamp,
-        cost: u64,
-        enforcing: bool,
-    ) -> Option<(Decision, Option<Charge>)> {
-        let word = self.0.get_mut();
-        let (outcome, next) = decide(*word, quota, slot, now, cost, enforcing)?;
-        *word = next;
-        Some(outcome)
-    }
-
     fn state(&self, quota: &Quota) -> GcraState {
         let (tat, _) = unpack(self.0.load(Ordering::Acquire));
         GcraState::new(tat, quota.interval_micros())
     }
-}
-
-/// The check on the state word `seen`: the outcome, and the word it leaves (`seen` itself when
-/// nothing changes; with the refused mark set by a first enforcing refusal for the limit; the
-/// charged time otherwise). `None` when the word was written under another quota, or must be
-/// rewritten first (a clock that stepped back, a smaller capacity).
-#[inline]
-fn decide(
-    seen: u64,
-    quota: &Quota,
-    slot: u16,
-    now: Timestamp,
-    cost: u64,
-    enforcing: bool,
-) -> Option<((Decision, Option<Charge>), u64)> {
-    let (tat, meta) = unpack(seen);
-    let mut state = GcraState::new(tat, quota.interval_micros());
-    if meta.slot != slot || state.needs_rewrite(quota, now) {
-        return None;
-    }
-    let outcome = state.check_normalized(quota, now, cost, now);
-    if outcome.1.is_none() {
-        let limited = outcome.0.refusal() == Some(RefusalReason::LimitReached);
-        let next = if limited && enforcing && !meta.refused {
-            seen | Meta::REFUSED_BIT
-        } else {
-            seen
-        };
-        return Some((outcome, next));
-    }
-    let charged = pack(
-        state.tat(),
-        Meta {
-            slot,
-            refused: false,
-        },
-    );
-    Some((outcome, charged))
 }
 
 impl StoredState for AtomicTat {

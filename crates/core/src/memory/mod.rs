@@ -365,11 +365,12 @@ impl<C: Clock> Inner<C> {
                 )
             } else if item.is_enforcing() {
                 let shard = &mut guards[slot(at)];
-                // A key the store holds, as `check_one` does it (the lock is already held);
-                // pacing scheduled after another rule's slot takes the general path.
+                // A key the store holds, as `check_one` decides it (under the exclusive lock
+                // its compare-and-swap succeeds at once); pacing scheduled after another rule's
+                // slot takes the general path.
                 let known =
                     (item.take() == Take::Exact && not_before == now && keeps_one_timestamp(item))
-                        .then(|| check_known_timestamp_exclusive(shard, *at, item, now))
+                        .then(|| check_known_timestamp(shard, *at, item, now))
                         .flatten();
                 match known {
                     Some((decision, charge)) => (decision, charge, 0),
@@ -454,7 +455,7 @@ fn keeps_one_timestamp(item: &Item<'_>) -> bool {
 /// A one-timestamp check of a key `shard` already holds under `item`'s quota, by one
 /// compare-and-swap on its cell; `None` for the exclusive path (a new key, another quota, a state
 /// to rewrite first).
-#[inline]
+#[inline(always)]
 fn check_known_timestamp(
     shard: &Shard,
     at: Location,
@@ -465,21 +466,6 @@ fn check_known_timestamp(
     let slot = table.slots.find(item.quota())?;
     let cell = table.find(at.hash, item.key().as_bytes())?;
     cell.check_shared(item.quota(), slot, now, item.cost(), item.is_enforcing())
-}
-
-/// [`check_known_timestamp`] on a shard whose exclusive lock is held: the same decision,
-/// written without an atomic instruction.
-#[inline]
-fn check_known_timestamp_exclusive(
-    shard: &mut Shard,
-    at: Location,
-    item: &Item<'_>,
-    now: Timestamp,
-) -> Option<(Decision, Option<crate::Charge>)> {
-    let table = shard.table_mut::<AtomicTat>(at.rule);
-    let slot = table.slots.find(item.quota())?;
-    let (cell, _) = table.find_written(at.hash, item.key().as_bytes())?;
-    cell.check_exclusive(item.quota(), slot, now, item.cost(), item.is_enforcing())
 }
 
 impl<C: Clock> MemoryStore<C> {
