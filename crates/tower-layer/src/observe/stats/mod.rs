@@ -12,10 +12,9 @@ mod minutes;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError, Weak};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::sync::{Arc, LazyLock, Mutex, PoisonError, Weak};
 
-use tollgate_core::{Decision, RuleId};
+use tollgate_core::{Clock, Decision, RuleId, SystemClock};
 
 use super::RuleObserver;
 
@@ -160,10 +159,12 @@ impl StatsBook {
     }
 }
 
+/// The minute now, since the Unix epoch. Read once per rule of every counted request, so from
+/// the in-memory store's clock (a counter read, set to the wall clock once) rather than the
+/// system's (a `clock_gettime` each time).
 fn current_minute() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |since| since.as_secs() / 60)
+    static CLOCK: LazyLock<SystemClock> = LazyLock::new(SystemClock::new);
+    CLOCK.now().as_micros() / 60_000_000
 }
 
 #[cfg(test)]
