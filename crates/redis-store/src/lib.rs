@@ -108,13 +108,17 @@
 //! (below) — the rule's failure plan applies — until that gateway is upgraded too or the key
 //! expires. Upgrade every gateway close together, and give a failure plan that suits the gap.
 //!
-//! **Values tollgate did not write.** A state key holding anything else — a hand-set value, a
-//! zero interval, a packed value cut short or with bytes left over, a log member of another
-//! shape — makes every check and refund that touches it
-//! fail with a `StoreError` saying `the value at <key> is not a tollgate state` (a value of the
-//! wrong Redis type fails with `WRONGTYPE`), before anything is written; the rule's failure plan
-//! then applies. It is never read as "no state", which would hand the caller a fresh quota.
-//! Deleting the key resets that caller.
+//! **Values tollgate did not write.** A state key holding a value that is not a state's
+//! encoding — text of another shape, a zero interval or length, a packed value cut short, with
+//! bytes left over or not in its one canonical form, a log member of another shape — makes
+//! every check and refund that touches it fail with a `StoreError` saying
+//! `the value at <key> is not a tollgate state` (a value of the wrong Redis type fails with
+//! `WRONGTYPE`), before anything is written; the rule's failure plan then applies. Such a value
+//! is never read as "no state". The check is of form, not of origin: bytes that happen to be a
+//! well-formed state (a hand-set `0:1000`; of random 8–10-byte values starting below `0x20`,
+//! about one in four) are read as that state, which may be an idle one. That grants nothing
+//! a writer of the key could not take anyway by deleting it: whoever can write tollgate's keys
+//! can reset any caller. Deleting the key resets that caller.
 //!
 //! ## Resets reach every gateway
 //!

@@ -17,7 +17,6 @@ impl<S: Store, C: Clock + Clone> FleetStore<S, C> {
     /// units, keys quiet for two top-up periods give back everything, and synced keys due a
     /// push are pushed (one batch).
     pub async fn tick(&self) {
-        self.inner.run_parked().await;
         let ended = self.inner.leases.end_quiet(self.inner.clock.now());
         self.inner.give_back(ended).await;
         self.inner.push(None).await;
@@ -26,7 +25,6 @@ impl<S: Store, C: Clock + Clone> FleetStore<S, C> {
     /// Waits until no top-up, give-back or push started in the background is still running
     /// (for tests, and for a gateway stopping: then [`settle`](Self::settle)).
     pub async fn background_done(&self) {
-        self.inner.run_parked().await;
         loop {
             let idle = self.inner.idle.notified();
             if self.inner.background.load(Ordering::Acquire) == 0 {
@@ -71,14 +69,6 @@ impl<S: Store, C: Clock + Clone> FleetStore<S, C> {
 }
 
 impl<S: Store, C: Clock + Clone> Inner<S, C> {
-    /// Runs the jobs parked by checks decided with no runtime to spawn them on.
-    pub(super) async fn run_parked(&self) {
-        let parked = std::mem::take(&mut *self.parked.lock());
-        for job in parked {
-            job.await;
-        }
-    }
-
     /// Spawns `job` on the current Tokio runtime; without one, answers it (boxed) for the caller
     /// to await. Counted while it runs, for [`FleetStore::background_done`].
     pub(super) fn start(
@@ -86,12 +76,18 @@ impl<S: Store, C: Clock + Clone> Inner<S, C> {
         job: impl Future<Output = ()> + Send + 'static,
     ) -> Option<Job> {
         self.background.fetch_add(1, Ordering::AcqRel);
-        let inner = Arc::clone(self);
+        // Counted down however the job ends, even dropped before it first ran.
+        let done = {
+            let inner = Arc::clone(self);
+            super::on_drop::OnDrop::new(move || {
+                if inner.background.fetch_sub(1, Ordering::AcqRel) == 1 {
+                    inner.idle.notify_waiters();
+                }
+            })
+        };
         let counted = async move {
             job.await;
-            if inner.background.fetch_sub(1, Ordering::AcqRel) == 1 {
-                inner.idle.notify_waiters();
-            }
+            drop(done);
         };
         match tokio::runtime::Handle::try_current() {
             Ok(runtime) => {

@@ -192,7 +192,7 @@ impl<S: Store, C: Clock + Clone> Store for FleetStore<S, C> {
 
     /// Exact items: the shared store's own answer now, if it has one. One leased or synced item
     /// decided from the lease or the local copy (a synced one only inside a Tokio runtime, which
-    /// runs its push; a lease's top-up with no runtime waits for the next `check` or `tick`);
+    /// runs its push; a leased one too when the spend starts a top-up or gives units back);
     /// `None` when the store must be asked.
     fn check_now(&self, items: &[Item<'_>]) -> Option<Result<BatchDecision, StoreError>> {
         let exact = items.iter().all(|item| self.inner.is_exact(item));

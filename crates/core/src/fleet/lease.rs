@@ -112,6 +112,11 @@ impl Leases {
     /// the call on its way, ask the store (only when `may_call`), or refuse here. `first`: this
     /// check's first look (its cost counts toward the key's demand once). Also answers the
     /// unspent units of leases that ended, to give back.
+    ///
+    /// A check that may not call (one decided now, without awaiting) starts background work —
+    /// a top-up, a give-back — only on a Tokio runtime: with none, it answers `Short` before
+    /// changing anything, and the async check that follows does the work inline. The runtime is
+    /// looked up only then (once a lease, not once a check).
     #[inline]
     pub(crate) fn spend(
         &self,
@@ -127,7 +132,11 @@ impl Leases {
             decided_here,
         } = &mut *guard;
         let mut ended = Vec::new();
+        let no_runtime = || !may_call && tokio::runtime::Handle::try_current().is_err();
         if table.len() >= MAX_KEYS && !table.contains_key(&Lookup(item.rule(), item.key())) {
+            if no_runtime() {
+                return (Spend::Short, ended);
+            }
             // A flood of keys: end every lease not used this very moment (its units go back),
             // so the table stays bounded; busy keys simply lease again.
             ended = end_leases(table, now, true);
@@ -137,6 +146,9 @@ impl Leases {
         });
         lease.settings = settings;
         if lease.any_ended(now) {
+            if no_runtime() {
+                return (Spend::Short, ended);
+            }
             ended.extend(lease.drop_ended(now));
         }
         let cost = item.cost();
@@ -145,6 +157,13 @@ impl Leases {
             lease.demand = lease.demand.saturating_add(cost);
         }
         if lease.held() >= cost {
+            if lease.top_up_wanted(now, lease.held() - cost) && no_runtime() {
+                if first {
+                    // Counted again when the check asks.
+                    lease.demand = lease.demand.saturating_sub(cost);
+                }
+                return (Spend::Short, ended);
+            }
             lease.take(cost);
             lease.last_spend = now;
             let top_up = lease.top_up_due(now);
@@ -485,15 +504,18 @@ impl Lease {
     /// a lease or less is left, no call is on its way, it is time to ask again, and the key is
     /// busy enough to lease more than one unit at a time (a quiet key holds nothing).
     fn top_up_due(&mut self, now: Timestamp) -> Option<TopUp> {
-        if self.calling || now < self.next_call_at || self.held() > self.size / 2 {
+        if !self.top_up_wanted(now, self.held()) {
             return None;
         }
         let size = self.next_size();
-        if size < 2 {
-            return None;
-        }
         self.start_call(size, now);
         Some(TopUp { units: size })
+    }
+
+    /// Whether a top-up is due at `now` with `held` units left (see
+    /// [`top_up_due`](Self::top_up_due)).
+    fn top_up_wanted(&self, now: Timestamp, held: u64) -> bool {
+        !self.calling && now >= self.next_call_at && held <= self.size / 2 && self.next_size() >= 2
     }
 
     /// A refusal answered here, with too little held: retry after `wait`.

@@ -8,6 +8,7 @@ use super::background::Job;
 use super::check::Undo;
 use super::lease::{Landed, Spend, TopUp};
 use super::never_fits;
+use super::on_drop::OnDrop;
 use super::store::Inner;
 use crate::{
     Clock, CountedIn, Item, ItemDecision, LeaseSettings, Receipt, Store, StoreError, Take,
@@ -33,7 +34,6 @@ impl<S: Store, C: Clock + Clone> Inner<S, C> {
             let never = never_fits(item.quota());
             return Ok((ItemDecision::uncharged(never), Undo::Nothing));
         }
-        self.run_parked().await;
         let mut now = now;
         for round in 0..WAITS_AT_MOST {
             let (spend, ended) = self.leases.spend(item, settings, now, round == 0, true);
@@ -64,8 +64,11 @@ impl<S: Store, C: Clock + Clone> Inner<S, C> {
                     now = self.clock.now();
                 }
                 Spend::Call { want } => {
+                    // Marked landed however this check ends, even dropped before it asks.
+                    let on_its_way =
+                        OnDrop::new(|| self.leases.call_abandoned(item.rule(), item.key()));
                     self.in_background(item, None, ended).await;
-                    return self.call(item, want).await;
+                    return self.call(item, want, on_its_way).await;
                 }
                 // Never answered to a check that may call; looked at again if it were.
                 Spend::Short => now = self.clock.now(),
@@ -88,17 +91,17 @@ impl<S: Store, C: Clock + Clone> Inner<S, C> {
     }
 
     /// This check's call for the key: up to `want` units, its own cost spent first from what
-    /// comes back.
+    /// comes back. `on_its_way` marks the call landed if this ends before the store answers: a
+    /// caller that stops waiting abandons the call (the checks waiting for it ask again), it
+    /// does not fail it.
     async fn call(
         self: &Arc<Self>,
         item: &Item<'_>,
         want: u64,
+        on_its_way: OnDrop<impl FnOnce()>,
     ) -> Result<(ItemDecision, Undo), StoreError> {
         let asked = item.with_cost(want).with_take(Take::UpTo);
         self.counters.store_calls.fetch_add(1, Ordering::Relaxed);
-        // The call is marked landed however this ends; a caller that stops waiting abandons it
-        // (the checks waiting for it ask again), it does not fail it.
-        let on_its_way = OnDrop::new(|| self.leases.call_abandoned(item.rule(), item.key()));
         let answer = self.shared.check_one(&asked).await;
         on_its_way.disarm();
         let answer = match answer {
@@ -156,9 +159,13 @@ impl<S: Store, C: Clock + Clone> Inner<S, C> {
             let inner = Arc::clone(self);
             let (rule, key, quota) = (item.rule().clone(), item.key().clone(), *item.quota());
             let policy = item.on_store_failure();
+            // Marked landed however the job ends, even dropped before it first ran (a runtime
+            // shut down, a caller that awaited it inline and stopped waiting).
+            let on_its_way = {
+                let (inner, rule, key) = (Arc::clone(self), rule.clone(), key.clone());
+                OnDrop::new(move || inner.leases.call_abandoned(&rule, &key))
+            };
             inline.extend(self.start(async move {
-                // Marked landed however the job ends (a runtime shutting down drops it).
-                let on_its_way = OnDrop::new(|| inner.leases.call_abandoned(&rule, &key));
                 let asked = Item::new(&rule, quota, &key)
                     .with_cost(units)
                     .with_take(Take::UpTo)
@@ -182,8 +189,8 @@ impl<S: Store, C: Clock + Clone> Inner<S, C> {
     }
 
     /// A leased item decided now, from the lease (`None`: the store must be asked, or a call on
-    /// its way waited for). What it starts in the background is spawned on the current Tokio
-    /// runtime, or, with none, parked for the next call that can await it.
+    /// its way waited for, or there is background work to start and no Tokio runtime to spawn
+    /// it on: the async check does it).
     pub(super) fn lease_now(
         self: &Arc<Self>,
         item: &Item<'_>,
@@ -203,14 +210,14 @@ impl<S: Store, C: Clock + Clone> Inner<S, C> {
             Spend::Refused(decision) => (Some(decision), None),
             Spend::Wait { .. } | Spend::Call { .. } | Spend::Short => (None, None),
         };
-        self.start_or_park(item, top_up, ended);
+        self.start_spawned(item, top_up, ended);
         Some(ItemDecision::uncharged(decision?))
     }
 
-    /// Starts what a check decided now leaves to do (kept out of line: once a lease, not once a
-    /// check); with no runtime to spawn on, parks it for the next call that can await it.
+    /// Starts what a check decided now leaves to do, on the runtime `Leases::spend` made sure
+    /// of (kept out of line: once a lease, not once a check).
     #[inline(never)]
-    fn start_or_park(
+    fn start_spawned(
         self: &Arc<Self>,
         item: &Item<'_>,
         top_up: Option<TopUp>,
@@ -220,9 +227,10 @@ impl<S: Store, C: Clock + Clone> Inner<S, C> {
             return;
         }
         let inline = self.start_background(item, top_up, ended);
-        if !inline.is_empty() {
-            self.parked.lock().extend(inline);
-        }
+        debug_assert!(
+            inline.is_empty(),
+            "spend starts background work only inside a runtime"
+        );
     }
 
     /// Gives back the unspent units these receipts hold. One that fails is dropped: its units
@@ -241,27 +249,6 @@ impl<S: Store, C: Clock + Clone> Inner<S, C> {
                     .receipts_given_back
                     .fetch_add(1, Ordering::Relaxed);
             }
-        }
-    }
-}
-
-/// Runs its closure when dropped, unless disarmed.
-struct OnDrop<F: FnOnce()>(Option<F>);
-
-impl<F: FnOnce()> OnDrop<F> {
-    fn new(run: F) -> Self {
-        OnDrop(Some(run))
-    }
-
-    fn disarm(mut self) {
-        self.0 = None;
-    }
-}
-
-impl<F: FnOnce()> Drop for OnDrop<F> {
-    fn drop(&mut self) {
-        if let Some(run) = self.0.take() {
-            run();
         }
     }
 }

@@ -15,6 +15,7 @@ mod check;
 mod counters;
 mod lease;
 mod leasing;
+mod on_drop;
 mod stats;
 mod store;
 mod sync;

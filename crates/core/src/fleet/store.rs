@@ -99,9 +99,6 @@ pub(super) struct Inner<S, C: Clock> {
     /// Background jobs (top-ups, give-backs, pushes) running, and their end.
     pub(super) background: std::sync::atomic::AtomicUsize,
     pub(super) idle: tokio::sync::Notify,
-    /// Background jobs a check decided without a runtime to spawn them on: run by the next
-    /// call that can await them (a check that must ask the store, a tick, a settle).
-    pub(super) parked: parking_lot::Mutex<Vec<super::background::Job>>,
     /// A background push has been asked for and has not started yet.
     pub(super) push_queued: std::sync::atomic::AtomicBool,
     pub(super) counters: Counters,
@@ -131,7 +128,6 @@ impl<S: Store, C: Clock + Clone> FleetStore<S, C> {
                 push_queued: std::sync::atomic::AtomicBool::new(false),
                 background: std::sync::atomic::AtomicUsize::new(0),
                 idle: tokio::sync::Notify::new(),
-                parked: parking_lot::Mutex::new(Vec::new()),
                 counters: Counters::default(),
             }),
         }
