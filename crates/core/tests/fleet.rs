@@ -195,10 +195,10 @@ fn extreme_settings_tick_without_overflow() {
 }
 
 /// `check_now` with no Tokio runtime (a caller on a plain thread): leased checks are still
-/// decided from the lease, the top-up they start is parked rather than lost, and the next
-/// `check` (or `tick`) runs it, so the key keeps its single call and never stalls.
+/// decided from the lease, and a spend that would start a top-up (with nowhere to run it) is
+/// left to the async check, which makes the call itself; nothing is lost or stuck.
 #[test]
-fn check_now_without_a_runtime_parks_the_top_up_for_the_next_check() {
+fn check_now_without_a_runtime_answers_from_the_lease_and_leaves_top_ups_to_check() {
     use futures_util::FutureExt;
     let shared = MemoryStore::new();
     let fleet = FleetStore::new(shared.clone());
