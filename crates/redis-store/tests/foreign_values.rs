@@ -118,18 +118,6 @@ fn a_foreign_member_in_a_log_is_an_error_not_an_empty_log() {
     );
 }
 
-/// `n` as the packed values' varint: 7 bits a byte, least significant first, the high bit set
-/// on every byte but the last.
-fn varint(mut n: u64) -> Vec<u8> {
-    let mut bytes = Vec::new();
-    while n >= 128 {
-        bytes.push((n % 128) as u8 | 0x80);
-        n /= 128;
-    }
-    bytes.push(n as u8);
-    bytes
-}
-
 /// `parts` one after the other.
 fn joined(parts: &[&[u8]]) -> Vec<u8> {
     parts.concat()
@@ -152,7 +140,7 @@ fn binary_garbage_at_a_bucket_key_is_an_error_not_a_misread_bucket() {
         joined(&[tat, &[0x9b]]),
         joined(&[tat, &[0x9b, 0x00]]),
         // 1,200 s in seconds (1,200 × 4 + 2): a whole number of minutes has one encoding.
-        joined(&[tat, &varint(1_200 * 4 + 2)]),
+        joined(&[tat, &common::varint(1_200 * 4 + 2)]),
         // A varint of 9 bytes, past 2^53.
         joined(&[tat, &[0xff; 8], &[0x01]]),
         vec![0xff; 8],
@@ -170,8 +158,8 @@ fn binary_garbage_at_a_bucket_key_is_an_error_not_a_misread_bucket() {
 #[test]
 fn binary_garbage_at_a_window_key_is_an_error_not_a_misread_window() {
     let hour = Duration::from_secs(3_600);
-    let index = varint(START.as_micros() / 3_600_000_000);
-    let start = varint(START.as_micros());
+    let index = common::varint(START.as_micros() / 3_600_000_000);
+    let start = common::varint(START.as_micros());
     // 60 minutes: 60 × 4 + 3.
     let length: &[u8] = &[0xf3, 0x01];
     let fixed = [
@@ -179,7 +167,7 @@ fn binary_garbage_at_a_window_key_is_an_error_not_a_misread_window() {
         joined(&[&[0x00], &index, length, &[0x01]]),
         joined(&[&[0x02], &start, length, &[0x01]]),
         joined(&[&[0x01], &index, &[0x00], &[0x01]]),
-        joined(&[&[0x01], &varint(1 << 52), length, &[0x01]]),
+        joined(&[&[0x01], &common::varint(1 << 52), length, &[0x01]]),
         joined(&[&[0x01], &index, length]),
         joined(&[&[0x01], &index, length, &[0x81]]),
         joined(&[&[0x01], &index, length, &[0x01, 0x00]]),

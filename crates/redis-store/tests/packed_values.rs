@@ -77,17 +77,6 @@ impl Codec {
     }
 }
 
-/// `n` as the packed values' varint: 7 bits a byte, least significant first.
-fn varint(mut n: u64) -> Vec<u8> {
-    let mut bytes = Vec::new();
-    while n >= 128 {
-        bytes.push((n % 128) as u8 | 0x80);
-        n /= 128;
-    }
-    bytes.push(n as u8);
-    bytes
-}
-
 /// States of every kind, at the edges of what is stored: times up to 2^53 − 1 µs, intervals
 /// up to 2^52 µs (a split quota's), lengths in every unit, starts on and off their window's
 /// boundaries, counts up to 2^40 (the largest limit).
@@ -178,9 +167,9 @@ fn the_layout_is_the_documented_one() {
         // 1,440 minutes: 1,440 × 4 + 3.
         let window = [
             &[0x01][..],
-            &varint(start / day),
-            &varint(1_440 * 4 + 3),
-            &varint(5_000),
+            &common::varint(start / day),
+            &common::varint(1_440 * 4 + 3),
+            &common::varint(5_000),
         ];
         assert_eq!(codec.pack("w", &[start, day, 5_000]).await, window.concat());
         assert_eq!(window.concat().len(), 8);
@@ -188,9 +177,9 @@ fn the_layout_is_the_documented_one() {
         // Off the boundary: form 2, the start in µs.
         let window = [
             &[0x02][..],
-            &varint(start + 7),
-            &varint(1_440 * 4 + 3),
-            &varint(5_000),
+            &common::varint(start + 7),
+            &common::varint(1_440 * 4 + 3),
+            &common::varint(5_000),
         ];
         assert_eq!(
             codec.pack("w", &[start + 7, day, 5_000]).await,
@@ -289,8 +278,8 @@ fn an_older_decimal_fixed_window_is_read_and_written_back_packed() {
     // 60 minutes: 60 × 4 + 3.
     let packed = [
         &[0x01][..],
-        &varint(now / HOUR_MICROS),
-        &varint(243),
+        &common::varint(now / HOUR_MICROS),
+        &common::varint(243),
         &[0x05],
     ];
     assert_eq!(value, Some(packed.concat()));
@@ -310,8 +299,8 @@ fn an_older_decimal_sliding_counter_is_read_and_written_back_packed() {
     assert_eq!(remaining, 6, "half of 6 weighed in, one taken, of ten");
     let packed = [
         &[0x01][..],
-        &varint(now / HOUR_MICROS),
-        &varint(243),
+        &common::varint(now / HOUR_MICROS),
+        &common::varint(243),
         &[0x06, 0x01],
     ];
     assert_eq!(value, Some(packed.concat()));

@@ -134,9 +134,6 @@ impl<S: Store, C: Clock + Clone> Inner<S, C> {
         top_up: Option<TopUp>,
         ended: Vec<Receipt>,
     ) {
-        if top_up.is_none() && ended.is_empty() {
-            return;
-        }
         for job in self.start_background(item, top_up, ended) {
             job.await;
         }
@@ -151,6 +148,9 @@ impl<S: Store, C: Clock + Clone> Inner<S, C> {
         ended: Vec<Receipt>,
     ) -> Vec<Job> {
         let mut inline = Vec::new();
+        if top_up.is_none() && ended.is_empty() {
+            return inline;
+        }
         if !ended.is_empty() {
             let inner = Arc::clone(self);
             inline.extend(self.start(async move { inner.give_back(ended).await }));
@@ -223,9 +223,6 @@ impl<S: Store, C: Clock + Clone> Inner<S, C> {
         top_up: Option<TopUp>,
         ended: Vec<Receipt>,
     ) {
-        if top_up.is_none() && ended.is_empty() {
-            return;
-        }
         let inline = self.start_background(item, top_up, ended);
         debug_assert!(
             inline.is_empty(),

@@ -131,3 +131,15 @@ pub async fn get_bytes(name: &str) -> Option<Vec<u8>> {
         .await
         .expect("GET answers")
 }
+
+/// `n` as the packed values' varint: 7 bits a byte, least significant first, the high bit set
+/// on every byte but the last.
+pub fn varint(mut n: u64) -> Vec<u8> {
+    let mut bytes = Vec::new();
+    while n >= 128 {
+        bytes.push((n % 128) as u8 | 0x80);
+        n /= 128;
+    }
+    bytes.push(n as u8);
+    bytes
+}
