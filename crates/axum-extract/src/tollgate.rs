@@ -233,6 +233,14 @@ impl Tollgate {
             .registry
             .get(&declared.rule)
             .unwrap_or(declared.default_quota);
+        if quota.algorithm() == tollgate_core::Algorithm::Concurrency {
+            // Its slots would be held for ever: refused loudly, never leaked.
+            return Err(LimitRejection::not_configured(format!(
+                "limit {}: a concurrency quota's slots must be given back when the request \
+                 ends, which typed limits do not do yet",
+                declared.rule
+            )));
+        }
         Ok(Resolved {
             rule: declared.rule,
             quota,

@@ -675,6 +675,19 @@ async fn a_registry_change_to_a_typed_limit_takes_effect_on_the_next_request()
 }
 
 #[tokio::test]
+async fn a_typed_limit_given_a_concurrency_quota_answers_500_and_holds_no_slot()
+-> Result<(), Box<dyn std::error::Error>> {
+    let registry = QuotaRegistry::new();
+    let server = Server::start(chirp(&registry)).await;
+    registry.set(RuleId::new(FollowsPerDay::ID)?, Quota::concurrency(1)?);
+    for _ in 0..3 {
+        let reply = server.post_as(FOLLOW, "alice").await;
+        assert_eq!(reply.status, StatusCode::INTERNAL_SERVER_ERROR);
+    }
+    Ok(())
+}
+
+#[tokio::test]
 async fn a_router_without_tollgate_answers_500_and_the_rejection_is_not_configured() {
     let server = Server::start(routes()).await;
 

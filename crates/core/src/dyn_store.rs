@@ -21,6 +21,7 @@ trait ErasedStore: Send + Sync + 'static {
     fn peek<'a>(&'a self, item: &'a Item<'a>) -> Boxed<'a, Decision>;
     fn refund(&self, receipt: Receipt) -> Boxed<'_, (), RefundError>;
     fn refund_now(&self, receipt: Receipt) -> RefundNow;
+    fn renew<'a>(&'a self, receipt: &'a Receipt) -> Boxed<'a, ()>;
     fn reset<'a>(&'a self, rule: &'a RuleId, key: &'a Key) -> Boxed<'a, ()>;
     fn capabilities(&self) -> Capabilities;
     fn refused_now(&self, items: &[Item<'_>]) -> Option<BatchDecision>;
@@ -50,6 +51,10 @@ impl<St: Store> ErasedStore for St {
 
     fn refund_now(&self, receipt: Receipt) -> RefundNow {
         Store::refund_now(self, receipt)
+    }
+
+    fn renew<'a>(&'a self, receipt: &'a Receipt) -> Boxed<'a, ()> {
+        Box::pin(Store::renew(self, receipt))
     }
 
     fn reset<'a>(&'a self, rule: &'a RuleId, key: &'a Key) -> Boxed<'a, ()> {
@@ -139,6 +144,10 @@ impl Store for DynStore {
 
     fn refund_now(&self, receipt: Receipt) -> RefundNow {
         self.inner.refund_now(receipt)
+    }
+
+    async fn renew(&self, receipt: &Receipt) -> Result<(), StoreError> {
+        self.inner.renew(receipt).await
     }
 
     async fn reset(&self, rule: &RuleId, key: &Key) -> Result<(), StoreError> {

@@ -44,6 +44,16 @@ pub enum QuotaError {
         /// The largest accepted value.
         max: Duration,
     },
+    /// A duration shorter than its use allows (a concurrency slot's time to live).
+    #[error("{what} of {value:?} is shorter than the supported minimum of {min:?}")]
+    PeriodTooShort {
+        /// Which duration was too short.
+        what: &'static str,
+        /// The value given.
+        value: Duration,
+        /// The smallest accepted value.
+        min: Duration,
+    },
     /// A rate faster than one event per microsecond (per key).
     #[error("rate {rate} is faster than one per microsecond, the finest tollgate counts")]
     RateTooFast {
@@ -77,11 +87,12 @@ impl QuotaError {
         )
     }
 
-    /// A value outside what tollgate supports (too long, too large or too fast).
+    /// A value outside what tollgate supports (too long, too short, too large or too fast).
     pub fn is_out_of_range(&self) -> bool {
         matches!(
             self,
             QuotaError::PeriodTooLong { .. }
+                | QuotaError::PeriodTooShort { .. }
                 | QuotaError::RateTooFast { .. }
                 | QuotaError::TooLarge { .. }
         )

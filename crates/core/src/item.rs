@@ -188,9 +188,9 @@ impl<'a> Item<'a> {
     }
 
     /// How the rule is counted across a fleet, as a [`FleetStore`](crate::FleetStore) applies
-    /// it: [`Counting::Exact`] for shadow and read-only items and pacing quotas when lease or
-    /// sync was set (they are never leased or synced); a split stays a split (its quota is
-    /// already this gateway's part).
+    /// it: [`Counting::Exact`] for shadow and read-only items, pacing and concurrency quotas
+    /// when lease or sync was set (they are never leased or synced); a split stays a split (its
+    /// quota is already this gateway's part).
     pub fn counting(&self) -> Counting {
         let counting = self.modes.counting();
         if self.always_exact() && !matches!(counting, Counting::Split(_)) {
@@ -199,16 +199,23 @@ impl<'a> Item<'a> {
         counting
     }
 
-    /// Shadow and read-only items and pacing quotas are always taken and counted exactly.
+    /// Shadow and read-only items, pacing and concurrency quotas are always taken and counted
+    /// exactly (a slot is held by one running request: there is nothing to lease ahead).
     fn always_exact(&self) -> bool {
-        self.mode != Mode::Enforce || self.quota.algorithm() == Algorithm::LeakyBucket
+        self.mode != Mode::Enforce
+            || matches!(
+                self.quota.algorithm(),
+                Algorithm::LeakyBucket | Algorithm::Concurrency
+            )
     }
 
     /// How many sub-buckets a [`SubBuckets`](crate::SubBuckets) store spreads this item over:
     /// 1 (one key, counted as usual) unless it is an enforcing item, counted and taken exactly,
     /// whose quota can be split that many ways ([`Quota::part`]: a limit of at least that
     /// many, not pacing) — and so can its local quota, when it fails open within one. Up-to and
-    /// debt items are never spread: a rule's leases and pushes count on its whole key.
+    /// debt items are never spread: a rule's leases and pushes count on its whole key; nor are
+    /// concurrency items (a slot must come back where it was taken, and a spread limit would
+    /// refuse while other sub-buckets have free slots).
     pub fn sub_buckets(&self) -> u32 {
         let asked = self.modes.sub_buckets();
         let spread = u64::from(asked);
@@ -216,6 +223,7 @@ impl<'a> Item<'a> {
             || self.mode != Mode::Enforce
             || self.counting() != Counting::Exact
             || self.take() != Take::Exact
+            || self.quota.algorithm() == Algorithm::Concurrency
             || self.quota.part(0, spread).is_err()
         {
             return 1;

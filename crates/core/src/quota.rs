@@ -15,6 +15,10 @@ pub const MAX_LOG_LIMIT: u64 = 100_000;
 /// double-precision number (Redis Lua) and nothing near `u64::MAX` is ever stored.
 const MAX_SPAN_MICROS: u64 = 1 << 52;
 
+/// How long a remote store keeps a concurrency slot its gateway stopped renewing, unless the
+/// quota says otherwise ([`Quota::concurrency_with`]).
+pub const DEFAULT_SLOT_TTL: Duration = Duration::from_secs(60);
+
 /// The largest limit, capacity or burst.
 pub const MAX_LIMIT: u64 = 1 << 40;
 
@@ -36,6 +40,9 @@ pub enum Algorithm {
     SlidingWindowLog,
     /// Pacing: requests are delayed onto a steady schedule ([`crate::algorithm::leaky_bucket`]).
     LeakyBucket,
+    /// At most `limit` requests in flight at once ([`crate::algorithm::concurrency`]): a slot
+    /// is taken before the request runs and given back when it ends.
+    Concurrency,
 }
 
 impl Algorithm {
@@ -47,6 +54,7 @@ impl Algorithm {
             Algorithm::SlidingWindowCounter => "sliding_window_counter",
             Algorithm::SlidingWindowLog => "sliding_window_log",
             Algorithm::LeakyBucket => "leaky_bucket",
+            Algorithm::Concurrency => "concurrency",
         }
     }
 }
@@ -141,6 +149,67 @@ impl Quota {
         })
     }
 
+    /// At most `limit` requests of a caller in flight at once (a request takes its cost in
+    /// slots): refusals ask the caller to retry after 1 s, and a remote store lets a slot go
+    /// after [`DEFAULT_SLOT_TTL`] once the gateway holding it stops renewing it. See
+    /// [`concurrency_with`](Self::concurrency_with) to choose both.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use tollgate_core::{Algorithm, Quota};
+    ///
+    /// let exports = Quota::concurrency(2)?;
+    /// assert_eq!(exports.algorithm(), Algorithm::Concurrency);
+    /// assert_eq!(exports.refusal_retry_after(), Some(Duration::from_secs(1)));
+    /// assert_eq!(exports.slot_ttl(), Some(Duration::from_secs(60)));
+    /// assert!(Quota::concurrency(0).is_err());
+    /// # Ok::<(), tollgate_core::QuotaError>(())
+    /// ```
+    pub fn concurrency(limit: u64) -> Result<Quota, QuotaError> {
+        Quota::concurrency_with(limit, Duration::from_secs(1), DEFAULT_SLOT_TTL)
+    }
+
+    /// [`concurrency`](Self::concurrency) with the wait a refusal announces (`Retry-After`:
+    /// there is no refill time to compute one from) and how long a remote store keeps a slot
+    /// its gateway stopped renewing (a gateway that died mid-request frees its slots within
+    /// it). Both at least 1 ms and at most [`MAX_PERIOD`]; `slot_ttl` at least 1 s, since the
+    /// gateway renews slots a few times within it.
+    pub fn concurrency_with(
+        limit: u64,
+        retry_after: Duration,
+        slot_ttl: Duration,
+    ) -> Result<Quota, QuotaError> {
+        check_limit("limit", limit, MAX_LIMIT)?;
+        let retry_after = checked_period("retry after", retry_after)?;
+        if slot_ttl < Duration::from_secs(1) {
+            return Err(QuotaError::PeriodTooShort {
+                what: "slot ttl",
+                value: slot_ttl,
+                min: Duration::from_secs(1),
+            });
+        }
+        let slot_ttl = checked_period("slot ttl", slot_ttl)?;
+        Ok(Quota {
+            algorithm: Algorithm::Concurrency,
+            limit,
+            interval_micros: retry_after,
+            span_micros: slot_ttl,
+        })
+    }
+
+    /// The wait a refused concurrency request is told (`Retry-After`). `None` for other
+    /// algorithms, whose refusals compute their wait.
+    pub fn refusal_retry_after(&self) -> Option<Duration> {
+        (self.algorithm == Algorithm::Concurrency)
+            .then(|| Duration::from_micros(self.interval_micros))
+    }
+
+    /// How long a remote store keeps a concurrency slot that its gateway stopped renewing.
+    /// `None` for other algorithms.
+    pub fn slot_ttl(&self) -> Option<Duration> {
+        (self.algorithm == Algorithm::Concurrency).then(|| Duration::from_micros(self.span_micros))
+    }
+
     /// A token bucket (GCRA) of `limit`, called `what` in errors ("capacity" or "burst").
     fn bucket(what: &'static str, limit: u64, rate: Rate) -> Result<Quota, QuotaError> {
         check_limit(what, limit, MAX_LIMIT)?;
@@ -197,7 +266,8 @@ impl Quota {
 
     /// The window length (window algorithms). `None` otherwise.
     pub fn window(&self) -> Option<Duration> {
-        (!self.is_scheduled()).then(|| Duration::from_micros(self.interval_micros))
+        self.is_windowed()
+            .then(|| Duration::from_micros(self.interval_micros))
     }
 
     /// The longest a pacing rule lets a request wait. `None` for other algorithms.
@@ -273,6 +343,13 @@ impl Quota {
                 reason: "each part's rate would be slower than tollgate can count",
             }),
         }
+    }
+
+    fn is_windowed(&self) -> bool {
+        matches!(
+            self.algorithm,
+            Algorithm::FixedWindow | Algorithm::SlidingWindowCounter | Algorithm::SlidingWindowLog
+        )
     }
 
     fn is_scheduled(&self) -> bool {

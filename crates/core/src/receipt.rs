@@ -41,6 +41,16 @@ pub enum Charge {
         /// The cost charged.
         cost: u64,
     },
+    /// Concurrency: `slots` taken for a running request; refunding the receipt gives them back
+    /// (the request ended).
+    #[non_exhaustive]
+    Held {
+        /// The store's name for this hold (a remote store keeps each hold apart to renew and
+        /// expire it; the in-memory store counts only and uses 0).
+        id: u64,
+        /// The slots taken.
+        slots: u64,
+    },
 }
 
 impl Charge {
@@ -54,6 +64,10 @@ impl Charge {
 
     pub(crate) const fn logged(at: Timestamp, cost: u64) -> Charge {
         Charge::Logged { at, cost }
+    }
+
+    pub(crate) const fn held(id: u64, slots: u64) -> Charge {
+        Charge::Held { id, slots }
     }
 }
 
@@ -195,6 +209,10 @@ impl Receipt {
             Charge::Logged { at, cost } => Charge::Logged {
                 at,
                 cost: cost.min(units),
+            },
+            Charge::Held { id, slots } => Charge::Held {
+                id,
+                slots: slots.min(units),
             },
         };
         self

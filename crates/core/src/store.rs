@@ -103,6 +103,32 @@ pub trait Store: Send + Sync + 'static {
         RefundNow::Later(receipt)
     }
 
+    /// Keeps the concurrency slots `receipt` holds ([`Charge::Held`]) from lapsing: a remote
+    /// store lets a hold go once its [`Quota::slot_ttl`](crate::Quota::slot_ttl) passes
+    /// without a renewal (so a gateway that dies mid-request frees its slots), and a gateway
+    /// renews the holds of the requests it is still running a few times within that. The
+    /// default does nothing: a store whose holds never lapse (the in-memory store) need not.
+    /// Wrappers forward it to the store the receipt was charged in. A hold that has lapsed
+    /// already is not taken again (its slots may be someone else's by now); that is not an
+    /// error.
+    ///
+    /// ```
+    /// use futures_executor::block_on;
+    /// use tollgate_core::{Item, Key, MemoryStore, Quota, RuleId, Store};
+    ///
+    /// let store = MemoryStore::new();
+    /// let (rule, key) = (RuleId::new("exports")?, Key::new("acct"));
+    /// let items = [Item::new(&rule, Quota::concurrency(1)?, &key)];
+    /// let hold = block_on(store.check(&items))?.into_receipts(&items).remove(0);
+    /// block_on(store.renew(&hold))?; // the request runs on
+    /// block_on(store.refund(hold))?; // and ends: its slot is free
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    fn renew(&self, receipt: &Receipt) -> impl Future<Output = Result<(), StoreError>> + Send {
+        let _ = receipt;
+        std::future::ready(Ok(()))
+    }
+
     /// Forgets everything `rule` counted for `key`.
     fn reset(
         &self,
@@ -197,6 +223,10 @@ impl<S: Store> Store for Arc<S> {
 
     fn refund(&self, receipt: Receipt) -> impl Future<Output = Result<(), RefundError>> + Send {
         (**self).refund(receipt)
+    }
+
+    fn renew(&self, receipt: &Receipt) -> impl Future<Output = Result<(), StoreError>> + Send {
+        (**self).renew(receipt)
     }
 
     fn refund_now(&self, receipt: Receipt) -> RefundNow {
@@ -390,7 +420,11 @@ impl ItemDecision {
             }
             (
                 crate::Take::UpTo,
-                Some(Charge::Window { cost, .. } | Charge::Logged { cost, .. }),
+                Some(
+                    Charge::Window { cost, .. }
+                    | Charge::Logged { cost, .. }
+                    | Charge::Held { slots: cost, .. },
+                ),
             ) => *cost,
             (_, Some(_)) => item.cost(),
             (_, None) => 0,

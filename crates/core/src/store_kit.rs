@@ -50,6 +50,11 @@ pub fn logged(at: Timestamp, cost: u64) -> Charge {
     Charge::logged(at, cost)
 }
 
+/// A concurrency charge: `slots` held under the store's hold id `id`.
+pub fn held(id: u64, slots: u64) -> Charge {
+    Charge::held(id, slots)
+}
+
 /// When the caller of the store call being made stops waiting for it, if a wrapper around the
 /// store set a deadline ([`FallbackStore`](crate::FallbackStore) does, for every call to its
 /// primary: now plus its timeout). A store whose work may still run after its caller gave up

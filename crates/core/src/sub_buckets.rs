@@ -352,6 +352,10 @@ impl<S: Store> Store for SubBuckets<S> {
         self.inner.refund_now(receipt)
     }
 
+    fn renew(&self, receipt: &Receipt) -> impl Future<Output = Result<(), StoreError>> + Send {
+        self.inner.renew(receipt)
+    }
+
     /// The inner store's, with sub-buckets in every store under it (a sub-bucket's item
     /// names the store its item named).
     fn capabilities(&self) -> Capabilities {

@@ -983,3 +983,73 @@ async fn a_flapping_primary_is_announced_once_a_minute_and_a_closed_call_names_o
     assert!(store.check(&[open, closed]).await.is_err());
     assert_eq!(store.falling_back(), std::slice::from_ref(&closed_id));
 }
+
+// ---------------------------------------------------------------------------------------------
+// Concurrency holds.
+
+fn one_slot() -> Quota {
+    Quota::concurrency(1).expect("test quotas are valid")
+}
+
+async fn hold<S: Store>(store: &S, item: Item<'_>) -> Option<Receipt> {
+    let items = [item];
+    let answer = check(store, &items).await;
+    answer
+        .is_allowed()
+        .then(|| answer.into_receipts(&items).pop())
+        .flatten()
+}
+
+#[tokio::test]
+async fn a_hold_is_given_back_where_it_was_taken() {
+    let Setup { primary, store, .. } = setup();
+    let (id, key) = (rule("exports"), Key::new("acct"));
+    let item = Item::new(&id, one_slot(), &key).with_store_failure(OnStoreFailure::Local);
+
+    primary.fail();
+    let local = hold(&store, item).await.expect("a slot in local memory");
+    primary.heal();
+    let remote = hold(&store, item).await.expect("a slot in the primary");
+
+    // The local hold ends while the primary answers: memory gets it, the primary keeps its own.
+    store.refund(local).await.unwrap();
+    assert_eq!(store.local().stats().keys, 0, "the local slot is free");
+    assert!(
+        hold(&store, item).await.is_none(),
+        "the primary's slot is still held"
+    );
+
+    // The primary's hold ends while the primary fails: memory must not give back someone
+    // else's slot (the primary's hold lapses after its slot ttl instead).
+    primary.fail();
+    let other_local = hold(&store, item).await.expect("a slot in local memory");
+    store.refund(remote).await.unwrap();
+    assert!(
+        hold(&store, item).await.is_none(),
+        "the local slot is still held"
+    );
+    assert_eq!(store.stats().local_refunds, 1);
+    store.refund(other_local).await.unwrap();
+    assert!(hold(&store, item).await.is_some());
+}
+
+#[tokio::test]
+async fn a_hold_counted_within_a_local_quota_is_given_back() {
+    let Setup { primary, store, .. } = setup();
+    let (id, key) = (rule("exports"), Key::new("acct"));
+    let item = Item::new(&id, Quota::concurrency(5).unwrap(), &key)
+        .with_store_failure(OnStoreFailure::OpenWithin(one_slot()));
+    primary.fail();
+    let first = hold(&store, item)
+        .await
+        .expect("the local quota's one slot");
+    assert!(
+        hold(&store, item).await.is_none(),
+        "the local quota is one slot"
+    );
+    store.refund(first).await.unwrap();
+    assert!(
+        hold(&store, item).await.is_some(),
+        "given back, not kept for ever"
+    );
+}

@@ -17,7 +17,7 @@
 //! * An escaped key longer than 64 bytes is replaced by `#` and the hex of the first 16 bytes of
 //!   its SHA-256 (`#` never appears raw, so a digest cannot equal a short key).
 //! * The **format tag** names the state's shape (`t` timestamp, `w` fixed window, `s` sliding
-//!   counter, `l` log) and its version, so state written by another algorithm or an older
+//!   counter, `l` log, `c` concurrency slots) and its version, so state written by another algorithm or an older
 //!   layout is never read as this one. A new version is a new key: during a rolling upgrade,
 //!   gateways of the old and the new version count in separate keys (a caller may get up to
 //!   twice its quota for one window, once from each), and the old keys expire by themselves.
@@ -46,15 +46,18 @@ pub(crate) enum StateFormat {
     SlidingCounter,
     /// A sorted set of charges.
     Log,
+    /// A sorted set of the concurrency slots held.
+    Slots,
 }
 
 impl StateFormat {
     /// Every format, for operations that clear all of a caller's state.
-    pub(crate) const ALL: [StateFormat; 4] = [
+    pub(crate) const ALL: [StateFormat; 5] = [
         StateFormat::Timestamp,
         StateFormat::FixedWindow,
         StateFormat::SlidingCounter,
         StateFormat::Log,
+        StateFormat::Slots,
     ];
 
     /// The format an algorithm's state is kept in, if this store knows it.
@@ -64,6 +67,7 @@ impl StateFormat {
             Algorithm::FixedWindow => Some(StateFormat::FixedWindow),
             Algorithm::SlidingWindowCounter => Some(StateFormat::SlidingCounter),
             Algorithm::SlidingWindowLog => Some(StateFormat::Log),
+            Algorithm::Concurrency => Some(StateFormat::Slots),
             _ => None,
         }
     }
@@ -85,6 +89,8 @@ impl StateFormat {
             // 2: members carry a running total ("at:cost:cumulative"); 3: the expiry follows
             // the window of the latest check, which may have grown.
             StateFormat::Log => "l3",
+            // 1: one member per slot held, "<hold id>:<n>", scored by when it lapses.
+            StateFormat::Slots => "c1",
         }
     }
 }

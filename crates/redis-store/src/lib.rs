@@ -148,6 +148,7 @@ mod connecting;
 mod connection;
 mod cross_slot;
 mod error;
+mod holds;
 mod layout;
 mod replica_ack;
 mod resets;

@@ -55,6 +55,8 @@ pub(crate) enum Operation {
     Refund,
     /// The latest earliest start of the enforcing pacing keys.
     Start,
+    /// Extends concurrency holds for their quota's slot ttl.
+    Renew,
 }
 
 impl Operation {
@@ -65,6 +67,7 @@ impl Operation {
             Operation::Peek => "peek",
             Operation::Refund => "refund",
             Operation::Start => "start",
+            Operation::Renew => "renew",
         }
     }
 }
@@ -106,6 +109,7 @@ pub(crate) fn kind(algorithm: Algorithm) -> Option<&'static str> {
         Algorithm::FixedWindow => Some("w"),
         Algorithm::SlidingWindowCounter => Some("s"),
         Algorithm::SlidingWindowLog => Some("l"),
+        Algorithm::Concurrency => Some("c"),
         _ => None,
     }
 }
@@ -119,12 +123,14 @@ pub(crate) fn unsupported(algorithm: Algorithm) -> StoreError {
 }
 
 /// The arguments for a charge: its kind and two numbers (scheduled: µs and the TAT right after
-/// the charge; window: the window's start and the cost; logged: when and the cost).
+/// the charge; window: the window's start and the cost; logged: when and the cost; held: the
+/// hold's id and its slots).
 pub(crate) fn charge_args(charge: &Charge) -> [u64; 3] {
     match charge {
         Charge::Scheduled { micros, until, .. } => [1, *micros, until.as_micros()],
         Charge::Window { start, cost, .. } => [2, start.as_micros(), *cost],
         Charge::Logged { at, cost, .. } => [3, at.as_micros(), *cost],
+        Charge::Held { id, slots, .. } => [4, *id, *slots],
         _ => [0, 0, 0],
     }
 }
@@ -261,6 +267,7 @@ pub(crate) fn decode(reply: &[i64], expected: usize) -> Result<Answer, StoreErro
             1 => Some(store_kit::scheduled(a, Timestamp::from_micros(b))),
             2 => Some(store_kit::window(Timestamp::from_micros(a), b)),
             3 => Some(store_kit::logged(Timestamp::from_micros(a), b)),
+            4 => Some(store_kit::held(a, b)),
             _ => return Err(malformed()),
         };
         let answer = match charge {

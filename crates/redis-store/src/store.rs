@@ -190,6 +190,11 @@ impl RedisStore {
             debt_key: (item.take() != Take::Exact)
                 .then(|| self.inner.layout.debt(item.rule(), item.key())),
             replica_ack: item.fleet_modes().replica_ack(),
+            hold: if algorithm == tollgate_core::Algorithm::Concurrency {
+                crate::holds::fresh_hold_id()
+            } else {
+                0
+            },
         })
     }
 
@@ -358,6 +363,8 @@ pub(crate) struct Planned {
     pub(crate) debt_key: Option<String>,
     /// How long to wait for a replica to hold the item's count, if asked.
     pub(crate) replica_ack: Option<std::time::Duration>,
+    /// The id a concurrency item's slots are held under if it is allowed (0 for others).
+    pub(crate) hold: u64,
 }
 
 impl Planned {
@@ -365,8 +372,17 @@ impl Planned {
         KeyArgs {
             key: &self.key,
             quota: &self.quota,
-            extra: [self.cost, self.mode_arg(), self.take_arg(), 0],
+            extra: [self.cost, self.mode_arg(), self.take_arg(), self.hold],
             debt_key: self.debt_key.as_deref(),
+        }
+    }
+
+    fn renew_args(&self, id: u64, slots: u64) -> KeyArgs<'_> {
+        KeyArgs {
+            key: &self.key,
+            quota: &self.quota,
+            extra: [id, slots, 0, 0],
+            debt_key: None,
         }
     }
 
@@ -498,6 +514,22 @@ impl Store for RedisStore {
             Ok(()) => Ok(()),
             Err(error) => Err(RefundError::new(error, receipt)),
         }
+    }
+
+    /// Extends a concurrency hold by its quota's slot ttl from now (on the server's clock), in
+    /// one script call; a hold that lapsed or was given back is left as it is.
+    async fn renew(&self, receipt: &Receipt) -> Result<(), StoreError> {
+        let &Charge::Held { id, slots, .. } = receipt.charge() else {
+            return Ok(());
+        };
+        let item = Item::new(receipt.rule(), *receipt.quota(), receipt.key()).with_cost(0);
+        let planned = self.plan(&item)?;
+        let call = script::invocation(
+            Operation::Renew,
+            self.timing(),
+            [planned.renew_args(id, slots)],
+        )?;
+        self.execute(&call).await.map(drop)
     }
 
     /// Deletes the caller's state, then announces the reset on `<prefix>:resets` for every

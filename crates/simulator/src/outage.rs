@@ -134,6 +134,10 @@ impl<S: Store> Store for OutageStore<S> {
         }
     }
 
+    fn renew(&self, receipt: &Receipt) -> impl Future<Output = Result<(), StoreError>> + Send {
+        self.inner.renew(receipt)
+    }
+
     fn reset(
         &self,
         rule: &RuleId,

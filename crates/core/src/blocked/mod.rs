@@ -386,6 +386,10 @@ impl<S: Store, C: Clock> Store for BlockedCache<S, C> {
         self.shared.store.refund_now(receipt)
     }
 
+    fn renew(&self, receipt: &Receipt) -> impl Future<Output = Result<(), StoreError>> + Send {
+        self.shared.store.renew(receipt)
+    }
+
     /// The wrapped store's, with cached refusals in every store under it.
     fn capabilities(&self) -> Capabilities {
         self.shared.store.capabilities().with_blocked_cache()

@@ -9,7 +9,8 @@
 //! * an enforcing `Closed` item makes the whole call fail with the store error; a shadow
 //!   `Closed` item never stops a request and is answered like `Open`.
 //!
-//! Items counted locally are marked [`CountedIn::LocalFallback`]. All items counted locally go
+//! Items counted locally are marked [`CountedIn::LocalFallback`], and their concurrency holds
+//! as local (see `holds`), so they are given back where they were taken. All items counted locally go
 //! to the local store in **one** batch, so the answer stays
 //! all-or-nothing across them.
 
@@ -19,8 +20,8 @@ use smallvec::SmallVec;
 
 use super::outage::Outage;
 use crate::{
-    BatchDecision, Clock, CountedIn, Decision, Item, ItemDecision, MemoryStore, OnStoreFailure,
-    StoreError,
+    BatchDecision, Charge, Clock, CountedIn, Decision, Item, ItemDecision, MemoryStore,
+    OnStoreFailure, StoreError,
 };
 
 /// Answers `items` without the primary.
@@ -43,14 +44,23 @@ pub(super) fn check<C: Clock>(
                 OnStoreFailure::Local => local_answers.next(),
                 // The charge was made under the local quota, but a receipt names the item's
                 // own: refunding it would take from the wrong state, so it reports no charge.
-                OnStoreFailure::OpenWithin(_) => local_answers
-                    .next()
-                    .map(|answer| ItemDecision::uncharged(answer.decision)),
+                // A concurrency hold is the exception: it must come back when its request
+                // ends, and it is given back by its slots alone, whatever the quota.
+                OnStoreFailure::OpenWithin(_) => local_answers.next().map(|answer| {
+                    if matches!(answer.charge, Some(Charge::Held { .. })) {
+                        answer
+                    } else {
+                        ItemDecision::uncharged(answer.decision)
+                    }
+                }),
                 OnStoreFailure::Open | OnStoreFailure::Closed => None,
             };
             // The local store answers every item it is given; anything else goes open.
             match counted {
-                Some(answer) => answer.counted_in_place(CountedIn::LocalFallback),
+                Some(mut answer) => {
+                    answer.charge = answer.charge.map(super::holds::mark_local);
+                    answer.counted_in_place(CountedIn::LocalFallback)
+                }
                 None => ItemDecision::uncharged(open(item)).counted_in_place(CountedIn::Nowhere),
             }
         })

@@ -14,6 +14,7 @@ mod breaker;
 mod builder;
 mod call;
 mod degraded;
+mod holds;
 mod nodes;
 mod outage;
 mod report;
@@ -29,6 +30,7 @@ pub use self::stats::FallbackStats;
 
 use self::alarm::Alarm;
 use self::breaker::{Admission, Gate};
+use self::holds::HoldPlace;
 use self::nodes::Breakers;
 use self::outage::Outage;
 use self::report::Announcer;
@@ -358,6 +360,11 @@ impl<P: Store, C: Clock> Store for FallbackStore<P, C> {
     }
 
     async fn refund(&self, receipt: Receipt) -> Result<(), RefundError> {
+        let place = holds::place_of(receipt.charge());
+        if place == HoldPlace::Local {
+            self.refund_locally(&receipt);
+            return Ok(());
+        }
         // The primary may drop the receipt with its call (a timeout): keep a copy for memory.
         let kept = receipt.retry_copy();
         let picked = self.pick(&[receipt_item(&kept)]);
@@ -366,13 +373,18 @@ impl<P: Store, C: Clock> Store for FallbackStore<P, C> {
                 self.primary.refund(receipt).await.map_err(without_receipt)
             })
             .await;
-        if refunded.is_err() {
+        if refunded.is_err() && place == HoldPlace::NotAHold {
             self.refund_locally(&kept);
         }
         Ok(())
     }
 
     fn refund_now(&self, receipt: Receipt) -> RefundNow {
+        let place = holds::place_of(receipt.charge());
+        if place == HoldPlace::Local {
+            self.refund_locally(&receipt);
+            return RefundNow::Done(Ok(()));
+        }
         let picked = self.pick(&[receipt_item(&receipt)]);
         match picked.breaker.gate(self.local.clock()) {
             Gate::Closed => {
@@ -384,17 +396,32 @@ impl<P: Store, C: Clock> Store for FallbackStore<P, C> {
                 if self
                     .settle(&picked, "refund", Admission::Call, answer)
                     .is_err()
+                    && place == HoldPlace::NotAHold
                 {
                     self.refund_locally(&kept);
                 }
             }
             Gate::Open => {
                 self.counters.short_circuited.add_one();
-                self.refund_locally(&receipt);
+                if place == HoldPlace::NotAHold {
+                    self.refund_locally(&receipt);
+                }
             }
             Gate::ProbeDue => return RefundNow::Later(receipt),
         }
         RefundNow::Done(Ok(()))
+    }
+
+    /// A hold taken in local memory never lapses; a primary's is renewed there (when the
+    /// primary cannot be reached, the error says so and the hold lapses after its slot ttl).
+    async fn renew(&self, receipt: &Receipt) -> Result<(), StoreError> {
+        if holds::place_of(receipt.charge()) != HoldPlace::Primary {
+            return Ok(());
+        }
+        let picked = self.pick(&[receipt_item(receipt)]);
+        self.call_primary(&picked, "renew", || self.primary.renew(receipt))
+            .await
+            .map_err(Outage::into_error)
     }
 
     async fn reset(&self, rule: &RuleId, key: &Key) -> Result<(), StoreError> {

@@ -237,6 +237,10 @@ impl<S: Store, C: Clock + Clone> Store for FleetStore<S, C> {
         self.inner.shared.refund_now(receipt)
     }
 
+    fn renew(&self, receipt: &Receipt) -> impl Future<Output = Result<(), StoreError>> + Send {
+        self.inner.shared.renew(receipt)
+    }
+
     async fn reset(&self, rule: &RuleId, key: &Key) -> Result<(), StoreError> {
         self.inner.leases.forget(rule, key);
         self.inner.syncs.forget(rule, key);

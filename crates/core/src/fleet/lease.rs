@@ -567,7 +567,9 @@ fn ends_at(receipt: &Receipt, view: &Decision, lifetime: Duration, now: Timestam
 fn units_of(receipt: &Receipt) -> u64 {
     match receipt.charge() {
         Charge::Scheduled { micros, .. } => micros / receipt.quota().interval_micros().max(1),
-        Charge::Window { cost, .. } | Charge::Logged { cost, .. } => *cost,
+        Charge::Window { cost, .. }
+        | Charge::Logged { cost, .. }
+        | Charge::Held { slots: cost, .. } => *cost,
     }
 }
 

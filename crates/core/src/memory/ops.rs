@@ -305,6 +305,7 @@ pub(crate) fn reset(shard: &mut Shard, at: Location, key: &[u8]) {
         Algorithm::FixedWindow,
         Algorithm::SlidingWindowCounter,
         Algorithm::SlidingWindowLog,
+        Algorithm::Concurrency,
     ] {
         visit_state(
             algorithm,

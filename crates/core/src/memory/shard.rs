@@ -3,7 +3,7 @@
 
 use super::atomic_tat::AtomicTat;
 use super::ledger::Ledger;
-use super::stored::{StoredLog, StoredSliding, StoredState, StoredWindow};
+use super::stored::{StoredInFlight, StoredLog, StoredSliding, StoredState, StoredWindow};
 use super::table::Table;
 use crate::algorithm::AlgorithmState;
 use crate::{Algorithm, Timestamp};
@@ -21,6 +21,10 @@ pub(crate) struct RuleTables {
     fixed: Table<StoredWindow>,
     sliding: Table<StoredSliding>,
     log: Table<StoredLog>,
+    /// Concurrency slots: swept once none is held, never evicted (each entry is held by
+    /// running requests, so their number is bounded by the requests in flight, not by the
+    /// store's key bound).
+    inflight: Table<StoredInFlight>,
 }
 
 /// A state type the in-memory store keeps, and which of a rule's tables holds it.
@@ -46,6 +50,7 @@ stored_state!(AtomicTat, gcra);
 stored_state!(StoredWindow, fixed);
 stored_state!(StoredSliding, sliding);
 stored_state!(StoredLog, log);
+stored_state!(StoredInFlight, inflight);
 
 /// Something to do with the state type an algorithm uses.
 pub(crate) trait StateVisitor {
@@ -59,6 +64,7 @@ pub(crate) fn visit_state<V: StateVisitor>(algorithm: Algorithm, visitor: V) -> 
         Algorithm::FixedWindow => visitor.visit::<StoredWindow>(),
         Algorithm::SlidingWindowCounter => visitor.visit::<StoredSliding>(),
         Algorithm::SlidingWindowLog => visitor.visit::<StoredLog>(),
+        Algorithm::Concurrency => visitor.visit::<StoredInFlight>(),
         // Token bucket, GCRA and pacing all keep one timestamp.
         _ => visitor.visit::<AtomicTat>(),
     }
@@ -154,6 +160,7 @@ impl Shard {
             removed += sweep_table(&mut tables.fixed, now);
             removed += sweep_table(&mut tables.sliding, now);
             removed += sweep_table(&mut tables.log, now);
+            removed += sweep_table(&mut tables.inflight, now);
         }
         self.len -= removed;
         self.ledger.sweep(now);

@@ -3,6 +3,7 @@
 
 use super::quota_slots::MAX_SLOTS;
 use crate::algorithm::AlgorithmState;
+use crate::algorithm::concurrency::InFlight;
 use crate::algorithm::fixed_window::WindowCount;
 use crate::algorithm::sliding_window_counter::SlidingCounts;
 use crate::algorithm::sliding_window_log::ChargeLog;
@@ -200,5 +201,37 @@ impl StoredState for StoredLog {
 
     fn set_meta(&mut self, meta: Meta) {
         self.meta = meta;
+    }
+}
+
+/// Concurrency: the slots held, packed with the meta. Kept apart from eviction: a held slot is
+/// a running request, and forgetting it would admit one more than the limit (see `Shard`).
+pub(crate) struct StoredInFlight(u64);
+
+impl StoredState for StoredInFlight {
+    type State = InFlight;
+
+    fn new(state: InFlight, meta: Meta) -> Self {
+        StoredInFlight(meta.pack(state.held()))
+    }
+
+    fn view<R>(&self, _quota: &Quota, read: impl FnOnce(&InFlight) -> R) -> R {
+        read(&InFlight::new(Meta::unpack(self.0).0))
+    }
+
+    fn update<R>(&mut self, _quota: &Quota, change: impl FnOnce(&mut InFlight) -> R) -> R {
+        let (held, meta) = Meta::unpack(self.0);
+        let mut state = InFlight::new(held);
+        let result = change(&mut state);
+        self.0 = meta.pack(state.held());
+        result
+    }
+
+    fn meta(&self) -> Meta {
+        Meta::unpack(self.0).1
+    }
+
+    fn set_meta(&mut self, meta: Meta) {
+        self.0 = meta.pack(Meta::unpack(self.0).0);
     }
 }

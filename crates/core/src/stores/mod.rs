@@ -315,6 +315,11 @@ impl<S: Store> Store for Stores<S> {
         self.at(route).refund_now(receipt)
     }
 
+    async fn renew(&self, receipt: &Receipt) -> Result<(), StoreError> {
+        let route = self.route(receipt.store_name());
+        self.at(route).renew(receipt).await
+    }
+
     async fn reset(&self, rule: &RuleId, key: &Key) -> Result<(), StoreError> {
         let resets = std::iter::once(&self.default)
             .chain(self.named.iter().map(|(_, store)| store))

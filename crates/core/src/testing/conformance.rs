@@ -37,6 +37,8 @@ pub mod state_changes;
 pub use state_changes::*;
 pub mod taking;
 pub use taking::*;
+pub mod concurrency;
+pub use concurrency::*;
 
 /// The suite's start time: midnight UTC, 2023-11-14 (aligned to days, hours and minutes).
 pub const START: Timestamp = Timestamp::from_secs(19_675 * 86_400);
@@ -102,7 +104,12 @@ macro_rules! conformance_suite {
             a_debt_lapses_once_the_allowance_could_have_paid_it,
             reset_forgives_a_debt,
             shadow_and_pacing_items_take_exactly,
-            a_huge_debt_is_capped_and_never_fails
+            a_huge_debt_is_capped_and_never_fails,
+            concurrency_admits_up_to_its_limit_and_an_ended_request_frees_its_slot,
+            concurrency_slots_do_not_come_back_with_time,
+            concurrency_is_all_or_nothing_with_the_other_rules,
+            concurrency_gives_back_each_hold_once,
+            concurrency_reset_frees_the_callers_slots
         );
     };
     (@cases $block_on:path, $store:expr, $($case:ident),+) => {

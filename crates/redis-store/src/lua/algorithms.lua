@@ -2,7 +2,7 @@
 -- A decision is {verdict, limit, remaining, reset_after, wait}; verdict 0 allowed,
 -- 1 limit reached, 2 cost exceeds the limit. A charge is {kind, a, b}: 1 scheduled (a = µs
 -- added, b = the TAT right after the charge), 2 window (a = the window's start µs, b = cost),
--- 3 logged (a = at, b = cost).
+-- 3 logged (a = at, b = cost), 4 held (a = the hold's id, b = its slots).
 --
 -- Every check first reads the state in its quota's terms (`normalize`, as the Rust states'
 -- `normalize`): a state written under another emission interval or window is rewritten, a clock
@@ -354,6 +354,31 @@ local function refund_log_working(s, q, at, cost)
   s.newest_changed = s.newest ~= s.stored_newest
 end
 
+-- Concurrency: `cost` slots taken as hold `hold` when that many are free; a refusal waits the
+-- quota's own retry-after (its interval). Nothing resets on its own: reset_after is 0.
+local function concurrency(s, q, cost, hold)
+  local free = math.max(q.limit - s.held, 0)
+  local early = screen(allowed(q.limit, free, 0), cost)
+  if early then return early end
+  if cost > free then return refused(q.limit, free, 0, q.interval) end
+  local adds = copy(s.adds)
+  adds[hold] = cost
+  s.adds, s.held, s.ttl, s.dirty = adds, s.held + cost, q.span, true
+  return allowed(q.limit, free - cost, 0), {4, hold, cost}
+end
+
+-- Gives back hold `hold`: this script's own is not written at all; a stored one is removed.
+local function refund_held(s, hold, slots)
+  local adds, removes = copy(s.adds), copy(s.removes)
+  if adds[hold] then
+    adds[hold] = nil
+    s.held = s.held - slots
+  else
+    removes[hold] = slots
+  end
+  s.adds, s.removes, s.dirty = adds, removes, true
+end
+
 -- Evaluates `cost` of item `it` on state `s` (normalising it first) and charges it if allowed.
 local function evaluate(s, it, cost, not_before)
   local kind, q = it.kind, it.q
@@ -364,6 +389,7 @@ local function evaluate(s, it, cost, not_before)
   end
   if kind == 'w' then return fixed_window(s, q, cost) end
   if kind == 's' then return sliding_counter(s, q, cost) end
+  if kind == 'c' then return concurrency(s, q, cost, it.d) end
   -- Every check of a log that exists writes it back: its trim, and its expiry from its newest
   -- entry under this (perhaps longer) window.
   if s.exists then s.dirty = true end
@@ -382,6 +408,7 @@ local function refund_working(s, it, charge)
   elseif kind == 2 and s.fam == 'w' then refund_window(s, it.q, a, b)
   elseif kind == 2 and s.fam == 's' then refund_sliding(s, it.q, a, b)
   elseif kind == 3 and s.fam == 'l' then refund_log_working(s, it.q, a, b)
+  elseif kind == 4 and s.fam == 'c' then refund_held(s, a, b)
   end
 end
 

@@ -1,15 +1,16 @@
 -- tollgate: one script for every store operation, so one SHA is loaded once.
--- ARGV[1] operation ('check', 'enforce', 'peek', 'refund' or 'start'; 'enforce' is a check that
--- leaves shadow items uncharged), ARGV[2] now in µs or '' for the server's clock, ARGV[3]
+-- ARGV[1] operation ('check', 'enforce', 'peek', 'refund', 'renew' or 'start'; 'enforce' is a
+-- check that leaves shadow items uncharged; 'renew' extends concurrency holds), ARGV[2] now in µs or '' for the server's clock, ARGV[3]
 -- key-lifetime slack in ms, ARGV[4] the earliest any pacing item may start, µs (0: no
 -- constraint; a cluster batch split over slots aligns its pacing items with it), ARGV[5] when
 -- the caller stops waiting, µs on this clock (0: no deadline; a check or enforce that starts
 -- later charges nothing and answers the error TOLLGATE_LATE), then 8 arguments per item:
 --   kind ('g' GCRA / token bucket, 'p' pacing, 'w' fixed window, 's' sliding counter,
---   'l' sliding log), limit, interval µs, span µs, then
+--   'l' sliding log, 'c' concurrency), limit, interval µs, span µs, then
 --   check, enforce, peek and start: cost, mode (1 enforcing, 0 shadow, 2 read-only: checked
 --   like an enforcing item, never charged), take (0 exact, 1 up to, 2 as debt: see
---   taking.lua), 0;
+--   taking.lua), and a concurrency item's hold id (0 for others);
+--   renew: the hold's id and slots, 0, 0;
 --   refund: charge kind, charge a, charge b, the cost to report the state at afterwards.
 -- KEYS: one state key per item; a check with up-to or debt items follows them with one debt
 -- key per item (an exact item's place is never read); a refund may follow them with one refund marker per item
@@ -67,6 +68,15 @@ if operation == 'peek' then
   return answer(true, {peek(load_state(it), it, it.a)}, {})
 end
 
+if operation == 'renew' then
+  -- Each item: its hold's id and slots in place of cost and mode (a = id, b = slots).
+  local renewed = 0
+  for _, it in ipairs(items) do
+    renewed = renewed + renew_hold(it.key, it.a, it.b, it.q.span)
+  end
+  return {renewed}
+end
+
 if operation == 'refund' then
   local markers = #KEYS >= 2 * #items
   -- Every state is read before anything is written, so an unreadable one stops the refund
@@ -78,7 +88,9 @@ if operation == 'refund' then
     local it = items[i]
     local kind, a, b = it.a, it.b, it.c
     local apply = kind ~= 0
-    if apply and markers then
+    -- A hold is given back by removing its members, which happens once however often it is
+    -- sent: no marker.
+    if apply and markers and kind ~= 4 then
       -- Nothing is held once the charge cannot matter; otherwise the marker makes this refund
       -- happen once, however often it is sent.
       local lifetime = charge_lifetime(it, kind, a, b)

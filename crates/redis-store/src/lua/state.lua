@@ -4,7 +4,8 @@
 --   w2 (fixed window): the window's start and length, and its count;
 --   s2 (sliding counter): the window's start and length, and the previous and current counts;
 --   l3 (sliding log): a sorted set of "at:cost:cumulative" members scored by "at" (absolute
---   times, read with the current window).
+--   times, read with the current window);
+--   c1 (concurrency): a sorted set of the slots held (see load_slots).
 -- A state is a table {fam = 't' | 'w' | 's' | 'l', key = ..., ...}; `exists` says whether the
 -- key held one, `dirty` whether it must be written back. Every write sets the key to expire once
 -- dropping it would lose nothing, and deletes it when that is already so.
@@ -230,7 +231,57 @@ local function pack_state(s)
   return pack_window(s.start, s.length, {s.previous, s.current})
 end
 
+-- Concurrency (c1): a sorted set with one member per slot held, "<hold id>:<n>" for n = 1 to
+-- the hold's slots, scored by when it lapses unless renewed (µs on the script's clock). Lapsed
+-- members hold nothing; a write drops them. `adds` and `removes` are this script's holds to
+-- write, by id: {slots, ...}.
+local function load_slots(key)
+  local held = redis.call('ZCOUNT', key, '(' .. fmt(now), '+inf')
+  return {fam = 'c', key = key, exists = held > 0, held = held, adds = {}, removes = {}}
+end
+
+-- The members of hold `id` of `slots` slots.
+local function hold_members(id, slots)
+  local members = {}
+  for n = 1, slots do members[n] = fmt(id) .. ':' .. n end
+  return members
+end
+
+-- Writes a concurrency state: lapsed members and given-back holds go, new holds lapse `ttl` µs
+-- from now, and the key lives as long as its latest member (deleted once empty).
+local function save_slots(s)
+  local key = s.key
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', fmt(now))
+  for id, slots in pairs(s.removes) do redis.call('ZREM', key, unpack(hold_members(id, slots))) end
+  local added = false
+  for id, slots in pairs(s.adds) do
+    local args = {}
+    for _, member in ipairs(hold_members(id, slots)) do
+      args[#args + 1] = fmt(now + s.ttl)
+      args[#args + 1] = member
+    end
+    redis.call('ZADD', key, unpack(args))
+    added = true
+  end
+  if added then redis.call('PEXPIRE', key, ttl_ms(s.ttl)) end
+end
+
+-- Renews hold `id` (its members that have not lapsed) for `ttl` µs more; answers how many
+-- members were renewed (0: the hold lapsed, or was given back).
+local function renew_hold(key, id, slots, ttl)
+  local args = {'XX', 'CH'}
+  for _, member in ipairs(hold_members(id, slots)) do
+    args[#args + 1] = fmt(now + ttl)
+    args[#args + 1] = member
+  end
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', fmt(now))
+  local renewed = redis.call('ZADD', key, unpack(args))
+  if renewed > 0 then redis.call('PEXPIRE', key, ttl_ms(ttl)) end
+  return renewed
+end
+
 local function load(key, kind)
+  if kind == 'c' then return load_slots(key) end
   if kind == 'g' or kind == 'p' then
     local f = parse(key, 't') or {0, 0}
     return {fam = 't', key = key, exists = f[2] ~= 0, tat = f[1], interval = f[2]}
@@ -328,6 +379,7 @@ end
 -- current quota's window, for a log.
 local function save(s, window)
   local key = s.key
+  if s.fam == 'c' then return save_slots(s) end
   if s.fam == 'l' then
     if s.cutoff then redis.call('ZREMRANGEBYSCORE', key, '-inf', fmt(s.cutoff)) end
     if s.newest_changed and s.newest then
