@@ -7,6 +7,8 @@ use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
 use pin_project_lite::pin_project;
 
+use crate::pipeline::held::HeldSlots;
+
 pin_project! {
     /// The body of a response that went through [`RateLimit`](crate::RateLimit): the inner
     /// service's body, or a refusal written by the layer.
@@ -19,16 +21,18 @@ pin_project! {
 pin_project! {
     #[project = KindProjection]
     enum Kind<B> {
-        Inner { #[pin] body: B },
+        // `held`: the request's concurrency slots, given back once the body has ended (or
+        // when it is dropped before).
+        Inner { #[pin] body: B, held: Option<HeldSlots> },
         Refusal { data: Option<Bytes> },
     }
 }
 
 impl<B> ResponseBody<B> {
-    /// Wraps the inner service's body.
-    pub(crate) fn inner(body: B) -> Self {
+    /// Wraps the inner service's body, holding `held` until it ends.
+    pub(crate) fn holding(body: B, held: Option<HeldSlots>) -> Self {
         ResponseBody {
-            kind: Kind::Inner { body },
+            kind: Kind::Inner { body, held },
         }
     }
 
@@ -52,7 +56,14 @@ where
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
         match self.project().kind.project() {
-            KindProjection::Inner { body } => body.poll_frame(cx),
+            KindProjection::Inner { body, held } => {
+                let frame = body.poll_frame(cx);
+                // Ended, or failed (it will not be polled again): the request is over.
+                if matches!(frame, Poll::Ready(None | Some(Err(_)))) {
+                    held.take();
+                }
+                frame
+            }
             KindProjection::Refusal { data } => Poll::Ready(
                 data.take()
                     .filter(|data| !data.is_empty())
@@ -63,14 +74,14 @@ where
 
     fn is_end_stream(&self) -> bool {
         match &self.kind {
-            Kind::Inner { body } => body.is_end_stream(),
+            Kind::Inner { body, .. } => body.is_end_stream(),
             Kind::Refusal { data } => data.as_ref().is_none_or(Bytes::is_empty),
         }
     }
 
     fn size_hint(&self) -> SizeHint {
         match &self.kind {
-            Kind::Inner { body } => body.size_hint(),
+            Kind::Inner { body, .. } => body.size_hint(),
             Kind::Refusal { data } => {
                 SizeHint::with_exact(data.as_ref().map_or(0, |data| data.len() as u64))
             }

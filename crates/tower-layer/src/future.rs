@@ -90,16 +90,15 @@ where
 }
 
 /// The inner service's response, with the rate-limit fields added, after refunding charges
-/// that its status says do not count.
+/// that its status says do not count; its body holds the request's concurrency slots until it
+/// ends.
 pub(crate) fn finish<B>(
     response: Response<B>,
     disclosure: Option<Disclosure>,
     refunds: Option<PendingRefunds>,
 ) -> Response<ResponseBody<B>> {
-    if let Some(refunds) = refunds {
-        refunds.settle(response.status());
-    }
-    let mut response = response.map(ResponseBody::inner);
+    let held = refunds.and_then(|refunds| refunds.settle(response.status()));
+    let mut response = response.map(|body| ResponseBody::holding(body, held));
     if let Some(disclosure) = disclosure {
         disclosure.write(response.headers_mut());
     }

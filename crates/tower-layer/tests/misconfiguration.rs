@@ -1,7 +1,6 @@
 //! No rule is skipped without a word: an IP rule that can never find an address answers 500
 //! and says why at `error`, and so does a rule asking for a fleet mode the layer's store cannot
-//! give (never counted exactly without a word), and so does a concurrency rule, whose slots this
-//! version of the layer would never give back; a rule skipped for a missing key is counted and said at `warn`;
+//! give (never counted exactly without a word); a rule skipped for a missing key is counted and said at `warn`;
 //! a tower-only service supplies the peer with a `PeerAddr` extension.
 
 mod common;
@@ -102,29 +101,6 @@ async fn a_rule_asking_for_what_the_store_cannot_do_answers_500_and_says_what_to
     let reply = Reply::send(server.client.get(server.url("/"))).await;
     assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
     assert_eq!(errors_about("shadow-leased-on-memory").len(), 1);
-}
-
-#[tokio::test]
-async fn a_concurrency_rule_answers_500_until_the_layer_gives_slots_back() {
-    Recorder::global();
-    let slots = |policy| {
-        let quota = Quota::concurrency(5).expect("a valid quota");
-        Rule::new(policy, quota, PeerIp::new()).expect("a valid policy name")
-    };
-    let server = TestServer::start(app(slots("exports-in-flight"))).await;
-    let message = answers_500_and_logs_once(&server, "exports-in-flight", 3).await;
-    assert!(
-        message.contains("Store::refund"),
-        "the log names the way: {message}"
-    );
-
-    // A shadow one never stops a request and takes no slot.
-    let server = TestServer::start(app(slots("shadow-in-flight").shadow())).await;
-    for _ in 0..8 {
-        let reply = Reply::send(server.client.get(server.url("/"))).await;
-        assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
-    }
-    assert_eq!(errors_about("shadow-in-flight").len(), 1);
 }
 
 /// With the `axum` feature the layer reads axum's `ConnectInfo`: the usual axum set-up counts.

@@ -9,8 +9,8 @@ use http::Response;
 use http::request::Parts;
 use smallvec::SmallVec;
 use tollgate_core::{
-    BatchDecision, Decision, Item, ItemDecision, Key, OnStoreFailure, Receipt, RefusalReason,
-    StoreError,
+    BatchDecision, Charge, Decision, Item, ItemDecision, Key, OnStoreFailure, Receipt,
+    RefusalReason, StoreError,
 };
 
 use crate::pipeline::disclosure::Disclosure;
@@ -23,8 +23,20 @@ use crate::rules::rule_set::{RuleRef, RuleSet};
 use crate::settings::Settings;
 use crate::{OnRefusal, Rule};
 
-/// Charges that count only for some responses, with the rule's test.
-pub(crate) type Charges = SmallVec<[(Receipt, CountWhen); 1]>;
+/// Receipts the response settles: charges that count only for some responses, with the
+/// rule's test, and concurrency slots, given back when the response body ends.
+#[derive(Default)]
+pub(crate) struct Charges {
+    pub(crate) conditional: SmallVec<[(Receipt, CountWhen); 1]>,
+    pub(crate) held: SmallVec<[Receipt; 1]>,
+}
+
+impl Charges {
+    /// Whether there is nothing to settle.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.conditional.is_empty() && self.held.is_empty()
+    }
+}
 
 /// What a request gets.
 // Lives for one call on the stack; boxing the larger variant would cost an allocation per
@@ -32,7 +44,8 @@ pub(crate) type Charges = SmallVec<[(Receipt, CountWhen); 1]>;
 #[allow(clippy::large_enum_variant)]
 pub(crate) enum Conclusion {
     /// Call the inner service (after `delay`, for pacing), then show `disclosure` in its
-    /// response's headers; `charges` are refunded if the response says they do not count.
+    /// response's headers; `charges` are refunded if the response says they do not count, and
+    /// slots given back when its body ends.
     Proceed {
         disclosure: Disclosure,
         delay: Duration,
@@ -128,7 +141,7 @@ pub(crate) fn conclude(
         return Conclusion::Proceed {
             disclosure,
             delay: batch.delay(items),
-            charges: conditional_charges(rules, plan, items, batch),
+            charges: settled_after(rules, plan, items, batch),
         };
     };
     let quota = (batch.items().get(position).zip(items.get(position)))
@@ -211,21 +224,32 @@ fn blocked(
     }
 }
 
-/// The charges of rules that count only some responses, as receipts to refund later (the
-/// answer is consumed: each charge becomes at most one receipt).
-fn conditional_charges(
+/// The charges of rules that count only some responses, and the slots of concurrency rules,
+/// as receipts to settle later (the answer is consumed: each charge becomes at most one
+/// receipt). A slot is given back whatever the response, so a concurrency rule's `count_when`
+/// does not apply.
+fn settled_after(
     rules: &RuleSet,
     plan: &Plan,
     items: &[Item<'_>],
     batch: BatchDecision,
 ) -> Charges {
-    plan.rules(rules)
-        .zip(items.iter().zip(batch.into_items()))
-        .filter_map(|((_, rule), (item, answer))| {
-            let counts = rule.count_when.as_ref()?;
-            Some((answer.into_receipt(item)?, Arc::clone(counts)))
-        })
-        .collect()
+    let mut charges = Charges::default();
+    for ((_, rule), (item, answer)) in plan.rules(rules).zip(items.iter().zip(batch.into_items())) {
+        let held = matches!(answer.charge(), Some(Charge::Held { .. }));
+        let counts = rule.count_when.as_ref();
+        if !held && counts.is_none() {
+            continue;
+        }
+        let Some(receipt) = answer.into_receipt(item) else {
+            continue;
+        };
+        match counts {
+            Some(counts) if !held => charges.conditional.push((receipt, Arc::clone(counts))),
+            _ => charges.held.push(receipt),
+        }
+    }
+    charges
 }
 
 /// The store could not answer: closed rules answer 503; every other rule lets the request
@@ -271,7 +295,7 @@ fn store_failed(
             Conclusion::Proceed {
                 disclosure: Disclosure::nothing(),
                 delay: Duration::ZERO,
-                charges: Charges::new(),
+                charges: Charges::default(),
             }
         }
     }

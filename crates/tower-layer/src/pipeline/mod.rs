@@ -2,12 +2,14 @@
 //! key (plan.rs), what the store's answer means for the request (conclude.rs), the responses
 //! the layer writes (respond.rs, refused.rs), the rate-limit fields it discloses
 //! (disclosure.rs), flagged requests (flag.rs), an escalating rule's strikes (strike.rs), and
-//! charges taken back after the response (refund.rs). These files import the rule model and
+//! charges taken back after the response (refund.rs) and concurrency slots held until its body
+//! ends (held.rs). These files import the rule model and
 //! the headers, never the layer or the service that drive them.
 
 pub(crate) mod conclude;
 pub(crate) mod disclosure;
 pub(crate) mod flag;
+pub(crate) mod held;
 pub(crate) mod plan;
 pub(crate) mod refund;
 pub(crate) mod refused;

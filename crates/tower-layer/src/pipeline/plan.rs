@@ -3,7 +3,7 @@
 use http::StatusCode;
 use http::request::Parts;
 use smallvec::SmallVec;
-use tollgate_core::{Algorithm, Counting, FleetModes, Item, Key, Quota};
+use tollgate_core::{Counting, FleetModes, Item, Key, Quota};
 
 use crate::rules::escalation::Escalated;
 use crate::rules::rule_set::{RuleRef, RuleSet};
@@ -37,11 +37,6 @@ pub(crate) enum Unplanned {
     /// Its key cannot be found because of how the service is deployed (already logged).
     Misconfigured,
 }
-
-/// Why a concurrency quota is refused by this version of the layer.
-const CONCURRENCY_NOT_YET: &str = "a concurrency quota's slots must be given back when each \
-    response ends, which this version of RateLimitLayer does not do yet; take and give back \
-    slots with Store::check and Store::refund";
 
 impl Plan {
     /// Plans `request` against `rules`, inserting the matched route pattern (if any) into its
@@ -78,16 +73,6 @@ impl Plan {
                     .unwrap_or_else(|| {
                         registry.map_or(rule.quota, |live| live.get(&rule.id).unwrap_or(rule.quota))
                     });
-                if quota.algorithm() == Algorithm::Concurrency {
-                    // Its slots would never come back: loud, never a silent leak.
-                    let enforcing = rule.can_refuse();
-                    rule.notices
-                        .misconfigured(&rule.id, &CONCURRENCY_NOT_YET, enforcing);
-                    if enforcing {
-                        return Err(Unplanned::Misconfigured);
-                    }
-                    continue;
-                }
                 plan.entries.push(Planned {
                     rule: at,
                     key,

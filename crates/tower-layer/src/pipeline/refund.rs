@@ -1,13 +1,16 @@
-//! Taking back charges that a response says should not count ("count only failed logins").
+//! Taking back charges once the response is known: those it says should not count ("count
+//! only failed logins"), and the concurrency slots the request holds until its body ends.
 
 use http::StatusCode;
 use smallvec::SmallVec;
 use tollgate_core::{DynStore, Receipt, RefundError, RefundNow, Store};
 
+use super::conclude::Charges;
+use super::held::HeldSlots;
 use crate::rules::rule::CountWhen;
 
 /// Refunds every receipt to `store`: at once when the store can, else in a spawned task.
-fn refund_all(store: DynStore, receipts: Vec<Receipt>) {
+pub(crate) fn refund_all(store: DynStore, receipts: Vec<Receipt>) {
     let mut later = Vec::new();
     for receipt in receipts {
         match store.refund_now(receipt) {
@@ -42,20 +45,29 @@ fn log_failure(failed: &RefundError) {
     );
 }
 
-/// Charges to take back unless the response says they count.
+/// Charges to take back unless the response says they count, and slots to give back when the
+/// response body ends (or when this, or what it becomes, is dropped first).
 pub(crate) struct PendingRefunds {
     charges: SmallVec<[(Receipt, CountWhen); 1]>,
+    held: Option<HeldSlots>,
     store: DynStore,
 }
 
 impl PendingRefunds {
-    /// Charges to settle with `store` once the response is known.
-    pub(crate) fn new(charges: SmallVec<[(Receipt, CountWhen); 1]>, store: DynStore) -> Self {
-        PendingRefunds { charges, store }
+    /// `charges` to settle with `store` once the response is known, and the slots held until
+    /// its body ends.
+    pub(crate) fn new(charges: Charges, store: DynStore) -> Self {
+        let held = (!charges.held.is_empty()).then(|| HeldSlots::new(charges.held, store.clone()));
+        PendingRefunds {
+            charges: charges.conditional,
+            held,
+            store,
+        }
     }
 
-    /// Refunds the charges whose rule says a response with `status` does not count.
-    pub(crate) fn settle(self, status: StatusCode) {
+    /// Refunds the charges whose rule says a response with `status` does not count; answers
+    /// the slots still held, for the response body to keep until it ends.
+    pub(crate) fn settle(self, status: StatusCode) -> Option<HeldSlots> {
         let receipts: Vec<Receipt> = self
             .charges
             .into_iter()
@@ -65,5 +77,6 @@ impl PendingRefunds {
         if !receipts.is_empty() {
             refund_all(self.store, receipts);
         }
+        self.held
     }
 }

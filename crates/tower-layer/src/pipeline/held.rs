@@ -1,0 +1,102 @@
+//! Concurrency slots a request holds while it runs: given back when the response body has been
+//! sent to its end, or when the response, its body or the request's future is dropped (the
+//! client went away, a timeout fired, the handler panicked); renewed meanwhile in a store whose
+//! holds lapse.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use smallvec::SmallVec;
+use tokio::task::AbortHandle;
+use tollgate_core::{Charge, DynStore, Receipt, Store};
+
+use super::refund::refund_all;
+
+/// The slots one request holds; dropping it gives them back.
+pub(crate) struct HeldSlots {
+    held: Arc<Held>,
+    renewal: Option<AbortHandle>,
+}
+
+/// The receipts, given back when the last reference goes (the guard's, or a renewal's in
+/// progress when the guard went).
+struct Held {
+    receipts: SmallVec<[Receipt; 1]>,
+    store: DynStore,
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        let receipts: Vec<Receipt> = self.receipts.drain(..).collect();
+        refund_all(self.store.clone(), receipts);
+    }
+}
+
+impl HeldSlots {
+    /// Holds `receipts` (concurrency charges) until dropped, renewing them in `store` a few
+    /// times per slot ttl when the store names its holds (a store whose holds never lapse
+    /// answers id 0: nothing to renew).
+    pub(crate) fn new(receipts: SmallVec<[Receipt; 1]>, store: DynStore) -> Self {
+        let every = renewal_period(&receipts);
+        let held = Arc::new(Held { receipts, store });
+        let renewal = every.and_then(|every| start_renewal(&held, every));
+        HeldSlots { held, renewal }
+    }
+}
+
+impl Drop for HeldSlots {
+    fn drop(&mut self) {
+        if let Some(renewal) = self.renewal.take() {
+            renewal.abort();
+        }
+    }
+}
+
+impl std::fmt::Debug for HeldSlots {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HeldSlots")
+            .field("holds", &self.held.receipts.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// A third of the shortest slot ttl among holds that can lapse, so two renewals may fail in a
+/// row before a running request loses its slot.
+fn renewal_period(receipts: &[Receipt]) -> Option<Duration> {
+    receipts
+        .iter()
+        .filter(|receipt| matches!(receipt.charge(), Charge::Held { id, .. } if *id != 0))
+        .filter_map(|receipt| receipt.quota().slot_ttl())
+        .min()
+        .map(|ttl| ttl / 3)
+}
+
+fn start_renewal(held: &Arc<Held>, every: Duration) -> Option<AbortHandle> {
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        tracing::warn!(
+            target: "tollgate::store",
+            "no tokio runtime to renew concurrency slots on; they lapse after their slot ttl"
+        );
+        return None;
+    };
+    let weak = Arc::downgrade(held);
+    let task = runtime.spawn(async move {
+        let start = tokio::time::Instant::now() + every;
+        let mut ticks = tokio::time::interval_at(start, every);
+        loop {
+            ticks.tick().await;
+            let Some(held) = weak.upgrade() else { return };
+            for receipt in &held.receipts {
+                if let Err(error) = held.store.renew(receipt).await {
+                    tracing::warn!(
+                        target: "tollgate::store",
+                        rule = %receipt.rule(),
+                        %error,
+                        "could not renew a concurrency slot; it lapses after its slot ttl unless a later renewal succeeds"
+                    );
+                }
+            }
+        }
+    });
+    Some(task.abort_handle())
+}
