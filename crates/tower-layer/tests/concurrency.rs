@@ -1,8 +1,8 @@
 //! Concurrency rules through the layer, on a real axum server and a real client: a request
 //! holds a slot while it runs and gives it back when its response body has ended, or when the
 //! client goes away mid-body, the handler panics (a `CatchPanicLayer` outside the layer) or a
-//! timeout layer fires; a request refused for a slot waits the rule's `Retry-After`; and none
-//! is ever leaked (the store holds nothing after a thousand mixed requests).
+//! timeout layer fires; a request refused for a slot waits the rule's `Retry-After`; the
+//! `RateLimit` fields show the free slots; and none is ever leaked (the store holds nothing after a thousand mixed requests).
 
 mod common;
 
@@ -135,11 +135,16 @@ fn app(running: &Running, store: MemoryStore) -> Router {
         .route("/hangs", get(hangs))
         .route("/streams", get(streams))
         .layer(RateLimitLayer::new(store).rule(in_flight()))
-        .layer(tower_http::timeout::TimeoutLayer::with_status_code(
-            StatusCode::GATEWAY_TIMEOUT,
-            Duration::from_millis(20),
-        ))
         .layer(tower_http::catch_panic::CatchPanicLayer::new())
+}
+
+/// [`app`] behind a timeout layer that gives up on a request after 20 ms, dropping the layer's
+/// future (and what the handler was doing) from outside.
+fn app_with_timeout(running: &Running, store: MemoryStore) -> Router {
+    app(running, store).layer(tower_http::timeout::TimeoutLayer::with_status_code(
+        StatusCode::GATEWAY_TIMEOUT,
+        Duration::from_millis(20),
+    ))
 }
 
 /// Waits until the store holds no slot (its in-flight counters go when they reach 0).
@@ -161,12 +166,11 @@ async fn until_no_slot_is_held(store: &MemoryStore) {
 async fn a_request_over_the_limit_waits_the_rules_retry_after_until_one_ends() {
     let (running, store) = (Running::new(), MemoryStore::new());
     let server = Arc::new(TestServer::start(app(&running, store.clone())).await);
-    let slow: Vec<_> = (0..LIMIT)
-        .map(|_| {
-            let server = Arc::clone(&server);
-            tokio::spawn(async move { Reply::send(server.client.get(server.url("/slow"))).await })
-        })
-        .collect();
+    let mut slow = tokio::task::JoinSet::new();
+    for _ in 0..LIMIT {
+        let server = Arc::clone(&server);
+        slow.spawn(async move { Reply::send(server.client.get(server.url("/slow"))).await });
+    }
     running.until_running(LIMIT as usize).await;
 
     let refused = Reply::send(server.client.get(server.url("/quick"))).await;
@@ -180,11 +184,10 @@ async fn a_request_over_the_limit_waits_the_rules_retry_after_until_one_ends() {
     assert!(refused.body.contains("in-flight"), "{}", refused.body);
 
     running.finish.add_permits(1);
-    let mut slow = slow.into_iter();
     let first = slow
-        .next()
-        .expect("three")
+        .join_next()
         .await
+        .expect("three")
         .expect("the request task ends");
     assert_eq!(first.status, StatusCode::OK);
     // Its slot is free once the server has sent the body's end, which may come just after the
@@ -198,10 +201,14 @@ async fn a_request_over_the_limit_waits_the_rules_retry_after_until_one_ends() {
         admitted = Reply::send(server.client.get(server.url("/quick"))).await;
     }
     assert_eq!(admitted.status, StatusCode::OK, "a freed slot is taken");
+    // The fields show the free slots after this request (two still run) and the limit, with
+    // no reset time or window: slots come back when requests end.
+    assert_eq!(admitted.headers["ratelimit"], r#""in-flight";r=0"#);
+    assert_eq!(admitted.headers["ratelimit-policy"], r#""in-flight";q=3"#);
 
     running.finish.add_permits(LIMIT as usize);
-    for request in slow {
-        assert_eq!(request.await.expect("ends").status, StatusCode::OK);
+    while let Some(request) = slow.join_next().await {
+        assert_eq!(request.expect("ends").status, StatusCode::OK);
     }
     until_no_slot_is_held(&store).await;
 }
@@ -209,7 +216,7 @@ async fn a_request_over_the_limit_waits_the_rules_retry_after_until_one_ends() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_slot_is_leaked_by_a_thousand_requests_ending_every_way() {
     let (running, store) = (Running::new(), MemoryStore::new());
-    let server = Arc::new(TestServer::start(app(&running, store.clone())).await);
+    let server = Arc::new(TestServer::start(app_with_timeout(&running, store.clone())).await);
     let tasks: Vec<_> = (0..4)
         .map(|task| {
             let server = Arc::clone(&server);

@@ -2,6 +2,7 @@
 //! as in draft-ietf-httpapi-ratelimit-headers-10.
 
 use http::{HeaderMap, HeaderName, HeaderValue};
+use tollgate_core::Algorithm;
 
 use crate::headers::policy::PolicyTerms;
 use crate::headers::report::PolicyReport;
@@ -39,19 +40,25 @@ pub(crate) fn rate_limit_policy_value(policies: &[PolicyReport<'_>]) -> Option<H
     sf_list(policies, |out, report| {
         let terms = PolicyTerms::of(report.quota);
         push_integer_param(out, "q", terms.quota);
-        push_integer_param(out, "w", terms.window_secs);
+        if let Some(window_secs) = terms.window_secs {
+            push_integer_param(out, "w", window_secs);
+        }
     })
 }
 
 /// The `RateLimit` value: per policy, `r` = [`Decision::remaining`] and `t` =
-/// [`Decision::reset_after`] in whole seconds rounded up. `None` for an empty list.
+/// [`Decision::reset_after`] in whole seconds rounded up. `None` for an empty list. For a
+/// concurrency quota `r` is the free slots after this request and `t` is left out: slots come
+/// back when requests end, not at a time the draft's `t` could name (it is optional).
 ///
 /// [`Decision::remaining`]: tollgate_core::Decision::remaining
 /// [`Decision::reset_after`]: tollgate_core::Decision::reset_after
 pub(crate) fn rate_limit_value(policies: &[PolicyReport<'_>]) -> Option<HeaderValue> {
     sf_list(policies, |out, report| {
         push_integer_param(out, "r", report.decision.remaining());
-        push_integer_param(out, "t", sf_seconds_up(report.decision.reset_after()));
+        if report.quota.algorithm() != Algorithm::Concurrency {
+            push_integer_param(out, "t", sf_seconds_up(report.decision.reset_after()));
+        }
     })
 }
 

@@ -3,7 +3,9 @@
 //! The draft describes a policy as "`q` units per `w` seconds". Window algorithms fit that
 //! exactly; for the scheduled algorithms (token bucket, GCRA, pacing) `q` is what can be spent
 //! at once and `w` the time an exhausted caller takes to get all of it back, which is the
-//! closest honest reading: a client that spends `q` and then waits `w` never gets refused.
+//! closest honest reading: a client that spends `q` and then waits `w` never gets refused. A
+//! concurrency quota has no window (`q` requests at once, for as long as they run), so it
+//! advertises `q` alone: the draft makes `w` optional.
 
 use std::time::Duration;
 
@@ -21,12 +23,14 @@ use crate::headers::sf::{sf_integer, sf_seconds_up};
 /// | token bucket | the capacity | the time an empty bucket takes to refill (τ), at least 1 |
 /// | GCRA | the burst | τ = burst × emission interval, at least 1 |
 /// | leaky bucket (pacing) | the slots that can be scheduled ahead | `limit` emission intervals, at least 1 |
+/// | concurrency | the requests that may run at once | none (no window) |
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) struct PolicyTerms {
     /// `q`: how much can be spent in one window (or at once, for scheduled algorithms).
     pub(crate) quota: u64,
-    /// `w`: the window, or the time to get the whole quota back, in whole seconds (≥ 1).
-    pub(crate) window_secs: u64,
+    /// `w`: the window, or the time to get the whole quota back, in whole seconds (≥ 1);
+    /// `None` for a quota with no window (concurrency).
+    pub(crate) window_secs: Option<u64>,
 }
 
 impl PolicyTerms {
@@ -36,15 +40,16 @@ impl PolicyTerms {
             Algorithm::FixedWindow
             | Algorithm::SlidingWindowCounter
             | Algorithm::SlidingWindowLog => {
-                quota.window().unwrap_or_else(|| quota.replenish_time())
+                Some(quota.window().unwrap_or_else(|| quota.replenish_time()))
             }
+            Algorithm::Concurrency => None,
             // Token bucket, GCRA, pacing, and any algorithm added later: the time an exhausted
             // caller takes to get the whole limit back.
-            _ => quota.replenish_time(),
+            _ => Some(quota.replenish_time()),
         };
         PolicyTerms {
             quota: sf_integer(quota.limit()),
-            window_secs: window_secs(window),
+            window_secs: window.map(window_secs),
         }
     }
 }
@@ -64,7 +69,13 @@ mod tests {
 
     fn terms(quota: Quota) -> (u64, u64) {
         let terms = PolicyTerms::of(&quota);
-        (terms.quota, terms.window_secs)
+        (terms.quota, terms.window_secs.expect("a windowed quota"))
+    }
+
+    #[test]
+    fn a_concurrency_quota_advertises_its_limit_and_no_window() {
+        let terms = PolicyTerms::of(&Quota::concurrency(20).unwrap());
+        assert_eq!((terms.quota, terms.window_secs), (20, None));
     }
 
     #[test]
@@ -145,7 +156,7 @@ mod tests {
             PolicyTerms::of(&hourly),
             PolicyTerms {
                 quota: 1000,
-                window_secs: 3600
+                window_secs: Some(3600)
             }
         );
 
@@ -155,7 +166,7 @@ mod tests {
             PolicyTerms::of(&bursty),
             PolicyTerms {
                 quota: 5,
-                window_secs: 1
+                window_secs: Some(1)
             }
         );
         Ok(())
