@@ -15,6 +15,7 @@
 //! |---|---|---|---|
 //! | `tollgate_checks_total` | counter | `rule`, `outcome` | each rule's own decision per request the store answered: `allowed`, `refused`, `shadow_refused` (a shadow or flag rule's would-be refusal), `refused_locally` (refused by a [`BlockedCache`](crate::BlockedCache) on this gateway, without a store call, until the time the store gave); typed limits count under their ids (handles made on a limit's first use) |
 //! | `tollgate_near_limit_total` | counter | `rule` | allowed checks that left less than 20 % of the limit |
+//! | `tollgate_in_flight` | gauge | `rule` | slots of a concurrency rule held by requests running through this gateway's layer |
 //! | `tollgate_store_errors_total` | counter | `store`, `kind` | failed calls to the primary store: `timeout`, `unavailable`, `protocol`, `capacity` |
 //! | `tollgate_store_seconds` | histogram | `store` | how long the primary store took to answer (or to time out) |
 //! | `tollgate_fallback_active` | gauge | `store`, `rule` | 1 while the rule is answered by its failure policy (made when the rule first falls back) |
@@ -42,6 +43,8 @@ use crate::StoreErrorKind;
 pub const CHECKS: &str = "tollgate_checks_total";
 /// Allowed checks that left less than 20 % of the limit.
 pub const NEAR_LIMIT: &str = "tollgate_near_limit_total";
+/// Gauge: slots of a concurrency rule held by requests running through this gateway's layer.
+pub const IN_FLIGHT: &str = "tollgate_in_flight";
 /// Failed calls to the primary store.
 pub const STORE_ERRORS: &str = "tollgate_store_errors_total";
 /// How long the primary store took to answer.

@@ -139,7 +139,8 @@ impl<St: tollgate_core::Store> RateLimitLayer<St> {
     /// `tollgate_checks_total{rule, outcome}` (`allowed`, `refused`, `shadow_refused`, and
     /// `refused_locally` for a refusal a [`BlockedCache`](tollgate_core::BlockedCache) made
     /// without the store) and
-    /// `tollgate_near_limit_total{rule}` (allowed with less than 20 % of the limit left); typed
+    /// `tollgate_near_limit_total{rule}` (allowed with less than 20 % of the limit left), and
+    /// for a concurrency rule `tollgate_in_flight{rule}` (slots its running requests hold); typed
     /// limits made with `Tollgate::from_layer` and a `RuleWatcher` on this layer
     /// (`tollgate_config_loads_total{result}`) record too. Handles are made now and whenever
     /// rules are installed, so **install the recorder before building the layer**; then a

@@ -89,6 +89,10 @@ impl Body for Endless {
 }
 
 fn app(running: &Running, store: MemoryStore) -> Router {
+    routes(running, RateLimitLayer::new(store).rule(in_flight()))
+}
+
+fn routes(running: &Running, layer: RateLimitLayer<MemoryStore>) -> Router {
     let slow = {
         let running = running.clone();
         move || async move {
@@ -134,7 +138,7 @@ fn app(running: &Running, store: MemoryStore) -> Router {
         .route("/panics", get(panics))
         .route("/hangs", get(hangs))
         .route("/streams", get(streams))
-        .layer(RateLimitLayer::new(store).rule(in_flight()))
+        .layer(layer)
         .layer(tower_http::catch_panic::CatchPanicLayer::new())
 }
 
@@ -268,4 +272,49 @@ async fn no_slot_is_leaked_by_a_thousand_requests_ending_every_way() {
         running.most.load(std::sync::atomic::Ordering::SeqCst) <= LIMIT as usize,
         "never more than the limit in flight"
     );
+}
+
+/// With feature `metrics`, `tollgate_in_flight{rule}` counts the slots running requests hold.
+#[cfg(feature = "metrics")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_in_flight_gauge_counts_the_slots_running_requests_hold() {
+    use metrics_util::debugging::{DebugValue, DebuggingRecorder};
+    // This file's only test that installs the process's recorder, before its layer is built.
+    let recorder = DebuggingRecorder::new();
+    let snapshotter = recorder.snapshotter();
+    recorder
+        .install()
+        .expect("the only recorder of this test binary");
+    let gauge = || {
+        snapshotter
+            .snapshot()
+            .into_vec()
+            .into_iter()
+            .find_map(|(key, _, _, value)| {
+                let named = key.key().name() == "tollgate_in_flight"
+                    && key.key().labels().any(|label| label.value() == "in-flight");
+                match value {
+                    DebugValue::Gauge(value) if named => Some(value.into_inner()),
+                    _ => None,
+                }
+            })
+    };
+
+    let (running, store) = (Running::new(), MemoryStore::new());
+    let layer = RateLimitLayer::new(store.clone())
+        .rule(in_flight())
+        .metrics();
+    let server = Arc::new(TestServer::start(routes(&running, layer)).await);
+    let mut slow = tokio::task::JoinSet::new();
+    for _ in 0..2 {
+        let server = Arc::clone(&server);
+        slow.spawn(async move { Reply::send(server.client.get(server.url("/slow"))).await });
+    }
+    running.until_running(2).await;
+    assert_eq!(gauge(), Some(2.0));
+    running.finish.add_permits(2);
+    while slow.join_next().await.is_some() {}
+    until_no_slot_is_held(&store).await;
+    // The debugging recorder drains what it shows: the next snapshot has the change since.
+    assert_eq!(gauge(), Some(-2.0), "both given back: the gauge is at 0");
 }

@@ -1,9 +1,9 @@
-//! Each rule's decisions as metrics (feature `metrics`): `tollgate_checks_total{rule, outcome}`
-//! and `tollgate_near_limit_total{rule}`, and rule loads as `tollgate_config_loads_total{result}`
+//! Each rule's decisions as metrics (feature `metrics`): `tollgate_checks_total{rule, outcome}`,
+//! `tollgate_near_limit_total{rule}` and, for concurrency rules, `tollgate_in_flight{rule}`, and rule loads as `tollgate_config_loads_total{result}`
 //! (names and the rest in `tollgate_core::metrics`). Handles are made when a rule set is
 //! installed, so a request only increments counters.
 
-use tollgate_core::metrics::{CHECKS, CONFIG_LOADS, NEAR_LIMIT, is_near_limit};
+use tollgate_core::metrics::{CHECKS, CONFIG_LOADS, IN_FLIGHT, NEAR_LIMIT, is_near_limit};
 use tollgate_core::{Decision, RuleId};
 
 use super::RuleObserver;
@@ -15,6 +15,9 @@ pub(crate) struct RuleMetrics {
     shadow_refused: metrics::Counter,
     refused_locally: metrics::Counter,
     near_limit: metrics::Counter,
+    /// Made on the rule's first held slot, so rate rules export no gauge.
+    in_flight: std::sync::OnceLock<metrics::Gauge>,
+    rule: RuleId,
 }
 
 impl RuleMetrics {
@@ -27,6 +30,8 @@ impl RuleMetrics {
             shadow_refused: checks("shadow_refused"),
             refused_locally: checks("refused_locally"),
             near_limit: metrics::counter!(NEAR_LIMIT, "rule" => rule.as_str().to_owned()),
+            in_flight: std::sync::OnceLock::new(),
+            rule: rule.clone(),
         }
     }
 }
@@ -46,6 +51,19 @@ impl RuleObserver for RuleMetrics {
             self.refused.increment(1);
         } else {
             self.shadow_refused.increment(1);
+        }
+    }
+
+    fn slots_held(&self, slots: u64, taken: bool) {
+        // A gauge holds an f64: exact for any slot count below 2^53.
+        let slots = slots as f64;
+        let in_flight = self
+            .in_flight
+            .get_or_init(|| metrics::gauge!(IN_FLIGHT, "rule" => self.rule.as_str().to_owned()));
+        if taken {
+            in_flight.increment(slots);
+        } else {
+            in_flight.decrement(slots);
         }
     }
 }

@@ -94,4 +94,10 @@ pub trait RuleObserver: Send + Sync + 'static {
     fn store_failed(&self, let_through: bool, enforcing: bool) {
         let _ = (let_through, enforcing);
     }
+
+    /// A request took `slots` of this concurrency rule's slots (it runs now), or gave them back
+    /// (`taken` false: its response ended, or it was dropped).
+    fn slots_held(&self, slots: u64, taken: bool) {
+        let _ = (slots, taken);
+    }
 }

@@ -167,4 +167,11 @@ impl RuleWatch {
             observer.store_failed(let_through, enforcing);
         }
     }
+
+    /// Concurrency slots taken or given back (see [`RuleObserver::slots_held`]).
+    pub fn slots_held(&self, slots: u64, taken: bool) {
+        for observer in &self.observers {
+            observer.slots_held(slots, taken);
+        }
+    }
 }

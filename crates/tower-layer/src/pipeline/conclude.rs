@@ -15,6 +15,7 @@ use tollgate_core::{
 
 use crate::pipeline::disclosure::Disclosure;
 use crate::pipeline::flag::Flagged;
+use crate::pipeline::held::Hold;
 use crate::pipeline::plan::Plan;
 use crate::pipeline::refused::Refused;
 use crate::pipeline::respond;
@@ -28,7 +29,7 @@ use crate::{OnRefusal, Rule};
 #[derive(Default)]
 pub(crate) struct Charges {
     pub(crate) conditional: SmallVec<[(Receipt, CountWhen); 1]>,
-    pub(crate) held: SmallVec<[Receipt; 1]>,
+    pub(crate) held: SmallVec<[Hold; 1]>,
 }
 
 impl Charges {
@@ -235,7 +236,9 @@ fn settled_after(
     batch: BatchDecision,
 ) -> Charges {
     let mut charges = Charges::default();
-    for ((_, rule), (item, answer)) in plan.rules(rules).zip(items.iter().zip(batch.into_items())) {
+    for ((planned, rule), (item, answer)) in
+        plan.rules(rules).zip(items.iter().zip(batch.into_items()))
+    {
         let held = matches!(answer.charge(), Some(Charge::Held { .. }));
         let counts = rule.count_when.as_ref();
         if !held && counts.is_none() {
@@ -246,7 +249,9 @@ fn settled_after(
         };
         match counts {
             Some(counts) if !held => charges.conditional.push((receipt, Arc::clone(counts))),
-            _ => charges.held.push(receipt),
+            _ => charges
+                .held
+                .push((receipt, rules.watch(planned.rule).cloned())),
         }
     }
     charges

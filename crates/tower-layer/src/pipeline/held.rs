@@ -11,6 +11,7 @@ use tokio::task::AbortHandle;
 use tollgate_core::{Charge, DynStore, Receipt, Store};
 
 use super::refund::refund_all;
+use crate::observe::RuleWatch;
 
 /// The slots one request holds; dropping it gives them back.
 pub(crate) struct HeldSlots {
@@ -18,17 +19,34 @@ pub(crate) struct HeldSlots {
     renewal: Option<AbortHandle>,
 }
 
+/// A held receipt and what watches its rule (the in-flight gauge).
+pub(crate) type Hold = (Receipt, Option<RuleWatch>);
+
 /// The receipts, given back when the last reference goes (the guard's, or a renewal's in
 /// progress when the guard went).
 struct Held {
     receipts: SmallVec<[Receipt; 1]>,
+    watches: SmallVec<[Option<RuleWatch>; 1]>,
     store: DynStore,
 }
 
 impl Drop for Held {
     fn drop(&mut self) {
+        for (receipt, watch) in self.receipts.iter().zip(&self.watches) {
+            if let Some(watch) = watch {
+                watch.slots_held(slots_of(receipt), false);
+            }
+        }
         let receipts: Vec<Receipt> = self.receipts.drain(..).collect();
         refund_all(self.store.clone(), receipts);
+    }
+}
+
+/// The slots a held receipt took.
+fn slots_of(receipt: &Receipt) -> u64 {
+    match receipt.charge() {
+        Charge::Held { slots, .. } => *slots,
+        _ => 0,
     }
 }
 
@@ -36,9 +54,20 @@ impl HeldSlots {
     /// Holds `receipts` (concurrency charges) until dropped, renewing them in `store` a few
     /// times per slot ttl when the store names its holds (a store whose holds never lapse
     /// answers id 0: nothing to renew).
-    pub(crate) fn new(receipts: SmallVec<[Receipt; 1]>, store: DynStore) -> Self {
+    pub(crate) fn new(holds: SmallVec<[Hold; 1]>, store: DynStore) -> Self {
+        let (receipts, watches): (SmallVec<[Receipt; 1]>, SmallVec<[Option<RuleWatch>; 1]>) =
+            holds.into_iter().unzip();
+        for (receipt, watch) in receipts.iter().zip(&watches) {
+            if let Some(watch) = watch {
+                watch.slots_held(slots_of(receipt), true);
+            }
+        }
         let every = renewal_period(&receipts);
-        let held = Arc::new(Held { receipts, store });
+        let held = Arc::new(Held {
+            receipts,
+            watches,
+            store,
+        });
         let renewal = every.and_then(|every| start_renewal(&held, every));
         HeldSlots { held, renewal }
     }
