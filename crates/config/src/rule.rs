@@ -320,7 +320,7 @@ fn on_missing_key(value: &Value<'_>, report: &mut Report<'_>) -> Option<MissingK
     status.map(MissingKey::Refuse)
 }
 
-/// `"reject"`, `"flag"` or `{ respond = "<a responder registered in code>" }`.
+/// `"reject"`, `"unavailable"`, `"flag"` or `{ respond = "<a responder registered in code>" }`.
 fn on_refusal(
     value: &Value<'_>,
     extractors: &Extractors,
@@ -329,10 +329,11 @@ fn on_refusal(
     if let Some(text) = value.as_str() {
         return match text {
             "reject" => Some(OnRefusal::Reject),
+            "unavailable" => Some(OnRefusal::Unavailable),
             "flag" => Some(OnRefusal::Flag),
             other => {
                 report.at(value.span.start, format!(
-                    "`on_refusal` {other:?} is not \"reject\", \"flag\" or {{ respond = \"<responder>\" }}"
+                    "`on_refusal` {other:?} is not \"reject\", \"unavailable\", \"flag\" or {{ respond = \"<responder>\" }}"
                 ));
                 None
             }

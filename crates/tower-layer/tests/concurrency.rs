@@ -218,6 +218,33 @@ async fn a_request_over_the_limit_waits_the_rules_retry_after_until_one_ends() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rule_may_answer_its_refusals_with_503() {
+    let (running, store) = (Running::new(), MemoryStore::new());
+    let rule = in_flight().on_refusal(tollgate_tower::OnRefusal::Unavailable);
+    let layer = RateLimitLayer::new(store.clone()).rule(rule);
+    let server = Arc::new(TestServer::start(routes(&running, layer)).await);
+    let mut slow = tokio::task::JoinSet::new();
+    for _ in 0..LIMIT {
+        let server = Arc::clone(&server);
+        slow.spawn(async move { Reply::send(server.client.get(server.url("/slow"))).await });
+    }
+    running.until_running(LIMIT as usize).await;
+    let refused = Reply::send(server.client.get(server.url("/quick"))).await;
+    assert_eq!(
+        refused.status,
+        StatusCode::SERVICE_UNAVAILABLE,
+        "{}",
+        refused.body
+    );
+    assert_eq!(refused.headers["retry-after"], "7");
+    assert!(refused.body.contains(r#""status":503"#), "{}", refused.body);
+    assert_eq!(refused.headers["ratelimit"], r#""in-flight";r=0"#);
+    running.finish.add_permits(LIMIT as usize);
+    while slow.join_next().await.is_some() {}
+    until_no_slot_is_held(&store).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_slot_is_leaked_by_a_thousand_requests_ending_every_way() {
     let (running, store) = (Running::new(), MemoryStore::new());
     let server = Arc::new(TestServer::start(app_with_timeout(&running, store.clone())).await);

@@ -124,6 +124,13 @@ impl Problem {
         }
     }
 
+    /// The problem answered with `status` instead of its type's usual one (a refusal a rule
+    /// answers with 503).
+    pub(crate) fn answered_with(mut self, status: StatusCode) -> Problem {
+        self.status = status;
+        self
+    }
+
     /// 429: the request costs more than `policy` allows at once (`limit`), so it can never be
     /// accepted however long the caller waits. No `retry_after`, and no `Retry-After` field.
     pub(crate) fn cost_exceeds_limit(policy: &str, limit: u64) -> Problem {

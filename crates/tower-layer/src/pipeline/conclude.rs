@@ -148,7 +148,8 @@ pub(crate) fn conclude(
     let quota = (batch.items().get(position).zip(items.get(position)))
         .and_then(|(answer, item)| answer.counted_quota(item))
         .unwrap_or(planned.quota);
-    let refused = Refused::new(&rule.id, quota, *decision, disclosure.to_headers());
+    let refused = Refused::new(&rule.id, quota, *decision, disclosure.to_headers())
+        .answered_with(refusal_status(rule));
     Conclusion::Respond {
         response: respond::refusal(settings, rule, refused),
         refused_by: (decision.refusal() == Some(RefusalReason::LimitReached)).then_some(position),
@@ -303,5 +304,13 @@ fn store_failed(
                 charges: Charges::default(),
             }
         }
+    }
+}
+
+/// The status a rule's refusals are answered with.
+fn refusal_status(rule: &Rule) -> http::StatusCode {
+    match rule.on_refusal {
+        OnRefusal::Unavailable => http::StatusCode::SERVICE_UNAVAILABLE,
+        _ => http::StatusCode::TOO_MANY_REQUESTS,
     }
 }

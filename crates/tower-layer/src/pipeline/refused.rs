@@ -1,7 +1,7 @@
 //! A refusal as the responder hooks see it.
 
 use bytes::Bytes;
-use http::{HeaderMap, Response};
+use http::{HeaderMap, Response, StatusCode};
 use tollgate_core::{Decision, Quota, RuleId};
 
 use crate::headers::{
@@ -34,6 +34,7 @@ pub struct Refused {
     quota: Quota,
     decision: Decision,
     headers: HeaderMap,
+    status: StatusCode,
 }
 
 impl Refused {
@@ -53,7 +54,28 @@ impl Refused {
             quota,
             decision,
             headers,
+            status: StatusCode::TOO_MANY_REQUESTS,
         }
+    }
+
+    /// The refusal answered with `status` (a rule's [`OnRefusal::Unavailable`] answers 503).
+    ///
+    /// [`OnRefusal::Unavailable`]: crate::OnRefusal::Unavailable
+    pub(crate) fn answered_with(mut self, status: StatusCode) -> Self {
+        self.status = status;
+        self
+    }
+
+    /// The status the refusal is answered with: `429 Too Many Requests`, or `503 Service
+    /// Unavailable` for a rule that asks for it ([`OnRefusal::Unavailable`]); a request that
+    /// costs more than the rule ever allows is always 429.
+    ///
+    /// [`OnRefusal::Unavailable`]: crate::OnRefusal::Unavailable
+    pub fn status(&self) -> StatusCode {
+        if self.decision.refusal() == Some(tollgate_core::RefusalReason::CostExceedsLimit) {
+            return StatusCode::TOO_MANY_REQUESTS;
+        }
+        self.status
     }
 
     /// The refusal of policy `rule` under `quota` with `decision`, with the rate-limit fields
@@ -86,14 +108,17 @@ impl Refused {
         &self.headers
     }
 
-    /// The response the layer sends without a responder: `429 Too Many Requests`, `Retry-After`
-    /// in whole seconds rounded up, the rate-limit headers and an RFC 9457 problem body (its own
-    /// problem type when the cost can never fit).
+    /// The response the layer sends without a responder: [`status`](Self::status) (`429 Too
+    /// Many Requests` unless the rule asks for 503), `Retry-After` in whole seconds rounded up,
+    /// the rate-limit headers and an RFC 9457 problem body (its own problem type when the cost
+    /// can never fit).
     pub fn default_response(&self) -> Response<Bytes> {
         let report = PolicyReport::new(self.rule.as_str(), &self.quota, &self.decision);
-        let problem = Problem::for_refusal(&report).unwrap_or_else(|| {
-            Problem::rate_limited(self.rule.as_str(), self.decision.retry_after())
-        });
+        let problem = Problem::for_refusal(&report)
+            .unwrap_or_else(|| {
+                Problem::rate_limited(self.rule.as_str(), self.decision.retry_after())
+            })
+            .answered_with(self.status());
         let mut response = problem.into_response();
         for (name, value) in &self.headers {
             response.headers_mut().insert(name, value.clone());

@@ -407,7 +407,7 @@ impl Rule {
     pub(crate) fn is_disclosed(&self) -> bool {
         self.disclose.unwrap_or(
             matches!(self.mode, Mode::Enforce | Mode::ReadOnly)
-                && matches!(self.on_refusal, OnRefusal::Reject),
+                && matches!(self.on_refusal, OnRefusal::Reject | OnRefusal::Unavailable),
         )
     }
 
@@ -455,6 +455,11 @@ pub enum OnRefusal {
     /// Let the request through, marked with a [`Flagged`](crate::Flagged) extension naming the
     /// rule, so downstream code can, say, put a new account into review.
     Flag,
+    /// Answer `503 Service Unavailable` with `Retry-After` and a problem body (or the layer's
+    /// responder, which reads it from [`Refused::status`](crate::Refused::status)): for a limit
+    /// that protects the service's capacity rather than metering its caller, such as a
+    /// concurrency rule. A request that costs more than the rule ever allows is still 429.
+    Unavailable,
 }
 
 impl OnRefusal {
@@ -485,6 +490,7 @@ impl fmt::Debug for OnRefusal {
             OnRefusal::Reject => f.write_str("Reject"),
             OnRefusal::Respond(_) => f.write_str("Respond(..)"),
             OnRefusal::Flag => f.write_str("Flag"),
+            OnRefusal::Unavailable => f.write_str("Unavailable"),
         }
     }
 }
