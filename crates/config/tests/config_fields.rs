@@ -355,7 +355,7 @@ fn overrides_exemptions_and_named_parts_explain_their_mistakes() {
         (
             "on_refusal = \"ignore\"",
             "8:15",
-            "is not \"reject\", \"flag\"",
+            "is not \"reject\", \"unavailable\", \"flag\"",
         ),
         (
             "count_only_when = \"unauthorised\"",
