@@ -157,6 +157,13 @@ fn one(value: &Value<'_>, rule: &Fields<'_, '_>, report: &mut Report<'_>) -> Opt
             "sliding_window_counter" => Quota::sliding_window_counter(amount, period),
             "sliding_window_log" => Quota::sliding_window_log(amount, period),
             "pacing" => Quota::leaky_bucket(Rate::per(amount, period), max_delay?),
+            "concurrency" => {
+                report.at(
+                    value.span.start,
+                    "a concurrency rule's override has no period: write `{ limit = <N> }`",
+                );
+                return None;
+            }
             _ => return None,
         };
         return match built {

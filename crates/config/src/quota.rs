@@ -12,6 +12,12 @@
 //! algorithm = "pacing"          # leaky bucket as pacing: `rate` per period, `max_delay`
 //! rate = { amount = 10, per = "1s" }
 //! max_delay = "2s"
+//!
+//! algorithm = "concurrency"     # at most `limit` requests in flight at once
+//! limit = 20
+//! retry_after = "2s"            # optional: the wait a refusal announces (default 1s)
+//! slot_ttl = "60s"              # optional: how long Redis keeps a slot its gateway stopped
+//!                               # renewing (default 60s, at least 1s)
 //! ```
 
 use tollgate_core::{Quota, Rate};
@@ -28,6 +34,7 @@ pub(crate) const ALGORITHMS: &[&str] = &[
     "sliding_window_counter",
     "sliding_window_log",
     "pacing",
+    "concurrency",
 ];
 
 /// The fields a quota is read from (a rule's table holds them beside its own).
@@ -39,6 +46,8 @@ pub const QUOTA_FIELDS: &[&str] = &[
     "window",
     "rate",
     "max_delay",
+    "retry_after",
+    "slot_ttl",
 ];
 
 /// The quota `fields` describe (in `owner`, for messages: "a rule"); `None` when a mistake was
@@ -69,11 +78,15 @@ pub(crate) fn quota_of(
             .filter(|field| **field != "algorithm" && !takes.contains(field))
         {
             if let Some(value) = fields.get(field) {
+                let listed = takes
+                    .iter()
+                    .map(|field| format!("`{field}`"))
+                    .collect::<Vec<_>>();
                 report.at(
                     value.span.start,
                     format!(
-                        "`{field}` is not a field of {name:?}, which takes `{}` and `{}`",
-                        takes[0], takes[1]
+                        "`{field}` is not a field of {name:?}, which takes {}",
+                        listed.join(", ")
                     ),
                 );
                 stray = true;
@@ -129,6 +142,21 @@ pub(crate) fn quota_of(
             );
             Quota::leaky_bucket(rate?, max_delay?)
         }
+        "concurrency" => {
+            let limit = positive(
+                fields.required("limit", name, at, report)?,
+                "`limit`",
+                report,
+            );
+            let optional = |field: &str, default: std::time::Duration, report: &mut Report<'_>| {
+                fields.get(field).map_or(Some(default), |value| {
+                    duration(value, &format!("`{field}`"), report)
+                })
+            };
+            let retry_after = optional("retry_after", std::time::Duration::from_secs(1), report);
+            let slot_ttl = optional("slot_ttl", tollgate_core::DEFAULT_SLOT_TTL, report);
+            Quota::concurrency_with(limit?, retry_after?, slot_ttl?)
+        }
         other => {
             let hint = super::fields::nearest(other, ALGORITHMS)
                 .map(|name| format!(" (did you mean {name:?}?)"))
@@ -147,10 +175,19 @@ pub(crate) fn quota_of(
         Ok(quota) => Some(quota),
         Err(error) => {
             // Point at the field that sets the period or the size, whichever this algorithm has.
-            let culprit = ["window", "max_delay", "refill", "rate", "limit", "capacity"]
-                .into_iter()
-                .find_map(|name| fields.get(name))
-                .map_or(algorithm_at, |value| value.span.start);
+            let culprit = [
+                "window",
+                "max_delay",
+                "slot_ttl",
+                "retry_after",
+                "refill",
+                "rate",
+                "limit",
+                "capacity",
+            ]
+            .into_iter()
+            .find_map(|name| fields.get(name))
+            .map_or(algorithm_at, |value| value.span.start);
             report.at(culprit, format!("this quota is not valid: {error}"));
             None
         }
@@ -158,13 +195,14 @@ pub(crate) fn quota_of(
 }
 
 /// The fields algorithm `name` takes (`None`: not an algorithm).
-fn fields_of(name: &str) -> Option<[&'static str; 2]> {
+fn fields_of(name: &str) -> Option<&'static [&'static str]> {
     match name {
-        "token_bucket" | "gcra" => Some(["capacity", "refill"]),
+        "token_bucket" | "gcra" => Some(&["capacity", "refill"]),
         "fixed_window" | "sliding_window_counter" | "sliding_window_log" => {
-            Some(["limit", "window"])
+            Some(&["limit", "window"])
         }
-        "pacing" => Some(["rate", "max_delay"]),
+        "pacing" => Some(&["rate", "max_delay"]),
+        "concurrency" => Some(&["limit", "retry_after", "slot_ttl"]),
         _ => None,
     }
 }

@@ -716,3 +716,92 @@ fn a_mistaken_counting_is_reported_at_its_line() {
     let unknown = errors(&rule("{ lease = { max = 5 } }"));
     assert!(!unknown.is_empty(), "an unknown setting is a mistake");
 }
+
+/// A concurrency rule from a file: its slots are held while responses are alive, its refusals
+/// answer 503 with the file's `retry_after`, and a freed slot is taken again.
+#[tokio::test]
+async fn a_concurrency_rule_from_a_file_holds_slots_and_answers_as_the_file_says() {
+    let file = parse(
+        r#"
+[[rule]]
+id = "exports"
+algorithm = "concurrency"
+limit = 2
+retry_after = "3s"
+slot_ttl = "90s"
+key = "peer_ip"
+on_refusal = "unavailable"
+"#,
+    );
+    let quota = *file.rules().rules().next().expect("one rule").quota();
+    assert_eq!(
+        quota,
+        tollgate_core::Quota::concurrency_with(
+            2,
+            std::time::Duration::from_secs(3),
+            std::time::Duration::from_secs(90),
+        )
+        .expect("valid")
+    );
+    let layer = layer_with(&file);
+    let call = Call::get("/export");
+    let running = [
+        send(&layer, &call, StatusCode::OK).await,
+        send(&layer, &call, StatusCode::OK).await,
+    ];
+    assert!(
+        running
+            .iter()
+            .all(|response| response.status() == StatusCode::OK)
+    );
+    let refused = send(&layer, &call, StatusCode::OK).await;
+    assert_eq!(refused.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(refused.headers()["retry-after"], "3");
+    drop(running);
+    assert_eq!(
+        send(&layer, &call, StatusCode::OK).await.status(),
+        StatusCode::OK
+    );
+}
+
+#[test]
+fn a_concurrency_rules_mistakes_are_reported_at_their_line() {
+    let rule = |extra: &str| {
+        format!(
+            "[[rule]]\nid = \"exports\"\nalgorithm = \"concurrency\"\nkey = \"account\"\n{extra}\n"
+        )
+    };
+    let cases: &[(&str, &str, &str)] = &[
+        (
+            "limit = 2\nrefill = { amount = 1, per = \"1s\" }",
+            "6:10",
+            "`refill` is not a field of \"concurrency\", which takes `limit`, `retry_after`, `slot_ttl`",
+        ),
+        (
+            "limit = 2\nwindow = \"1m\"",
+            "6:11",
+            "not a field of \"concurrency\"",
+        ),
+        (
+            "limit = 2\nslot_ttl = \"100ms\"",
+            "6:13",
+            "shorter than the supported minimum of 1s",
+        ),
+        ("limit = 0", "5:9", "at least 1"),
+        ("retry_after = \"2s\"", "1:1", "`limit`"),
+        (
+            "limit = 2\noverrides = { a = \"5/s\" }",
+            "6:20",
+            "has no period",
+        ),
+    ];
+    for (extra, at, message) in cases {
+        let found = errors(&rule(extra));
+        assert_eq!(found.len(), 1, "{extra}: {found:?}");
+        assert!(
+            found[0].starts_with(&format!("{at}: ")),
+            "{extra}: {found:?}"
+        );
+        assert!(found[0].contains(message), "{extra}: {found:?}");
+    }
+}

@@ -100,7 +100,7 @@ pub use item::{Item, Take};
 pub use key::{Key, KeyBuilder};
 pub use memory::{DEFAULT_MAX_KEYS, MemoryStats, MemoryStore, MemoryStoreBuilder};
 pub use policy::{Mode, OnStoreFailure};
-pub use quota::{Algorithm, Quota};
+pub use quota::{Algorithm, DEFAULT_SLOT_TTL, Quota};
 pub use rate::Rate;
 pub use receipt::{Charge, Receipt, RefundError, RefundNow};
 pub use rule_id::{DerivedSuffix, RuleId};
