@@ -57,7 +57,7 @@ async fn gateway(
     };
     let app = Router::new()
         .route("/work", get(work))
-        .route("/hold", get(|| std::future::pending::<&'static str>()))
+        .route("/hold", get(std::future::pending::<&'static str>))
         .layer(RateLimitLayer::new(store).rule(rule));
     common::serve(app).await
 }
@@ -138,7 +138,11 @@ const TTL: Duration = Duration::from_secs(1);
 /// it is killed.
 async fn run_child_gateway(redis_url: &str) {
     let url = gateway(redis_url, "killed", 1, TTL, Arc::default()).await;
-    println!("{READY}{url}");
+    // The parent reads this line from the child's standard output.
+    use std::io::Write as _;
+    let mut stdout = std::io::stdout();
+    writeln!(stdout, "{READY}{url}").expect("the parent reads the child's output");
+    stdout.flush().expect("the parent reads the child's output");
     std::future::pending::<()>().await;
 }
 
