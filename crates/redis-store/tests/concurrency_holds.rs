@@ -1,7 +1,8 @@
 //! Concurrency holds on Redis: a hold lapses once its quota's slot ttl passes without a renewal
 //! (so a gateway that died mid-request frees its slots), a renewal keeps it, a renewal after
 //! it lapsed takes nothing back, and a hold given back twice frees its slots once. Standalone
-//! and Cluster, on the script's clock (a manual one, passed to the server in test mode).
+//! and Cluster, on the script's clock (a manual one, passed to the server in test mode). A
+//! request's slot costs two script calls: one to take it, one to give it back.
 
 mod common;
 
@@ -81,4 +82,50 @@ fn a_hold_lapses_unless_renewed_on_a_cluster() {
         common::cluster_store(clock.clone()),
         clock,
     ));
+}
+
+/// `calls=` of `cmdstat_evalsha` in `INFO commandstats`.
+async fn evalsha_calls(connection: &mut redis::aio::MultiplexedConnection) -> u64 {
+    let info: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query_async(connection)
+        .await
+        .expect("INFO answers");
+    info.lines()
+        .find_map(|line| line.strip_prefix("cmdstat_evalsha:calls="))
+        .and_then(|rest| rest.split(',').next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+/// A request's slot is one script call to take and one to give back, however many requests
+/// (on a server of its own, so no other test's calls are counted).
+#[test]
+fn a_slot_costs_two_script_calls() {
+    let server = tollgate_redis_harness::RedisServer::start().expect("start redis-server");
+    common::block_on(async {
+        let store = RedisStore::builder()
+            .connect(&server.url())
+            .await
+            .expect("connect to redis-server");
+        let (rule, key) = (
+            RuleId::new("exports").expect("a valid rule id"),
+            Key::new("acct-2"),
+        );
+        let item = Item::new(&rule, exports(), &key);
+        // The script is loaded (and any NOSCRIPT retry made) before counting.
+        let warm = take(&store, item).await.expect("the slot");
+        store.refund(warm).await.expect("given back");
+        let client = redis::Client::open(server.url()).expect("a valid url");
+        let mut connection = client
+            .get_multiplexed_async_connection()
+            .await
+            .expect("connect to redis-server");
+        let before = evalsha_calls(&mut connection).await;
+        for _ in 0..100 {
+            let held = take(&store, item).await.expect("the slot");
+            store.refund(held).await.expect("given back");
+        }
+        let calls = evalsha_calls(&mut connection).await - before;
+        assert_eq!(calls, 200, "two script calls per request");
+    });
 }
