@@ -469,3 +469,33 @@ fn the_store_answers_at_once_without_a_future() {
         "refunded at once"
     );
 }
+
+/// Held concurrency slots are never forgotten: not when the store is over its key bound, and
+/// not when one rule sees more distinct quotas than a table has quota slots (1,024), where
+/// other algorithms' states of the least used quota are dropped.
+#[test]
+fn held_slots_survive_a_full_store_and_more_quotas_than_slots() {
+    let clock = ManualClock::new(Timestamp::from_secs(1_700_000_000));
+    let store = store_with(&clock, 64);
+    let rule = RuleId::new("exports").expect("a valid rule id");
+    let keys: Vec<Key> = (0..1_100).map(|n| Key::new(format!("acct-{n}"))).collect();
+    let quota = |n: usize| Quota::concurrency(n as u64 + 1).expect("valid");
+    for (n, key) in keys.iter().enumerate() {
+        assert!(
+            allowed(&store, Item::new(&rule, quota(n), key)),
+            "slot for {n}"
+        );
+    }
+    assert_eq!(store.stats().lossy_evictions, 0);
+    assert_eq!(
+        store.stats().keys,
+        1_100,
+        "every hold is kept past the bound of 64"
+    );
+    for (n, key) in keys.iter().enumerate() {
+        let free = block_on(store.peek(&Item::new(&rule, quota(n), key).with_cost(0)))
+            .expect("answers")
+            .remaining();
+        assert_eq!(free, n as u64, "{n}: one of {} slots still held", n + 1);
+    }
+}

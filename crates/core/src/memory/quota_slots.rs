@@ -52,6 +52,14 @@ impl QuotaSlots {
         }
     }
 
+    /// Puts `quota` in `slot` in place of the quota there (states naming the slot are read
+    /// under it from now on).
+    pub(crate) fn replace(&mut self, slot: u16, quota: Quota) {
+        if let Some(held) = self.quotas.get_mut(usize::from(slot)) {
+            *held = Some(quota);
+        }
+    }
+
     /// How many slots exist (taken or free).
     pub(crate) fn len(&self) -> usize {
         self.quotas.len()

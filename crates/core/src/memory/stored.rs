@@ -67,6 +67,11 @@ pub(crate) trait StoredState: Send + Sync + 'static {
     /// Sets the slot and refused mark.
     fn set_meta(&mut self, meta: Meta);
 
+    /// Whether the state means the same under any quota of its algorithm (a count of held
+    /// slots), so a table out of quota slots may give a slot's states another quota instead of
+    /// dropping them.
+    const SAME_UNDER_ANY_QUOTA: bool = false;
+
     /// Eviction order, lowest first: callers not refused since last allowed, then by share of
     /// the limit used, then by how soon the state would be idle anyway.
     fn eviction_rank(&self, quota: &Quota, now: Timestamp) -> (bool, u64, Timestamp) {
@@ -210,6 +215,10 @@ pub(crate) struct StoredInFlight(u64);
 
 impl StoredState for StoredInFlight {
     type State = InFlight;
+
+    /// Held slots are given back by count, whatever the limit: never dropped for want of a
+    /// quota slot (that would admit more than the limit).
+    const SAME_UNDER_ANY_QUOTA: bool = true;
 
     fn new(state: InFlight, meta: Meta) -> Self {
         StoredInFlight(meta.pack(state.held()))

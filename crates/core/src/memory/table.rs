@@ -84,6 +84,11 @@ impl<S: StoredState> Table<S> {
                 .min_by_key(|&slot| users[slot])
                 .and_then(|slot| u16::try_from(slot).ok())
                 .unwrap_or_default();
+            if S::SAME_UNDER_ANY_QUOTA {
+                // Its states lose nothing under another quota: they share this one's slot.
+                self.slots.replace(least, quota);
+                return (least, 0);
+            }
             dropped = self.retain(|state, _| state.meta().slot != least);
             let mut in_use = in_use;
             in_use[usize::from(least)] = false;
