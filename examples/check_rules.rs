@@ -75,11 +75,15 @@ fn main() -> ExitCode {
 
 /// One line of the table.
 fn row(name: &str, quota: &Quota) -> String {
+    let full_again = match quota.slot_ttl() {
+        // A concurrency rule's slots come back as its requests end.
+        Some(ttl) => format!("as requests end (a dead gateway's after {ttl:?})"),
+        None => format!("{:?}", quota.replenish_time()),
+    };
     format!(
-        "{:<36} {:<24} {:>8}  {:?}",
+        "{:<36} {:<24} {:>8}  {full_again}",
         name,
         quota.algorithm().name(),
         quota.limit(),
-        quota.replenish_time()
     )
 }

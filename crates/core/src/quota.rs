@@ -276,8 +276,10 @@ impl Quota {
     }
 
     /// How long an exhausted caller takes to get the whole limit back: τ for buckets and GCRA,
-    /// the window for windows (a sliding counter's old window fades over one more window), and
-    /// `limit` emission intervals for pacing.
+    /// the window for windows (a sliding counter's old window fades over one more window),
+    /// `limit` emission intervals for pacing, and for concurrency the slot ttl (slots come back
+    /// as requests end; the ttl bounds how long a remote store keeps those of a gateway that
+    /// died).
     pub fn replenish_time(&self) -> Duration {
         Duration::from_micros(match self.algorithm {
             Algorithm::LeakyBucket => self.limit.saturating_mul(self.interval_micros),
