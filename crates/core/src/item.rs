@@ -190,7 +190,8 @@ impl<'a> Item<'a> {
     /// How the rule is counted across a fleet, as a [`FleetStore`](crate::FleetStore) applies
     /// it: [`Counting::Exact`] for shadow and read-only items, pacing and concurrency quotas
     /// when lease or sync was set (they are never leased or synced); a split stays a split (its
-    /// quota is already this gateway's part).
+    /// quota is already this gateway's part), except where the quota cannot be split (pacing,
+    /// concurrency: see [`with_fleet_modes`](Item::with_fleet_modes)).
     pub fn counting(&self) -> Counting {
         let counting = self.modes.counting();
         if self.always_exact() && !matches!(counting, Counting::Split(_)) {

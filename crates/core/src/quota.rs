@@ -8,7 +8,8 @@ use crate::{QuotaError, Rate};
 /// The longest period, window or delay tollgate accepts: 366 days.
 pub const MAX_PERIOD: Duration = Duration::from_secs(366 * 86_400);
 
-/// The most entries a sliding window log may keep per key.
+/// The most entries a sliding window log may keep per key, and the largest concurrency limit
+/// (a remote store keeps one entry per slot held).
 pub const MAX_LOG_LIMIT: u64 = 100_000;
 
 /// Every derived time span stays below 2^52 µs (about 142 years), so state stays exact in a
@@ -172,14 +173,15 @@ impl Quota {
     /// [`concurrency`](Self::concurrency) with the wait a refusal announces (`Retry-After`:
     /// there is no refill time to compute one from) and how long a remote store keeps a slot
     /// its gateway stopped renewing (a gateway that died mid-request frees its slots within
-    /// it). Both at least 1 ms and at most [`MAX_PERIOD`]; `slot_ttl` at least 1 s, since the
-    /// gateway renews slots a few times within it.
+    /// it). Both at most [`MAX_PERIOD`]; `slot_ttl` at least 1 s, since the gateway renews
+    /// slots a few times within it. The limit is at most [`MAX_LOG_LIMIT`] (100,000): a
+    /// remote store keeps one entry per slot held, as a sliding log keeps one per charge.
     pub fn concurrency_with(
         limit: u64,
         retry_after: Duration,
         slot_ttl: Duration,
     ) -> Result<Quota, QuotaError> {
-        check_limit("limit", limit, MAX_LIMIT)?;
+        check_limit("limit", limit, MAX_LOG_LIMIT)?;
         let retry_after = checked_period("retry after", retry_after)?;
         if slot_ttl < Duration::from_secs(1) {
             return Err(QuotaError::PeriodTooShort {
@@ -293,8 +295,9 @@ impl Quota {
     /// interval N times longer); a window keeps its length. Used by split allowances and
     /// hot-key sub-buckets.
     ///
-    /// An error when a part would be empty (C < N) or the quota paces requests (a leaky bucket
-    /// delays instead of refusing, so it cannot be shared out).
+    /// An error when a part would be empty (C < N), the quota paces requests (a leaky bucket
+    /// delays instead of refusing, so it cannot be shared out) or counts requests in flight (a
+    /// slot must come back where it was taken).
     ///
     /// ```
     /// use tollgate_core::{Quota, Rate};
@@ -312,6 +315,11 @@ impl Quota {
         if self.algorithm == Algorithm::LeakyBucket {
             return Err(QuotaError::Unsplittable {
                 reason: "a pacing rule delays instead of refusing, so it cannot be shared out",
+            });
+        }
+        if self.algorithm == Algorithm::Concurrency {
+            return Err(QuotaError::Unsplittable {
+                reason: "a concurrency slot must come back where it was taken, so the limit is not shared out",
             });
         }
         if self.limit < parts {

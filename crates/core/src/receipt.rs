@@ -45,8 +45,10 @@ pub enum Charge {
     /// (the request ended).
     #[non_exhaustive]
     Held {
-        /// The store's name for this hold (a remote store keeps each hold apart to renew and
-        /// expire it; the in-memory store counts only and uses 0).
+        /// The store's name for this hold: a remote store keeps each hold apart to renew and
+        /// expire it; the in-memory store names the life of the count it was taken from, so a
+        /// hold from before a reset gives nothing back to the count after it (see
+        /// [`lapses`](Charge::lapses)).
         id: u64,
         /// The slots taken.
         slots: u64,
@@ -68,6 +70,25 @@ impl Charge {
 
     pub(crate) const fn held(id: u64, slots: u64) -> Charge {
         Charge::Held { id, slots }
+    }
+
+    /// Whether this is a concurrency hold that lapses unless renewed
+    /// ([`Store::renew`](crate::Store::renew)): a remote store's. An in-process store's holds
+    /// never lapse, and other charges are not holds.
+    ///
+    /// ```
+    /// use futures_executor::block_on;
+    /// use tollgate_core::{Item, Key, MemoryStore, Quota, RuleId, Store};
+    ///
+    /// let (rule, key) = (RuleId::new("exports")?, Key::new("acct"));
+    /// let items = [Item::new(&rule, Quota::concurrency(1)?, &key)];
+    /// let hold = block_on(MemoryStore::new().check(&items))?.into_receipts(&items).remove(0);
+    /// assert!(!hold.charge().lapses(), "in memory, a slot is held until given back");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn lapses(&self) -> bool {
+        matches!(self, Charge::Held { id, .. }
+            if id & crate::algorithm::concurrency::NEVER_LAPSES == 0)
     }
 }
 

@@ -7,10 +7,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// Ids stay below 2^53, where the script's numbers are exact.
 const ID_MASK: u64 = (1 << 53) - 1;
 
-/// A new hold id: a per-process counter through a randomly keyed hash, so gateways sharing a
-/// Redis pick ids that collide about as often as random 53-bit numbers (with 10,000 holds in
-/// flight for one caller, about once in 10^8 fleets) and one gateway's never repeat until the
-/// counter has gone round.
+/// A new hold id: a per-process counter through a randomly keyed hash, cut to 53 bits, so ids
+/// collide (within one gateway or across a fleet sharing a Redis) about as often as random
+/// 53-bit numbers: with 10,000 holds in flight for one caller, about once in 10^8 fleets.
 pub(crate) fn fresh_hold_id() -> u64 {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     static KEYS: OnceLock<RandomState> = OnceLock::new();

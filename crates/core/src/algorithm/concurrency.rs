@@ -30,26 +30,59 @@
 //! # Ok::<(), tollgate_core::QuotaError>(())
 //! ```
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use super::{AlgorithmState, allowed, limit_reached, ppm, screen};
 use crate::{Charge, Decision, Quota, Timestamp};
 
-/// The slots held for one key.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+/// The slots held for one key, and the life of the count they belong to.
+///
+/// Each state starts a new **epoch** (a number no other state of this process had), and its
+/// holds carry it: a hold taken before an operator's reset (or any other end of the state) is
+/// not given back to the count that replaced it, which holds other requests' slots.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct InFlight {
     held: u64,
+    epoch: u64,
+}
+
+impl Default for InFlight {
+    /// No slot held, in a new epoch.
+    fn default() -> Self {
+        InFlight::new(0)
+    }
 }
 
 impl InFlight {
-    /// `held` slots taken.
-    pub const fn new(held: u64) -> Self {
-        InFlight { held }
+    /// `held` slots taken, in a new epoch.
+    pub fn new(held: u64) -> Self {
+        static EPOCHS: AtomicU64 = AtomicU64::new(1);
+        let epoch = EPOCHS.fetch_add(1, Ordering::Relaxed) & EPOCH_MASK;
+        InFlight { held, epoch }
+    }
+
+    /// `held` slots taken in `epoch` (a stored state read back).
+    pub(crate) const fn in_epoch(held: u64, epoch: u64) -> Self {
+        InFlight { held, epoch }
     }
 
     /// The slots taken.
     pub const fn held(&self) -> u64 {
         self.held
     }
+
+    /// The state's epoch.
+    pub(crate) const fn epoch(&self) -> u64 {
+        self.epoch
+    }
 }
+
+/// The epoch bits of an in-process hold's id.
+const EPOCH_MASK: u64 = (1 << 62) - 1;
+
+/// Set in the id of a hold that never lapses (an in-process store's): there is nothing to
+/// renew. A remote store's ids stay below 2^53.
+pub(crate) const NEVER_LAPSES: u64 = 1 << 62;
 
 impl AlgorithmState for InFlight {
     fn check(
@@ -68,12 +101,16 @@ impl AlgorithmState for InFlight {
             return (limit_reached(limit, free, 0, quota.interval_micros()), None);
         }
         self.held += cost;
-        (allowed(limit, free - cost, 0), Some(Charge::held(0, cost)))
+        let id = self.epoch | NEVER_LAPSES;
+        (allowed(limit, free - cost, 0), Some(Charge::held(id, cost)))
     }
 
-    /// Gives back the slots a [`Charge::Held`] took, whatever the quota is now.
+    /// Gives back the slots a [`Charge::Held`] of this state's epoch took, whatever the quota
+    /// is now; a hold of an earlier epoch (taken before a reset) gives back nothing.
     fn refund(&mut self, _quota: &Quota, charge: &Charge, _now: Timestamp) {
-        if let Charge::Held { slots, .. } = charge {
+        if let Charge::Held { id, slots } = charge
+            && id & EPOCH_MASK == self.epoch
+        {
             self.held = self.held.saturating_sub(*slots);
         }
     }
@@ -129,9 +166,20 @@ mod tests {
         let now = Timestamp::from_secs(1);
         let mut state = InFlight::new(8);
         assert!(!state.check(&quota(5), now, 1, now).0.is_allowed());
-        state.refund(&quota(5), &Charge::held(0, 4), now);
+        state.refund(&quota(5), &Charge::held(state.epoch(), 4), now);
         assert!(state.check(&quota(5), now, 1, now).0.is_allowed());
         assert!(!state.is_idle(&quota(5), Timestamp::MAX_SUPPORTED));
+    }
+
+    #[test]
+    fn a_hold_of_an_earlier_epoch_gives_back_nothing() {
+        let now = Timestamp::from_secs(1);
+        let mut before = InFlight::default();
+        let (_, old) = before.check(&quota(1), now, 1, now);
+        let mut after = InFlight::default();
+        after.check(&quota(1), now, 1, now);
+        after.refund(&quota(1), &old.unwrap(), now);
+        assert_eq!(after.held(), 1, "the new epoch's hold stands");
     }
 
     #[test]

@@ -46,9 +46,11 @@ pub(super) fn check<C: Clock>(
                 // own: refunding it would take from the wrong state, so it reports no charge.
                 // A concurrency hold is the exception: it must come back when its request
                 // ends, and it is given back by its slots alone, whatever the quota.
-                OnStoreFailure::OpenWithin(_) => local_answers.next().map(|answer| {
+                OnStoreFailure::OpenWithin(local) => local_answers.next().map(|answer| {
                     if matches!(answer.charge, Some(Charge::Held { .. })) {
-                        answer
+                        // Its receipt names the local quota, so it is given back to the slots
+                        // it was taken from whatever the rule's own algorithm.
+                        answer.counted_as(item.rule().clone(), local)
                     } else {
                         ItemDecision::uncharged(answer.decision)
                     }

@@ -211,7 +211,10 @@ impl StoredState for StoredLog {
 
 /// Concurrency: the slots held, packed with the meta. Kept apart from eviction: a held slot is
 /// a running request, and forgetting it would admit one more than the limit (see `Shard`).
-pub(crate) struct StoredInFlight(u64);
+pub(crate) struct StoredInFlight {
+    held_and_meta: u64,
+    epoch: u64,
+}
 
 impl StoredState for StoredInFlight {
     type State = InFlight;
@@ -221,26 +224,30 @@ impl StoredState for StoredInFlight {
     const SAME_UNDER_ANY_QUOTA: bool = true;
 
     fn new(state: InFlight, meta: Meta) -> Self {
-        StoredInFlight(meta.pack(state.held()))
+        StoredInFlight {
+            held_and_meta: meta.pack(state.held()),
+            epoch: state.epoch(),
+        }
     }
 
     fn view<R>(&self, _quota: &Quota, read: impl FnOnce(&InFlight) -> R) -> R {
-        read(&InFlight::new(Meta::unpack(self.0).0))
+        let (held, _) = Meta::unpack(self.held_and_meta);
+        read(&InFlight::in_epoch(held, self.epoch))
     }
 
     fn update<R>(&mut self, _quota: &Quota, change: impl FnOnce(&mut InFlight) -> R) -> R {
-        let (held, meta) = Meta::unpack(self.0);
-        let mut state = InFlight::new(held);
+        let (held, meta) = Meta::unpack(self.held_and_meta);
+        let mut state = InFlight::in_epoch(held, self.epoch);
         let result = change(&mut state);
-        self.0 = meta.pack(state.held());
+        self.held_and_meta = meta.pack(state.held());
         result
     }
 
     fn meta(&self) -> Meta {
-        Meta::unpack(self.0).1
+        Meta::unpack(self.held_and_meta).1
     }
 
     fn set_meta(&mut self, meta: Meta) {
-        self.0 = meta.pack(Meta::unpack(self.0).0);
+        self.held_and_meta = meta.pack(Meta::unpack(self.held_and_meta).0);
     }
 }

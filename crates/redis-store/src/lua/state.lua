@@ -240,6 +240,21 @@ local function load_slots(key)
   return {fam = 'c', key = key, exists = held > 0, held = held, adds = {}, removes = {}}
 end
 
+-- Calls `command` on `key` with `options` then `args` (a flat list of an even length), at
+-- most 1,000 of `args` a call: Lua's `unpack` stops near 8,000, and a hold may take up to
+-- 100,000 slots. Answers the sum of the calls' answers.
+local function call_in_chunks(command, key, options, args)
+  local total, at = 0, 1
+  while at <= #args do
+    local call = {key}
+    for _, option in ipairs(options) do call[#call + 1] = option end
+    for i = at, math.min(at + 999, #args) do call[#call + 1] = args[i] end
+    total = total + redis.call(command, unpack(call))
+    at = at + 1000
+  end
+  return total
+end
+
 -- The members of hold `id` of `slots` slots.
 local function hold_members(id, slots)
   local members = {}
@@ -247,36 +262,45 @@ local function hold_members(id, slots)
   return members
 end
 
+-- The members of hold `id`, each scored `score`, as ZADD takes them.
+local function scored_members(id, slots, score)
+  local args = {}
+  for _, member in ipairs(hold_members(id, slots)) do
+    args[#args + 1] = fmt(score)
+    args[#args + 1] = member
+  end
+  return args
+end
+
+-- Keeps the key as long as its latest member: holds of a longer slot ttl (a quota changed
+-- while they ran) are not cut short by a shorter one's write.
+local function expire_slots(key)
+  local latest = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')[2]
+  if latest then redis.call('PEXPIRE', key, ttl_ms(math.max(tonumber(latest) - now, 0))) end
+end
+
 -- Writes a concurrency state: lapsed members and given-back holds go, new holds lapse `ttl` µs
 -- from now, and the key lives as long as its latest member (deleted once empty).
 local function save_slots(s)
   local key = s.key
   redis.call('ZREMRANGEBYSCORE', key, '-inf', fmt(now))
-  for id, slots in pairs(s.removes) do redis.call('ZREM', key, unpack(hold_members(id, slots))) end
+  for id, slots in pairs(s.removes) do
+    call_in_chunks('ZREM', key, {}, hold_members(id, slots))
+  end
   local added = false
   for id, slots in pairs(s.adds) do
-    local args = {}
-    for _, member in ipairs(hold_members(id, slots)) do
-      args[#args + 1] = fmt(now + s.ttl)
-      args[#args + 1] = member
-    end
-    redis.call('ZADD', key, unpack(args))
+    call_in_chunks('ZADD', key, {}, scored_members(id, slots, now + s.ttl))
     added = true
   end
-  if added then redis.call('PEXPIRE', key, ttl_ms(s.ttl)) end
+  if added then expire_slots(key) end
 end
 
 -- Renews hold `id` (its members that have not lapsed) for `ttl` µs more; answers how many
 -- members were renewed (0: the hold lapsed, or was given back).
 local function renew_hold(key, id, slots, ttl)
-  local args = {'XX', 'CH'}
-  for _, member in ipairs(hold_members(id, slots)) do
-    args[#args + 1] = fmt(now + ttl)
-    args[#args + 1] = member
-  end
   redis.call('ZREMRANGEBYSCORE', key, '-inf', fmt(now))
-  local renewed = redis.call('ZADD', key, unpack(args))
-  if renewed > 0 then redis.call('PEXPIRE', key, ttl_ms(ttl)) end
+  local renewed = call_in_chunks('ZADD', key, {'XX', 'CH'}, scored_members(id, slots, now + ttl))
+  if renewed > 0 then expire_slots(key) end
   return renewed
 end
 

@@ -52,8 +52,7 @@ fn slots_of(receipt: &Receipt) -> u64 {
 
 impl HeldSlots {
     /// Holds `receipts` (concurrency charges) until dropped, renewing them in `store` a few
-    /// times per slot ttl when the store names its holds (a store whose holds never lapse
-    /// answers id 0: nothing to renew).
+    /// times per slot ttl when they lapse otherwise ([`Charge::lapses`]: a remote store's).
     pub(crate) fn new(holds: SmallVec<[Hold; 1]>, store: DynStore) -> Self {
         let (receipts, watches): (SmallVec<[Receipt; 1]>, SmallVec<[Option<RuleWatch>; 1]>) =
             holds.into_iter().unzip();
@@ -94,7 +93,7 @@ impl std::fmt::Debug for HeldSlots {
 fn renewal_period(receipts: &[Receipt]) -> Option<Duration> {
     receipts
         .iter()
-        .filter(|receipt| matches!(receipt.charge(), Charge::Held { id, .. } if *id != 0))
+        .filter(|receipt| receipt.charge().lapses())
         .filter_map(|receipt| receipt.quota().slot_ttl())
         .min()
         .map(|ttl| ttl / 3)
