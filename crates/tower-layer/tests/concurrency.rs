@@ -72,6 +72,22 @@ impl Running {
     }
 }
 
+/// Sends `count` requests to `/slow`, each in a task of its own, and waits until their handlers
+/// all run (each holds a slot until let finish).
+async fn start_slow(
+    server: &Arc<TestServer>,
+    running: &Running,
+    count: usize,
+) -> tokio::task::JoinSet<Reply> {
+    let mut slow = tokio::task::JoinSet::new();
+    for _ in 0..count {
+        let server = Arc::clone(server);
+        slow.spawn(async move { Reply::send(server.client.get(server.url("/slow"))).await });
+    }
+    running.until_running(count).await;
+    slow
+}
+
 /// A body that sends a chunk every millisecond and never ends.
 struct Endless(tokio::time::Interval);
 
@@ -170,12 +186,7 @@ async fn until_no_slot_is_held(store: &MemoryStore) {
 async fn a_request_over_the_limit_waits_the_rules_retry_after_until_one_ends() {
     let (running, store) = (Running::new(), MemoryStore::new());
     let server = Arc::new(TestServer::start(app(&running, store.clone())).await);
-    let mut slow = tokio::task::JoinSet::new();
-    for _ in 0..LIMIT {
-        let server = Arc::clone(&server);
-        slow.spawn(async move { Reply::send(server.client.get(server.url("/slow"))).await });
-    }
-    running.until_running(LIMIT as usize).await;
+    let mut slow = start_slow(&server, &running, LIMIT as usize).await;
 
     let refused = Reply::send(server.client.get(server.url("/quick"))).await;
     assert_eq!(
@@ -223,12 +234,7 @@ async fn a_rule_may_answer_its_refusals_with_503() {
     let rule = in_flight().on_refusal(tollgate_tower::OnRefusal::Unavailable);
     let layer = RateLimitLayer::new(store.clone()).rule(rule);
     let server = Arc::new(TestServer::start(routes(&running, layer)).await);
-    let mut slow = tokio::task::JoinSet::new();
-    for _ in 0..LIMIT {
-        let server = Arc::clone(&server);
-        slow.spawn(async move { Reply::send(server.client.get(server.url("/slow"))).await });
-    }
-    running.until_running(LIMIT as usize).await;
+    let mut slow = start_slow(&server, &running, LIMIT as usize).await;
     let refused = Reply::send(server.client.get(server.url("/quick"))).await;
     assert_eq!(
         refused.status,
@@ -332,12 +338,7 @@ async fn the_in_flight_gauge_counts_the_slots_running_requests_hold() {
         .rule(in_flight())
         .metrics();
     let server = Arc::new(TestServer::start(routes(&running, layer)).await);
-    let mut slow = tokio::task::JoinSet::new();
-    for _ in 0..2 {
-        let server = Arc::clone(&server);
-        slow.spawn(async move { Reply::send(server.client.get(server.url("/slow"))).await });
-    }
-    running.until_running(2).await;
+    let mut slow = start_slow(&server, &running, 2).await;
     assert_eq!(gauge(), Some(2.0));
     running.finish.add_permits(2);
     while slow.join_next().await.is_some() {}

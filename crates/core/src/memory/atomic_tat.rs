@@ -12,15 +12,6 @@ use super::stored::{Meta, StoredState};
 use crate::algorithm::gcra_state::GcraState;
 use crate::{Charge, Decision, Quota, RefusalReason, Timestamp};
 
-/// Who may write the word while a check runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Writers {
-    /// Other checks holding the shard's lock shared: publish by compare-and-swap.
-    Racing,
-    /// Only this check (the shard's lock is held exclusively): publish by a store.
-    OnlyThis,
-}
-
 /// A packed [`GcraState`] and its [`Meta`].
 #[derive(Debug, Default)]
 pub(crate) struct AtomicTat(AtomicU64);
@@ -50,34 +41,6 @@ impl AtomicTat {
         cost: u64,
         enforcing: bool,
     ) -> Option<(Decision, Option<Charge>)> {
-        self.check(quota, slot, now, cost, enforcing, Writers::Racing)
-    }
-
-    /// The same check by a caller holding the shard's lock exclusively: nobody else can write
-    /// the word, so a charge is a plain store (a batch of three rules spent a sixth of its time
-    /// in the compare-and-swaps, measured with `perf`).
-    #[inline]
-    pub(crate) fn check_locked(
-        &self,
-        quota: &Quota,
-        slot: u16,
-        now: Timestamp,
-        cost: u64,
-        enforcing: bool,
-    ) -> Option<(Decision, Option<Charge>)> {
-        self.check(quota, slot, now, cost, enforcing, Writers::OnlyThis)
-    }
-
-    #[inline(always)]
-    fn check(
-        &self,
-        quota: &Quota,
-        slot: u16,
-        now: Timestamp,
-        cost: u64,
-        enforcing: bool,
-        writers: Writers,
-    ) -> Option<(Decision, Option<Charge>)> {
         let mut seen = self.0.load(Ordering::Acquire);
         loop {
             let (tat, meta) = unpack(seen);
@@ -100,10 +63,6 @@ impl AtomicTat {
                     refused: false,
                 },
             );
-            if writers == Writers::OnlyThis {
-                self.0.store(charged, Ordering::Release);
-                return Some(outcome);
-            }
             match self
                 .0
                 .compare_exchange_weak(seen, charged, Ordering::AcqRel, Ordering::Acquire)

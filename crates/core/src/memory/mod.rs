@@ -404,7 +404,7 @@ impl<C: Clock> Inner<C> {
                 // slot takes the general path.
                 let known =
                     (item.take() == Take::Exact && not_before == now && keeps_one_timestamp(item))
-                        .then(|| check_known_timestamp_locked(shard, *at, item, now))
+                        .then(|| check_known_timestamp(shard, *at, item, now))
                         .flatten();
                 match known {
                     Some((decision, charge)) => (decision, charge, 0),
@@ -496,28 +496,10 @@ fn check_known_timestamp(
     item: &Item<'_>,
     now: Timestamp,
 ) -> Option<(Decision, Option<crate::Charge>)> {
-    let (cell, slot) = known_cell(shard, at, item)?;
-    cell.check_shared(item.quota(), slot, now, item.cost(), item.is_enforcing())
-}
-
-/// [`check_known_timestamp`] under the shard's exclusive lock (a batch), charging by a store.
-#[inline(always)]
-fn check_known_timestamp_locked(
-    shard: &mut Shard,
-    at: Location,
-    item: &Item<'_>,
-    now: Timestamp,
-) -> Option<(Decision, Option<crate::Charge>)> {
-    let (cell, slot) = known_cell(shard, at, item)?;
-    cell.check_locked(item.quota(), slot, now, item.cost(), item.is_enforcing())
-}
-
-/// The cell of a one-timestamp key `shard` holds under `item`'s quota, and that quota's slot.
-#[inline(always)]
-fn known_cell<'s>(shard: &'s Shard, at: Location, item: &Item<'_>) -> Option<(&'s AtomicTat, u16)> {
     let table = shard.table::<AtomicTat>(at.rule)?;
     let slot = table.slots.find(item.quota())?;
-    Some((table.find(at.hash, item.key().as_bytes())?, slot))
+    let cell = table.find(at.hash, item.key().as_bytes())?;
+    cell.check_shared(item.quota(), slot, now, item.cost(), item.is_enforcing())
 }
 
 impl<C: Clock> MemoryStore<C> {

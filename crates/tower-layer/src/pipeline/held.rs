@@ -22,22 +22,28 @@ pub(crate) struct HeldSlots {
 /// A held receipt and what watches its rule (the in-flight gauge).
 pub(crate) type Hold = (Receipt, Option<RuleWatch>);
 
-/// The receipts, given back when the last reference goes (the guard's, or a renewal's in
-/// progress when the guard went).
+/// The holds, given back when the last reference goes (the guard's, or a renewal's in progress
+/// when the guard went).
 struct Held {
-    receipts: SmallVec<[Receipt; 1]>,
-    watches: SmallVec<[Option<RuleWatch>; 1]>,
+    holds: SmallVec<[Hold; 1]>,
     store: DynStore,
+}
+
+impl Held {
+    /// Tells each hold's watch that its slots were taken (`true`) or given back.
+    fn watch(&self, taken: bool) {
+        for (receipt, watch) in &self.holds {
+            if let Some(watch) = watch {
+                watch.slots_held(slots_of(receipt), taken);
+            }
+        }
+    }
 }
 
 impl Drop for Held {
     fn drop(&mut self) {
-        for (receipt, watch) in self.receipts.iter().zip(&self.watches) {
-            if let Some(watch) = watch {
-                watch.slots_held(slots_of(receipt), false);
-            }
-        }
-        let receipts: Vec<Receipt> = self.receipts.drain(..).collect();
+        self.watch(false);
+        let receipts: Vec<Receipt> = self.holds.drain(..).map(|(receipt, _)| receipt).collect();
         refund_all(self.store.clone(), receipts);
     }
 }
@@ -51,22 +57,12 @@ fn slots_of(receipt: &Receipt) -> u64 {
 }
 
 impl HeldSlots {
-    /// Holds `receipts` (concurrency charges) until dropped, renewing them in `store` a few
-    /// times per slot ttl when they lapse otherwise ([`Charge::lapses`]: a remote store's).
+    /// Holds `holds` (concurrency charges) until dropped, renewing them in `store` a few times
+    /// per slot ttl when they lapse otherwise ([`Charge::lapses`]: a remote store's).
     pub(crate) fn new(holds: SmallVec<[Hold; 1]>, store: DynStore) -> Self {
-        let (receipts, watches): (SmallVec<[Receipt; 1]>, SmallVec<[Option<RuleWatch>; 1]>) =
-            holds.into_iter().unzip();
-        for (receipt, watch) in receipts.iter().zip(&watches) {
-            if let Some(watch) = watch {
-                watch.slots_held(slots_of(receipt), true);
-            }
-        }
-        let every = renewal_period(&receipts);
-        let held = Arc::new(Held {
-            receipts,
-            watches,
-            store,
-        });
+        let every = renewal_period(&holds);
+        let held = Arc::new(Held { holds, store });
+        held.watch(true);
         let renewal = every.and_then(|every| start_renewal(&held, every));
         HeldSlots { held, renewal }
     }
@@ -83,16 +79,17 @@ impl Drop for HeldSlots {
 impl std::fmt::Debug for HeldSlots {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("HeldSlots")
-            .field("holds", &self.held.receipts.len())
+            .field("holds", &self.held.holds.len())
             .finish_non_exhaustive()
     }
 }
 
 /// A third of the shortest slot ttl among holds that can lapse, so two renewals may fail in a
 /// row before a running request loses its slot.
-fn renewal_period(receipts: &[Receipt]) -> Option<Duration> {
-    receipts
+fn renewal_period(holds: &[Hold]) -> Option<Duration> {
+    holds
         .iter()
+        .map(|(receipt, _)| receipt)
         .filter(|receipt| receipt.charge().lapses())
         .filter_map(|receipt| receipt.quota().slot_ttl())
         .min()
@@ -114,7 +111,7 @@ fn start_renewal(held: &Arc<Held>, every: Duration) -> Option<AbortHandle> {
         loop {
             ticks.tick().await;
             let Some(held) = weak.upgrade() else { return };
-            for receipt in &held.receipts {
+            for (receipt, _) in &held.holds {
                 if let Err(error) = held.store.renew(receipt).await {
                     tracing::warn!(
                         target: "tollgate::store",
