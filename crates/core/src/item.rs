@@ -3,16 +3,21 @@
 use crate::{Algorithm, Counting, FleetModes, Key, Mode, OnStoreFailure, Quota, RuleId};
 
 /// How an item takes its cost: all of it or nothing (the usual case), as much of it as there
-/// is, or all of it even past the limit.
+/// is, all of it even past the limit, or all of it or nothing once the caller's debt is paid.
 ///
-/// The two other kinds exist for the fleet modes, which count part of a rule's traffic on each
-/// gateway and settle with the shared store in batches:
+/// [`UpTo`](Take::UpTo) and [`AsDebt`](Take::AsDebt) exist for the fleet modes, which count
+/// part of a rule's traffic on each gateway and settle with the shared store in batches;
+/// [`AsDebt`](Take::AsDebt) and [`AfterDebt`](Take::AfterDebt) for a cost known only after the
+/// response ([`Estimate`](crate::Estimate)):
 ///
 /// * [`UpTo`](Take::UpTo): a **lease**. The item's cost is the most it wants; it is allowed when
 ///   at least one unit is there and charged what there is, up to its cost.
 ///   [`ItemDecision::granted`](crate::ItemDecision::granted) says how many units it got, and its
 ///   receipt gives back any of them (a lease returned unspent). Refused only when not one unit
 ///   is there, with the wait until one is.
+/// * [`AfterDebt`](Take::AfterDebt): an **estimate** of a cost settled later. What the caller
+///   owes is paid first from what has come back; while any is still owed the item is refused
+///   (with the wait until the debt and its cost fit), else it is taken exactly, all or nothing.
 /// * [`AsDebt`](Take::AsDebt): spend that **already happened** elsewhere (a gateway's local
 ///   count, pushed to the shared one). Never refused and always charged in full: what fits is
 ///   charged as usual, and the rest is recorded as the caller's **debt**
@@ -21,9 +26,10 @@ use crate::{Algorithm, Counting, FleetModes, Key, Mode, OnStoreFailure, Quota, R
 ///   refused and debt items report nothing remaining. It is outside all-or-nothing (a refused
 ///   batch keeps it: the spend is not undone by refusing something else) and has no receipt.
 ///
-/// Both kinds are for enforcing items of rules that refuse: a shadow or read-only item, and a
-/// pacing quota (whose "cost" is a place in a queue, not a count), always take exactly. An
-/// exact item does not read debt: give a rule one mode across a fleet.
+/// These kinds are for enforcing items of rules that refuse: a shadow or read-only item, a
+/// pacing quota (whose "cost" is a place in a queue, not a count) and a concurrency quota (a
+/// slot is not spent, it is held) always take exactly. An exact item does not read debt: give
+/// a rule one mode across a fleet.
 ///
 /// Debt is kept per rule and key beside the count, for as long as the caller's own allowance
 /// would take to come back and pay it: once that long has passed with nobody checking, the
@@ -60,6 +66,9 @@ pub enum Take {
     UpTo,
     /// All of the cost, past the limit if need be, the excess recorded as debt.
     AsDebt,
+    /// All of the cost or nothing, once what the caller owes is paid (an estimate, settled
+    /// later with [`AsDebt`](Take::AsDebt) or a refund).
+    AfterDebt,
 }
 
 /// What a store needs to decide one rule for one request: the rule id, the **full quota and
@@ -188,13 +197,16 @@ impl<'a> Item<'a> {
     }
 
     /// How the rule is counted across a fleet, as a [`FleetStore`](crate::FleetStore) applies
-    /// it: [`Counting::Exact`] for shadow and read-only items, pacing and concurrency quotas
-    /// when lease or sync was set (they are never leased or synced); a split stays a split (its
+    /// it: [`Counting::Exact`] for shadow and read-only items, pacing and concurrency quotas,
+    /// and items that take otherwise than exactly ([`Take`]: they read and write the debt
+    /// kept with the shared count) when lease or sync was set (they are never leased or
+    /// synced); a split stays a split (its
     /// quota is already this gateway's part), except where the quota cannot be split (pacing,
     /// concurrency: see [`with_fleet_modes`](Item::with_fleet_modes)).
     pub fn counting(&self) -> Counting {
         let counting = self.modes.counting();
-        if self.always_exact() && !matches!(counting, Counting::Split(_)) {
+        let exact = self.always_exact() || self.take != Take::Exact;
+        if exact && !matches!(counting, Counting::Split(_)) {
             return Counting::Exact;
         }
         counting

@@ -23,6 +23,8 @@
 //!   across a fleet, sub-buckets, cached refusals, a named store), and [`Capabilities`], what a
 //!   store stack carries out of it ([`Store::capabilities`]): a rule asking for more is refused,
 //!   not counted otherwise in silence;
+//! * **costs known afterwards** — an [`Estimate`] charged up front and settled with the actual
+//!   cost (the excess owed as debt, the rest given back);
 //! * **when** — a [`Clock`]: only the store's clock decides.
 //!
 //! ```
@@ -74,6 +76,7 @@ pub mod quota;
 mod rate;
 mod receipt;
 mod rule_id;
+mod settlement;
 mod store;
 #[cfg(feature = "store-kit")]
 pub mod store_kit;
@@ -104,6 +107,7 @@ pub use quota::{Algorithm, DEFAULT_SLOT_TTL, Quota};
 pub use rate::Rate;
 pub use receipt::{Charge, Receipt, RefundError, RefundNow};
 pub use rule_id::{DerivedSuffix, RuleId};
+pub use settlement::{Estimate, Settlement};
 pub use store::{BatchDecision, CountedIn, ItemDecision, Store};
 pub use stores::{MAX_STORE_NAME_LEN, StoreNameError, Stores};
 pub use sub_buckets::SubBuckets;

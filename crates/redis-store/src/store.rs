@@ -386,11 +386,12 @@ impl Planned {
         }
     }
 
-    /// The script's take argument: 0 exact, 1 up to, 2 as debt.
+    /// The script's take argument: 0 exact, 1 up to, 2 as debt, 3 after debt.
     fn take_arg(&self) -> u64 {
         match self.take {
             Take::UpTo => 1,
             Take::AsDebt => 2,
+            Take::AfterDebt => 3,
             _ => 0,
         }
     }

@@ -1,4 +1,5 @@
-//! Taking a cost "up to" what there is, or "as debt" past the limit ([`Take`]), over any
+//! Taking a cost "up to" what there is, "as debt" past the limit, or exactly "after debt"
+//! ([`Take`]), over any
 //! algorithm's state: the steps every store runs (the Redis store runs the same in Lua).
 //!
 //! Both are built from the algorithm's own check, so they mean the same for every algorithm:
@@ -6,8 +7,10 @@
 //! * **up to `n`**: read what remains (a check of cost 0), then charge `min(n, remaining)`;
 //!   refused only when not one unit remains, with the wait until one does.
 //! * **as debt `n`**: charge what fits (up to `n`), and owe the rest. What is owed is paid
-//!   first, from whatever allowance comes back, by the next up-to or debt item of that caller;
-//!   until it is paid, up-to items are refused and debt items see nothing remaining.
+//!   first, from whatever allowance comes back, by the next up-to, debt or after-debt item of
+//!   that caller; until it is paid, up-to and after-debt items are refused and debt items see
+//!   nothing remaining.
+//! * **after debt `n`**: pay what is owed, then check `n` exactly (all or nothing).
 //!
 //! A debt lapses once the caller's allowance could have come back whole and paid it (see
 //! [`debt_lapses_at`]): nobody spent that allowance in the meantime, so dropping the debt then
@@ -37,11 +40,12 @@ pub(crate) fn take<S: AlgorithmState>(
         owed -= paid;
     }
     match take {
-        Take::UpTo if owed > 0 => {
+        Take::UpTo | Take::AfterDebt if owed > 0 => {
             // Nothing is left after paying (else the debt would be paid): wait until the debt
-            // and one unit fit. A debt beyond the limit takes longer than this says; the caller
-            // is refused again then, with the rest of the wait.
-            let waiting = state.peek(quota, now, owed.saturating_add(1).min(quota.limit()));
+            // and one unit (an estimate: its cost) fit. A debt beyond the limit takes longer
+            // than this says; the caller is refused again then, with the rest of the wait.
+            let wanted = if take == Take::UpTo { 1 } else { cost.max(1) };
+            let waiting = state.peek(quota, now, owed.saturating_add(wanted).min(quota.limit()));
             let refused = limit_reached(
                 quota.limit(),
                 0,

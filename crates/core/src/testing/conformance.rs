@@ -39,6 +39,8 @@ pub mod taking;
 pub use taking::*;
 pub mod concurrency;
 pub use concurrency::*;
+pub mod settling;
+pub use settling::*;
 
 /// The suite's start time: midnight UTC, 2023-11-14 (aligned to days, hours and minutes).
 pub const START: Timestamp = Timestamp::from_secs(19_675 * 86_400);
@@ -109,7 +111,12 @@ macro_rules! conformance_suite {
             concurrency_slots_do_not_come_back_with_time,
             concurrency_is_all_or_nothing_with_the_other_rules,
             concurrency_gives_back_each_hold_once,
-            concurrency_reset_frees_the_callers_slots
+            concurrency_reset_frees_the_callers_slots,
+            an_estimate_waits_until_the_debt_and_its_cost_fit,
+            an_estimate_is_charged_exactly_once_the_debt_is_paid,
+            settling_above_the_estimate_charges_the_difference_as_debt,
+            settling_below_the_estimate_gives_back_the_difference,
+            an_estimate_of_zero_charges_the_whole_actual_cost
         );
     };
     (@cases $block_on:path, $store:expr, $($case:ident),+) => {

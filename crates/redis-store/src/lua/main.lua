@@ -8,11 +8,11 @@
 --   kind ('g' GCRA / token bucket, 'p' pacing, 'w' fixed window, 's' sliding counter,
 --   'l' sliding log, 'c' concurrency), limit, interval µs, span µs, then
 --   check, enforce, peek and start: cost, mode (1 enforcing, 0 shadow, 2 read-only: checked
---   like an enforcing item, never charged), take (0 exact, 1 up to, 2 as debt: see
---   taking.lua), and a concurrency item's hold id (0 for others);
+--   like an enforcing item, never charged), take (0 exact, 1 up to, 2 as debt, 3 after
+--   debt: see taking.lua), and a concurrency item's hold id (0 for others);
 --   renew: the hold's id and slots, 0, 0;
 --   refund: charge kind, charge a, charge b, the cost to report the state at afterwards.
--- KEYS: one state key per item; a check with up-to or debt items follows them with one debt
+-- KEYS: one state key per item; a check with up-to, debt or after-debt items follows them with one debt
 -- key per item (an exact item's place is never read); a refund may follow them with one refund marker per item
 -- (`<prefix>:r1:{<the state key's hash tag>}:<receipt id>`): the refund is applied only if it
 -- can set its marker (SET NX, for as long as the charge can matter), so a retried refund gives
@@ -188,7 +188,7 @@ local function debt_of(key)
   return debt
 end
 
--- An up-to or debt item: its caller's debt is read, settled and written back with it. What it
+-- An up-to, debt or after-debt item: its caller's debt is read, settled and written back with it. What it
 -- paid and what it owes stay, whatever the rest of the batch does.
 local function check_taking(i, it)
   local debt = debt_of(KEYS[#items + i])

@@ -1,6 +1,6 @@
--- tollgate: taking a cost "up to" what there is, or "as debt" past the limit
--- (tollgate_core::Take), by the same steps as tollgate_core::algorithm::taking. An item's take
--- is 0 exact, 1 up to, 2 as debt. A caller's debt lives in a key of its own beside its state
+-- tollgate: taking a cost "up to" what there is, "as debt" past the limit, or exactly "after
+-- debt" (tollgate_core::Take), by the same steps as tollgate_core::algorithm::taking. An item's
+-- take is 0 exact, 1 up to, 2 as debt, 3 after debt. A caller's debt lives in a key of its own beside its state
 -- (same hash tag), "owed:lapses_at" (units, µs), set to expire when the debt lapses.
 
 -- Charges as much of `want` as remains on `s`: decision, charge, units granted. With nothing
@@ -38,17 +38,24 @@ local function debt_cap(it)
   return it.q.limit * 1024
 end
 
--- An up-to or debt item of `cost` on `s`, whose caller owed `owed`: decision, charge (up-to
--- items only), and the units owed after it. What is owed is paid first.
+-- An up-to, debt or after-debt item of `cost` on `s`, whose caller owed `owed`: decision,
+-- charge (not for debt items), and the units owed after it. What is owed is paid first.
 local function take(s, it, cost, owed)
   if owed > 0 then
     local _, _, paid = up_to(s, it, owed)
     owed = owed - paid
   end
-  if it.c == 1 then
+  if it.c == 1 or it.c == 3 then
     if owed > 0 then
-      local waiting = peek(s, it, math.min(owed + 1, it.q.limit))
+      -- Wait until the debt and one unit (an estimate: its cost) fit.
+      local wanted = 1
+      if it.c == 3 then wanted = math.max(cost, 1) end
+      local waiting = peek(s, it, math.min(owed + wanted, it.q.limit))
       return refused(it.q.limit, 0, waiting[4], waiting[5]), nil, owed
+    end
+    if it.c == 3 then
+      local d, c = evaluate(s, it, cost, now)
+      return d, c, 0
     end
     local d, c = up_to(s, it, cost)
     return d, c, 0
