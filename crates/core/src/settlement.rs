@@ -57,6 +57,9 @@ pub struct Estimate {
     counting: Counting,
     store: Option<Box<str>>,
     on_store_failure: OnStoreFailure,
+    /// Whether the item took after debt: one that did not (a shadow item, a pacing or
+    /// concurrency quota, which take exactly) settles nothing.
+    settles: bool,
     /// What the estimate charged (0 when it was not counted), and its receipt.
     charged: u64,
     receipt: Option<Receipt>,
@@ -87,7 +90,9 @@ pub enum Settlement {
 impl Estimate {
     /// What the store's `answer` to `item` charged, to settle later. An item the store did not
     /// charge (refused, let through uncounted by its failure policy, or of cost 0) settles from
-    /// 0: the whole actual cost is charged then.
+    /// 0: the whole actual cost is charged then. An item that does not take
+    /// [`Take::AfterDebt`] as the store applies it ([`Item::take`]: shadow items, pacing and
+    /// concurrency quotas take exactly) settles nothing.
     pub fn new(item: &Item<'_>, answer: ItemDecision) -> Estimate {
         let receipt = answer.into_receipt(item);
         let charged = if receipt.is_some() { item.cost() } else { 0 };
@@ -98,9 +103,20 @@ impl Estimate {
             counting: item.fleet_modes().counting(),
             store: item.store_name().map(Box::from),
             on_store_failure: item.on_store_failure(),
+            settles: item.take() == Take::AfterDebt,
             charged,
             receipt,
         }
+    }
+
+    /// The rule charged.
+    pub fn rule(&self) -> &RuleId {
+        &self.rule
+    }
+
+    /// The key charged.
+    pub fn key(&self) -> &Key {
+        &self.key
     }
 
     /// The units the estimate charged.
@@ -116,6 +132,9 @@ impl Estimate {
         store: &S,
         actual: u64,
     ) -> Result<Settlement, StoreError> {
+        if !self.settles {
+            return Ok(Settlement::Unchanged);
+        }
         if actual > self.charged {
             let units = actual - self.charged;
             let modes = FleetModes::new()

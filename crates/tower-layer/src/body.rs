@@ -7,7 +7,7 @@ use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
 use pin_project_lite::pin_project;
 
-use crate::pipeline::held::HeldSlots;
+use crate::pipeline::refund::UntilBodyEnds;
 
 pin_project! {
     /// The body of a response that went through [`RateLimit`](crate::RateLimit): the inner
@@ -21,18 +21,19 @@ pin_project! {
 pin_project! {
     #[project = KindProjection]
     enum Kind<B> {
-        // `held`: the request's concurrency slots, given back once the body has ended (or
-        // when it is dropped before).
-        Inner { #[pin] body: B, held: Option<HeldSlots> },
+        // `until_end`: the request's concurrency slots, given back once the body has ended
+        // (or when it is dropped before), and its estimates, settled then.
+        Inner { #[pin] body: B, until_end: Option<UntilBodyEnds> },
         Refusal { data: Option<Bytes> },
     }
 }
 
 impl<B> ResponseBody<B> {
-    /// Wraps the inner service's body, holding `held` until it ends.
-    pub(crate) fn holding(body: B, held: Option<HeldSlots>) -> Self {
+    /// Wraps the inner service's body, keeping `until_end` until it ends.
+    pub(crate) fn holding(body: B, until_end: Option<UntilBodyEnds>) -> Self {
+        let until_end = until_end.filter(|kept| !kept.is_empty());
         ResponseBody {
-            kind: Kind::Inner { body, held },
+            kind: Kind::Inner { body, until_end },
         }
     }
 
@@ -56,11 +57,11 @@ where
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
         match self.project().kind.project() {
-            KindProjection::Inner { body, held } => {
+            KindProjection::Inner { body, until_end } => {
                 let frame = body.poll_frame(cx);
                 // Ended, or failed (it will not be polled again): the request is over.
                 if matches!(frame, Poll::Ready(None | Some(Err(_)))) {
-                    held.take();
+                    until_end.take();
                 }
                 frame
             }

@@ -91,14 +91,20 @@ where
 
 /// The inner service's response, with the rate-limit fields added, after refunding charges
 /// that its status says do not count; its body holds the request's concurrency slots until it
-/// ends.
+/// ends, and settles its estimates then.
 pub(crate) fn finish<B>(
     response: Response<B>,
     disclosure: Option<Disclosure>,
     refunds: Option<PendingRefunds>,
 ) -> Response<ResponseBody<B>> {
-    let held = refunds.and_then(|refunds| refunds.settle(response.status()));
-    let mut response = response.map(|body| ResponseBody::holding(body, held));
+    let mut response = match refunds {
+        None => response.map(|body| ResponseBody::holding(body, None)),
+        Some(refunds) => {
+            let (parts, body) = response.into_parts();
+            let until_end = refunds.settle(&parts);
+            Response::from_parts(parts, ResponseBody::holding(body, Some(until_end)))
+        }
+    };
     if let Some(disclosure) = disclosure {
         disclosure.write(response.headers_mut());
     }

@@ -144,6 +144,7 @@ pub use rules::path_pattern::{PathPattern, PathPatternError};
 pub use rules::registry::QuotaRegistry;
 pub use rules::rule::{CountWhen, MissingKey, OnRefusal, Rule};
 pub use rules::rule_set::RuleSet;
+pub use rules::settle::{ActualCost, CostMeter, SettleFrom};
 pub use service::RateLimit;
 pub use settings::{KeyLogging, Responder};
 

@@ -9,7 +9,7 @@ use http::Response;
 use http::request::Parts;
 use smallvec::SmallVec;
 use tollgate_core::{
-    BatchDecision, Charge, Decision, Item, ItemDecision, Key, OnStoreFailure, Receipt,
+    BatchDecision, Charge, Decision, Estimate, Item, ItemDecision, Key, OnStoreFailure, Receipt,
     RefusalReason, StoreError,
 };
 
@@ -19,23 +19,27 @@ use crate::pipeline::held::Hold;
 use crate::pipeline::plan::Plan;
 use crate::pipeline::refused::Refused;
 use crate::pipeline::respond;
+use crate::pipeline::settling::Settled;
 use crate::rules::rule::CountWhen;
 use crate::rules::rule_set::{RuleRef, RuleSet};
 use crate::settings::Settings;
-use crate::{OnRefusal, Rule};
+use crate::{CostMeter, OnRefusal, Rule};
 
 /// Receipts the response settles: charges that count only for some responses, with the
-/// rule's test, and concurrency slots, given back when the response body ends.
+/// rule's test, concurrency slots, given back when the response body ends, and estimates
+/// settled with the actual cost then (read from `meter`, for costs the handler reports).
 #[derive(Default)]
 pub(crate) struct Charges {
     pub(crate) conditional: SmallVec<[(Receipt, CountWhen); 1]>,
     pub(crate) held: SmallVec<[Hold; 1]>,
+    pub(crate) settled: SmallVec<[(Settled, Option<CountWhen>); 1]>,
+    pub(crate) meter: Option<CostMeter>,
 }
 
 impl Charges {
     /// Whether there is nothing to settle.
     pub(crate) fn is_empty(&self) -> bool {
-        self.conditional.is_empty() && self.held.is_empty()
+        self.conditional.is_empty() && self.held.is_empty() && self.settled.is_empty()
     }
 }
 
@@ -142,7 +146,7 @@ pub(crate) fn conclude(
         return Conclusion::Proceed {
             disclosure,
             delay: batch.delay(items),
-            charges: settled_after(rules, plan, items, batch),
+            charges: settled_after(rules, plan, items, batch, request),
         };
     };
     let quota = (batch.items().get(position).zip(items.get(position)))
@@ -226,20 +230,37 @@ fn blocked(
     }
 }
 
-/// The charges of rules that count only some responses, and the slots of concurrency rules,
-/// as receipts to settle later (the answer is consumed: each charge becomes at most one
-/// receipt). A slot is given back whatever the response, so a concurrency rule's `count_when`
-/// does not apply.
+/// The charges of rules that count only some responses, the slots of concurrency rules and the
+/// estimates of settled rules, to settle later (the answer is consumed: each charge becomes at
+/// most one receipt). A slot is given back whatever the response, so a concurrency rule's
+/// `count_when` does not apply. A request with a rule settled from what the handler reports
+/// gets a [`CostMeter`] in its extensions.
 fn settled_after(
     rules: &RuleSet,
     plan: &Plan,
     items: &[Item<'_>],
     batch: BatchDecision,
+    request: &mut Parts,
 ) -> Charges {
     let mut charges = Charges::default();
     for ((planned, rule), (item, answer)) in
         plan.rules(rules).zip(items.iter().zip(batch.into_items()))
     {
+        if let Some(from) = &rule.settle {
+            if from.is_reported() && charges.meter.is_none() {
+                let meter = CostMeter::new();
+                request.extensions.insert(meter.clone());
+                charges.meter = Some(meter);
+            }
+            let settled = Settled {
+                estimate: Estimate::new(item, answer),
+                from: from.clone(),
+                notices: Arc::clone(&rule.notices),
+                actual: None,
+            };
+            charges.settled.push((settled, rule.count_when.clone()));
+            continue;
+        }
         let held = matches!(answer.charge(), Some(Charge::Held { .. }));
         let counts = rule.count_when.as_ref();
         if !held && counts.is_none() {

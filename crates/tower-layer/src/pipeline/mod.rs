@@ -2,9 +2,10 @@
 //! key (plan.rs), what the store's answer means for the request (conclude.rs), the responses
 //! the layer writes (respond.rs, refused.rs), the rate-limit fields it discloses
 //! (disclosure.rs), flagged requests (flag.rs), an escalating rule's strikes (strike.rs), and
-//! charges taken back after the response (refund.rs) and concurrency slots held until its body
-//! ends (held.rs). These files import the rule model and
-//! the headers, never the layer or the service that drive them.
+//! charges taken back after the response (refund.rs), concurrency slots held until its body
+//! ends (held.rs) and estimates settled with the actual cost when it ends (settling.rs). These
+//! files import the rule model and the headers, never the layer or the service that drive
+//! them.
 
 pub(crate) mod conclude;
 pub(crate) mod disclosure;
@@ -14,4 +15,5 @@ pub(crate) mod plan;
 pub(crate) mod refund;
 pub(crate) mod refused;
 pub(crate) mod respond;
+pub(crate) mod settling;
 pub(crate) mod strike;

@@ -3,7 +3,7 @@
 use http::StatusCode;
 use http::request::Parts;
 use smallvec::SmallVec;
-use tollgate_core::{Counting, FleetModes, Item, Key, Quota};
+use tollgate_core::{Counting, FleetModes, Item, Key, Quota, Take};
 
 use crate::rules::escalation::Escalated;
 use crate::rules::rule_set::{RuleRef, RuleSet};
@@ -103,11 +103,18 @@ impl Plan {
                 }
                 _ => modes,
             };
+            // A settled rule's cost is an estimate, taken once the caller's debt is paid.
+            let take = if rule.settles() {
+                Take::AfterDebt
+            } else {
+                Take::Exact
+            };
             Item::new(&rule.id, planned.quota, &planned.key)
                 .with_cost(planned.cost)
                 .with_mode(rule.store_mode())
                 .with_store_failure(rule.on_store_failure)
                 .with_fleet_modes(modes)
+                .with_take(take)
         });
         let blocks = self.escalating(rules).map(|(_, planned, rule, escalated)| {
             escalated

@@ -1,12 +1,14 @@
 //! Taking back charges once the response is known: those it says should not count ("count
-//! only failed logins"), and the concurrency slots the request holds until its body ends.
+//! only failed logins"), the concurrency slots the request holds until its body ends, and the
+//! estimates settled when it ends.
 
-use http::StatusCode;
+use http::response::Parts;
 use smallvec::SmallVec;
 use tollgate_core::{DynStore, Receipt, RefundError, RefundNow, Store};
 
 use super::conclude::Charges;
 use super::held::HeldSlots;
+use super::settling::Settling;
 use crate::rules::rule::CountWhen;
 
 /// Refunds every receipt to `store`: at once when the store can, else in a spawned task.
@@ -45,12 +47,30 @@ fn log_failure(failed: &RefundError) {
     );
 }
 
-/// Charges to take back unless the response says they count, and slots to give back when the
-/// response body ends (or when this, or what it becomes, is dropped first).
+/// Charges to take back unless the response says they count, slots to give back when the
+/// response body ends, and estimates to settle then (when this, or what it becomes, is dropped
+/// first: then).
 pub(crate) struct PendingRefunds {
     charges: SmallVec<[(Receipt, CountWhen); 1]>,
-    held: Option<HeldSlots>,
+    until_body_ends: UntilBodyEnds,
+    /// The settled rules' tests of whether a response counts, in the order of their estimates.
+    settled_counts: SmallVec<[Option<CountWhen>; 1]>,
     store: DynStore,
+}
+
+/// What a response body keeps until it ends (or is dropped): the request's concurrency slots,
+/// and its estimates still to settle.
+#[derive(Default)]
+pub(crate) struct UntilBodyEnds {
+    held: Option<HeldSlots>,
+    settling: Option<Settling>,
+}
+
+impl UntilBodyEnds {
+    /// Whether there is nothing to keep.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.held.is_none() && self.settling.is_none()
+    }
 }
 
 impl PendingRefunds {
@@ -58,16 +78,22 @@ impl PendingRefunds {
     /// its body ends.
     pub(crate) fn new(charges: Charges, store: DynStore) -> Self {
         let held = (!charges.held.is_empty()).then(|| HeldSlots::new(charges.held, store.clone()));
+        let any_settled = !charges.settled.is_empty();
+        let (settled, settled_counts) = charges.settled.into_iter().unzip();
+        let settling = any_settled.then(|| Settling::new(settled, charges.meter, store.clone()));
         PendingRefunds {
             charges: charges.conditional,
-            held,
+            until_body_ends: UntilBodyEnds { held, settling },
+            settled_counts,
             store,
         }
     }
 
-    /// Refunds the charges whose rule says a response with `status` does not count; answers
-    /// the slots still held, for the response body to keep until it ends.
-    pub(crate) fn settle(self, status: StatusCode) -> Option<HeldSlots> {
+    /// Refunds the charges whose rule says the response (its head: `response`) does not
+    /// count, reads what the head says of settled rules' actual costs, and answers what the
+    /// response body keeps until it ends.
+    pub(crate) fn settle(self, response: &Parts) -> UntilBodyEnds {
+        let status = response.status;
         let receipts: Vec<Receipt> = self
             .charges
             .into_iter()
@@ -77,6 +103,14 @@ impl PendingRefunds {
         if !receipts.is_empty() {
             refund_all(self.store, receipts);
         }
-        self.held
+        let mut until_body_ends = self.until_body_ends;
+        if let Some(settling) = &mut until_body_ends.settling {
+            let counts = self.settled_counts.iter();
+            settling.read_head(
+                response,
+                counts.map(|counts| counts.as_ref().is_none_or(|counts| counts(status))),
+            );
+        }
+        until_body_ends
     }
 }

@@ -1,6 +1,7 @@
 //! The rule model: what a rule says (rule.rs), the set of rules a layer applies and its route
 //! table (rule_set.rs), the patterns routes and exemptions match (path_pattern.rs,
-//! exemptions.rs), per-caller and live quotas (overrides.rs, registry.rs), escalation
+//! exemptions.rs), per-caller and live quotas (overrides.rs, registry.rs), where a settled rule reads its
+//! actual cost (settle.rs), escalation
 //! (escalation.rs), and what an operator must hear about a rule (notices.rs).
 
 pub(crate) mod escalation;
@@ -12,3 +13,4 @@ pub(crate) mod path_pattern;
 pub(crate) mod registry;
 pub(crate) mod rule;
 pub(crate) mod rule_set;
+pub(crate) mod settle;

@@ -20,6 +20,8 @@ const SUMMARY_EVERY: Duration = Duration::from_secs(60);
 #[derive(Debug, Default)]
 pub(crate) struct RuleNotices {
     keyless_skips: AtomicU64,
+    /// Responses that reported no actual cost for a settled rule.
+    unsettled: AtomicU64,
     misconfigured: Throttle,
     /// Refusals since the last summary.
     refusals: AtomicU64,
@@ -35,6 +37,18 @@ impl RuleNotices {
                 rule = %rule,
                 "a request had no key for this rule, which was skipped for it; later skips are \
                  only counted (set the rule's on_missing_key to refuse such requests)"
+            );
+        }
+    }
+
+    /// A response reported no actual cost for the settled rule, whose estimate stands: the first
+    /// one is logged.
+    pub(crate) fn unsettled(&self, rule: &RuleId) {
+        if self.unsettled.fetch_add(1, Ordering::Relaxed) == 0 {
+            tracing::warn!(
+                target: "tollgate::rule",
+                rule = %rule,
+                "a response reported no actual cost for this settled rule; its estimate stands                  (later ones are not logged)"
             );
         }
     }

@@ -12,6 +12,7 @@ use crate::QuotaOverrides;
 use crate::key::KeyExtractor;
 use crate::rules::escalation::{Escalated, Escalation};
 use crate::rules::notices::RuleNotices;
+use crate::rules::settle::SettleFrom;
 use crate::settings::Responder;
 
 /// One rate limit, as the layer applies it: the policy name, the algorithm and quota, who is
@@ -57,6 +58,7 @@ pub struct Rule {
     pub(crate) count_when: Option<CountWhen>,
     pub(crate) escalation: Option<Escalated>,
     pub(crate) overrides: Option<Arc<QuotaOverrides>>,
+    pub(crate) settle: Option<SettleFrom>,
     /// The TOML table a rule file defined it with (`None`: built in code).
     pub(crate) source: Option<Arc<str>>,
     pub(crate) notices: Arc<RuleNotices>,
@@ -91,6 +93,7 @@ impl Rule {
             count_when: None,
             escalation: None,
             overrides: None,
+            settle: None,
             source: None,
             notices: Arc::default(),
         })
@@ -155,6 +158,73 @@ impl Rule {
     pub fn cost_fn(mut self, cost: impl Fn(&Parts) -> u64 + Send + Sync + 'static) -> Self {
         self.cost = Cost::Computed(Arc::new(cost));
         self
+    }
+
+    /// Settles each request's cost once its response is known: the rule's cost
+    /// ([`cost`](Self::cost), [`cost_fn`](Self::cost_fn)) is an **estimate** taken up front, and
+    /// the actual cost is read `from` the response (see [`SettleFrom`]) when its body ends.
+    /// More than the estimate is charged as debt, which the caller's next requests pay before
+    /// they are admitted (a request is refused while its caller owes); less is given back. For
+    /// "tokens per minute" limits, bytes streamed, rows scanned.
+    ///
+    /// A caller with `K` requests in flight gets at most `K × (max actual − estimate)` past its
+    /// limit, and owes it (up to 1,024 full allowances; see
+    /// [`Estimate`](tollgate_core::Estimate)). A settled rule is counted exactly in the store it
+    /// names: never leased or synced (a split rule settles in its own part). A response the
+    /// rule's [`count_only_when`](Self::count_only_when) says does not count settles at 0. A
+    /// shadow or flag rule, a concurrency or a pacing quota settles nothing (their cost is
+    /// taken exactly: a slot or a place in a queue is not spent); rule files refuse the
+    /// last two.
+    ///
+    /// ```
+    /// use tollgate_core::{Quota, Rate};
+    /// use tollgate_tower::{Rule, SettleFrom, key::HeaderKey};
+    ///
+    /// // 100,000 tokens a minute per API key: each call is admitted on an estimate of 500 and
+    /// // settled with what the model reports in `x-tokens-used`.
+    /// let tokens = Rule::new(
+    ///     "llm-tokens",
+    ///     Quota::token_bucket(100_000, Rate::per_minute(100_000))?,
+    ///     HeaderKey::new(http::HeaderName::from_static("x-api-key")),
+    /// )?
+    /// .cost(500)
+    /// .settle(SettleFrom::header(http::HeaderName::from_static("x-tokens-used")));
+    /// assert!(tokens.settles());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[must_use]
+    pub fn settle(mut self, from: SettleFrom) -> Self {
+        self.settle = Some(from);
+        self
+    }
+
+    /// Whether the rule settles its cost after the response ([`settle`](Self::settle)).
+    pub fn settles(&self) -> bool {
+        self.settle.is_some()
+    }
+
+    /// Each request's cost (or estimate, for a settled rule) is the integer in its header
+    /// `name`; a request without it, or with a value that is not an integer, costs `default`.
+    ///
+    /// ```
+    /// use tollgate_core::{Quota, Rate};
+    /// use tollgate_tower::{Rule, key::Global};
+    ///
+    /// let rule = Rule::new("tokens", Quota::token_bucket(1_000, Rate::per_second(100))?, Global)?
+    ///     .cost_from_header(http::HeaderName::from_static("x-max-tokens"), 100);
+    /// # let _ = rule;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[must_use]
+    pub fn cost_from_header(self, name: http::HeaderName, default: u64) -> Self {
+        self.cost_fn(move |request| {
+            request
+                .headers
+                .get(&name)
+                .and_then(|value| value.to_str().ok())
+                .and_then(|value| value.trim().parse().ok())
+                .unwrap_or(default)
+        })
     }
 
     /// Shadow mode: never refuses; would-be refusals are recorded (a `tollgate::refusal` event).
