@@ -2,7 +2,8 @@
 
 use http::HeaderMap;
 use tollgate_core::{
-    Decision, Item, Key, Mode, OnStoreFailure, Quota, Receipt, RefundNow, RuleId, Store, StoreError,
+    Decision, Estimate, Item, Key, Mode, OnStoreFailure, Quota, Receipt, RefundNow, RuleId, Store,
+    StoreError, Take,
 };
 use tollgate_tower::Refused;
 use tollgate_tower::observe::RuleWatch;
@@ -17,6 +18,7 @@ pub(crate) struct Check {
     cost: u64,
     mode: Mode,
     on_store_failure: OnStoreFailure,
+    take: Take,
     watch: RuleWatch,
 }
 
@@ -35,6 +37,11 @@ impl Check {
             cost,
             mode: L::mode(),
             on_store_failure: L::on_store_failure(),
+            take: if L::settles() {
+                Take::AfterDebt
+            } else {
+                Take::Exact
+            },
             watch: resolved.watch,
         })
     }
@@ -44,6 +51,7 @@ impl Check {
             .with_cost(self.cost)
             .with_mode(self.mode)
             .with_store_failure(self.on_store_failure)
+            .with_take(self.take)
     }
 }
 
@@ -95,11 +103,20 @@ pub(crate) async fn charge(
             ))
         })
         .collect();
-    let receipts = batch.into_receipts(&items);
+    // A settled limit keeps its estimate to settle; the others their receipts to refund.
+    let (mut receipts, mut estimates) = (Vec::new(), Vec::new());
+    for (item, answer) in items.iter().zip(batch.into_items()) {
+        if item.take() == Take::AfterDebt {
+            estimates.push(Estimate::new(item, answer));
+        } else {
+            receipts.extend(answer.into_receipt(item));
+        }
+    }
     drop(items);
     Ok(Charged {
         tollgate: tollgate.clone(),
         receipts,
+        estimates,
         decisions,
     })
 }
@@ -123,20 +140,25 @@ fn store_failed(
         ));
     }
     tracing::warn!(target: "tollgate::store", %error, "store failed; the limits fail open");
+    // Nothing was counted, so nothing settles: the limits were not applied to this use.
     Ok(Charged {
         tollgate: tollgate.clone(),
         receipts: Vec::new(),
+        estimates: Vec::new(),
         decisions: Vec::new(),
     })
 }
 
-/// What an allowed check charged: each limit's decision, and receipts to take the charge back
-/// ("count only failed logins": take up front, [`refund`](Charged::refund) on success).
+/// What an allowed check charged: each limit's decision, receipts to take the charge back
+/// ("count only failed logins": take up front, [`refund`](Charged::refund) on success), and the
+/// estimates of settled limits ([`Limit::settles`]) to [`settle`](Charged::settle) with the
+/// actual cost.
 ///
-/// Not `Clone`: a charge is refunded at most once.
+/// Not `Clone`: a charge is refunded or settled at most once.
 pub struct Charged {
     tollgate: Tollgate,
     receipts: Vec<Receipt>,
+    estimates: Vec<Estimate>,
     decisions: Vec<(RuleId, Quota, Decision)>,
 }
 
@@ -160,8 +182,49 @@ impl Charged {
         )
     }
 
+    /// Settles the settled limits ([`Limit::settles`]) with the use's `actual` cost: what it
+    /// was above the estimate is charged as debt (the caller's next uses pay it before they are
+    /// admitted), what it was below is given back (see `tollgate_core::Estimate`). The other
+    /// limits' charges stand. An error is the store's: the estimates not yet settled stand.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// use tollgate_axum::{Limit, LimitRejection, Limiter};
+    /// use tollgate_core::{Key, Quota, QuotaError, Rate};
+    ///
+    /// /// 100,000 model tokens a minute per account, settled with what each answer used.
+    /// struct TokensPerMinute;
+    /// impl Limit for TokensPerMinute {
+    ///     const ID: &'static str = "tokens-per-minute";
+    ///     fn default_quota() -> Result<Quota, QuotaError> {
+    ///         Quota::token_bucket(100_000, Rate::per_minute(100_000))
+    ///     }
+    ///     fn settles() -> bool {
+    ///         true
+    ///     }
+    /// }
+    ///
+    /// async fn complete(limiter: Limiter, account: String) -> Result<String, LimitRejection> {
+    ///     let charged = limiter.check_cost::<TokensPerMinute>(&Key::new(&account), 500).await?;
+    ///     let (answer, used) = ("...".to_owned(), 912);
+    ///     if let Err(error) = charged.settle(used).await {
+    ///         tracing::warn!(%error, "the estimate stands");
+    ///     }
+    ///     Ok(answer)
+    /// }
+    /// # let _ = complete;
+    /// ```
+    pub async fn settle(mut self, actual: u64) -> Result<(), StoreError> {
+        let store = self.tollgate.store();
+        for estimate in std::mem::take(&mut self.estimates) {
+            estimate.settle(store, actual).await?;
+        }
+        Ok(())
+    }
+
     /// Takes back what was charged (as much as the limits' state still holds: see
-    /// `tollgate_core::Store::refund`). When the store fails, the error carries the charges not
+    /// `tollgate_core::Store::refund`); a settled limit's estimate is given back too (settled
+    /// at 0, after the other charges: if that fails, the estimate stands). When the store fails, the error carries the charges not
     /// yet refunded: refunding them again is safe, a charge is never given back twice.
     pub async fn refund(mut self) -> Result<(), RefundFailed> {
         let store = self.tollgate.store();
@@ -175,6 +238,15 @@ impl Charged {
             if let Err(failed) = done {
                 let (error, receipt) = failed.into_parts();
                 self.receipts = std::iter::once(receipt).chain(receipts).collect();
+                return Err(RefundFailed {
+                    error,
+                    unrefunded: self,
+                });
+            }
+        }
+        let estimates = std::mem::take(&mut self.estimates);
+        for estimate in estimates {
+            if let Err(error) = estimate.settle(store, 0).await {
                 return Err(RefundFailed {
                     error,
                     unrefunded: self,

@@ -63,6 +63,16 @@ pub trait Limit: Send + Sync + 'static {
         1
     }
 
+    /// Whether a use's cost is known only afterwards (default: no). A settled limit's
+    /// [`cost`](Limit::cost) (or the cost given to the check) is an **estimate**, checked after
+    /// whatever the caller owes from earlier uses is paid (refused while anything is owed);
+    /// the handler then calls [`Charged::settle`](crate::Charged::settle) (or
+    /// [`Limited::settle`](crate::Limited::settle)) with the actual cost: more is charged as
+    /// debt, less is given back. Not for concurrency or pacing quotas, which settle nothing.
+    fn settles() -> bool {
+        false
+    }
+
     /// Enforce (default) or shadow: a shadow limit never refuses and records would-be refusals.
     fn mode() -> Mode {
         Mode::Enforce

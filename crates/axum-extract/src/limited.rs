@@ -52,6 +52,12 @@ impl<L> Limited<L> {
         &self.charged
     }
 
+    /// Settles a settled limit ([`Limit::settles`]) with the use's `actual` cost; see
+    /// [`Charged::settle`].
+    pub async fn settle(self, actual: u64) -> Result<(), tollgate_core::StoreError> {
+        self.charged.settle(actual).await
+    }
+
     /// Takes the charge back (for example when the operation turned out not to count); see
     /// [`Charged::refund`].
     pub async fn refund(self) -> Result<(), crate::RefundFailed> {

@@ -25,7 +25,8 @@ use crate::{
 ///
 /// The settlement follows the item's store-failure policy like any check: with the store down,
 /// an open rule's difference is not charged, a local one's is charged in this gateway's memory
-/// (behind a [`FallbackStore`](crate::FallbackStore)), a closed one's settle fails.
+/// (behind a [`FallbackStore`](crate::FallbackStore)), a closed one's settle fails (and the
+/// estimate stands). An estimate let through uncounted settles nothing.
 ///
 /// ```
 /// use futures_executor::block_on;
@@ -88,12 +89,15 @@ pub enum Settlement {
 }
 
 impl Estimate {
-    /// What the store's `answer` to `item` charged, to settle later. An item the store did not
-    /// charge (refused, let through uncounted by its failure policy, or of cost 0) settles from
-    /// 0: the whole actual cost is charged then. An item that does not take
-    /// [`Take::AfterDebt`] as the store applies it ([`Item::take`]: shadow items, pacing and
-    /// concurrency quotas take exactly) settles nothing.
+    /// What the store's `answer` to `item` charged, to settle later. An estimate of 0 (no
+    /// charge) settles from 0: the whole actual cost is charged then. An item let through
+    /// uncounted by an open failure policy ([`CountedIn::Nowhere`](crate::CountedIn)) settles
+    /// nothing: the rule was not applied to this request, before or after. Nor does an item
+    /// that does not take [`Take::AfterDebt`] as the store applies it ([`Item::take`]: shadow
+    /// items, pacing and concurrency quotas take exactly).
     pub fn new(item: &Item<'_>, answer: ItemDecision) -> Estimate {
+        let settles =
+            item.take() == Take::AfterDebt && answer.counted_in() != crate::CountedIn::Nowhere;
         let receipt = answer.into_receipt(item);
         let charged = if receipt.is_some() { item.cost() } else { 0 };
         Estimate {
@@ -103,7 +107,7 @@ impl Estimate {
             counting: item.fleet_modes().counting(),
             store: item.store_name().map(Box::from),
             on_store_failure: item.on_store_failure(),
-            settles: item.take() == Take::AfterDebt,
+            settles,
             charged,
             receipt,
         }
