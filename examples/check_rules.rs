@@ -58,7 +58,11 @@ fn main() -> ExitCode {
                     continue;
                 }
                 listed.push(rule.id().as_str());
-                let _ = writeln!(out, "{}", row(rule.id().as_str(), rule.quota()));
+                let mut line = row(rule.id().as_str(), rule.quota());
+                if rule.settles() {
+                    line.push_str("; cost settled after the response");
+                }
+                let _ = writeln!(out, "{line}");
             }
             for (id, quota) in file.limits() {
                 let _ = writeln!(out, "{}", row(&format!("{} (limit)", id.as_str()), quota));

@@ -51,7 +51,15 @@ pub struct Extractors {
     named: HashMap<String, Arc<dyn KeyExtractor>>,
     responders: HashMap<String, tollgate_tower::Responder>,
     predicates: HashMap<String, tollgate_tower::CountWhen>,
+    costs: HashMap<String, CostFn>,
+    settles: HashMap<String, SettleFn>,
 }
+
+/// A request's cost, computed from its head (`cost = { function = "name" }`).
+pub(crate) type CostFn = Arc<dyn Fn(&Parts) -> u64 + Send + Sync>;
+
+/// A request's actual cost, read from its response's head (`settle = { function = "name" }`).
+pub(crate) type SettleFn = Arc<dyn Fn(&http::response::Parts) -> Option<u64> + Send + Sync>;
 
 impl Extractors {
     /// No named extractors.
@@ -92,6 +100,60 @@ impl Extractors {
     ) -> Self {
         self.predicates.insert(name.to_owned(), Arc::new(counts));
         self
+    }
+
+    /// Files may say `cost = { function = "<name>" }` for `cost`: a request's cost (a settled
+    /// rule's estimate) computed from its head (see [`Rule::cost_fn`](tollgate_tower::Rule::cost_fn)).
+    ///
+    /// ```
+    /// let extractors = tollgate_config::Extractors::new()
+    ///     .cost("prompt_tokens", |request| request.headers.len() as u64 * 10);
+    /// # let _ = extractors;
+    /// ```
+    #[must_use]
+    pub fn cost(
+        mut self,
+        name: &str,
+        cost: impl Fn(&Parts) -> u64 + Send + Sync + 'static,
+    ) -> Self {
+        self.costs.insert(name.to_owned(), Arc::new(cost));
+        self
+    }
+
+    /// Files may say `settle = { function = "<name>" }` for `read`: a settled rule's actual
+    /// cost, read from the response's head (`None`: nothing reported; see
+    /// [`SettleFrom::function`](tollgate_tower::SettleFrom::function)).
+    ///
+    /// ```
+    /// let extractors = tollgate_config::Extractors::new().settle("tokens_used", |response| {
+    ///     response.headers.get("x-usage")?.to_str().ok()?.split('/').next()?.parse().ok()
+    /// });
+    /// # let _ = extractors;
+    /// ```
+    #[must_use]
+    pub fn settle(
+        mut self,
+        name: &str,
+        read: impl Fn(&http::response::Parts) -> Option<u64> + Send + Sync + 'static,
+    ) -> Self {
+        self.settles.insert(name.to_owned(), Arc::new(read));
+        self
+    }
+
+    /// The cost function registered as `name`, or a sentence listing the known ones.
+    pub(crate) fn find_cost(&self, name: &str) -> Result<CostFn, String> {
+        self.costs
+            .get(name)
+            .cloned()
+            .ok_or_else(|| unknown("cost", name, &sorted(self.costs.keys())))
+    }
+
+    /// The settle function registered as `name`, or a sentence listing the known ones.
+    pub(crate) fn find_settle(&self, name: &str) -> Result<SettleFn, String> {
+        self.settles
+            .get(name)
+            .cloned()
+            .ok_or_else(|| unknown("settle", name, &sorted(self.settles.keys())))
     }
 
     fn names(&self) -> Vec<&str> {

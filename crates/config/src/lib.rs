@@ -25,7 +25,10 @@
 //! those of [`Rule`](tollgate_tower::Rule)'s builder: `cost`, `mode` (`"enforce"`, `"shadow"`), `on_store_failure`
 //! (`"open"`, `"local"`, `"closed"`, `{ open_within = { <quota fields> } }`), `on_missing_key`
 //! (`"skip"`, `"skip_always"`, `{ refuse = 401 }`), `disclose`, `escalate` (`{ after_refusals,
-//! within, block_for }`). Durations are humantime's: `"30s"`, `"15m"`, `"1h 30m"`, `"1d"`.
+//! within, block_for }`), and for a cost known only after the response `settle` (`"reported"`,
+//! `{ header = "x-tokens-used" }`, `{ function = "<name>" }`), with `cost` as the estimate (a
+//! number, `{ header = "x-max-tokens", default = 500 }` or `{ function = "<name>" }`; functions
+//! registered with [`Extractors::cost`] and [`Extractors::settle`]). Durations are humantime's: `"30s"`, `"15m"`, `"1h 30m"`, `"1d"`.
 //! The key kinds are in [`Extractors`]' module docs.
 //!
 //! [`RuleFile::parse`] reads a whole file and either gives every rule or every mistake (a file
@@ -47,6 +50,7 @@ mod overrides;
 mod quota;
 mod rule;
 mod set;
+mod settle;
 mod watch;
 mod write;
 

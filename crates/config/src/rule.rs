@@ -35,6 +35,7 @@ const RULE_FIELDS: &[&str] = &[
     "plans",
     "on_refusal",
     "count_only_when",
+    "settle",
 ];
 
 /// Where a rule applies.
@@ -81,21 +82,24 @@ pub(crate) fn rule(
         },
         _ => None,
     };
+    let mut cost = 1;
     if let Some(value) = fields.get("cost") {
-        let cost = positive(value, "`cost`", report).filter(|&cost| {
+        let from = super::settle::cost(value, extractors, report).filter(|from| {
+            let stated = from.stated();
             let limit = built.as_ref().map_or(u64::MAX, |rule: &Rule| rule.quota().limit());
-            if cost > limit {
-                report.at(value.span.start, format!("`cost` {cost} is above the quota's limit {limit}: every request would be refused"));
+            if stated > limit {
+                report.at(value.span.start, format!("`cost` {stated} is above the quota's limit {limit}: every request would be refused"));
             }
-            cost <= limit
+            stated <= limit
         });
-        built = built.zip(cost).map(|(rule, cost)| rule.cost(cost));
+        cost = from.as_ref().map_or(1, super::settle::CostFrom::stated);
+        built = built.zip(from).map(|(rule, from)| from.apply(rule));
     }
-    let cost = fields
-        .get("cost")
-        .and_then(|value| value.as_integer())
-        .and_then(|cost| u64::try_from(cost).ok())
-        .unwrap_or(1);
+    if let Some(value) = fields.get("settle") {
+        let algorithm = built.as_ref().map(|rule| rule.quota().algorithm());
+        let from = super::settle::settle(value, algorithm, extractors, report);
+        built = built.zip(from).map(|(rule, from)| rule.settle(from));
+    }
     match overrides(&fields, extractors, cost, report) {
         Some(Some(overrides)) => built = built.map(|rule| rule.overrides(overrides)),
         Some(None) => {}
@@ -118,6 +122,18 @@ pub(crate) fn rule(
             .map(|(rule, counting)| rule.with_counting(counting));
     }
     built = super::fleet_modes::fleet_modes(&fields, built, report);
+    if let (Some(value), Some(rule)) = (fields.get("settle"), &built)
+        && matches!(rule.counting().name(), "lease" | "sync")
+    {
+        report.at(
+            value.span.start,
+            format!(
+                "`settle`: a settled rule is counted exactly (its debt lives with the shared count); it cannot be counted by `{}`",
+                rule.counting().name()
+            ),
+        );
+        built = None;
+    }
     if let Some(value) = fields.get("on_missing_key") {
         let missing = on_missing_key(value, report);
         built = built
