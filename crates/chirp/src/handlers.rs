@@ -19,6 +19,12 @@ pub(crate) async fn profile(_: SignedIn) -> &'static str {
     "a profile\n"
 }
 
+/// A report export: slow and expensive in production (tens of seconds of database work), which
+/// is why `exports-in-flight` caps how many one account runs at once.
+pub(crate) async fn export(_: SignedIn) -> &'static str {
+    "your export\n"
+}
+
 pub(crate) async fn post(_: SignedIn) -> &'static str {
     "posted\n"
 }

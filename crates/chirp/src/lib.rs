@@ -152,6 +152,7 @@ pub fn app<St: Store>(layer: &RateLimitLayer<St>) -> Router {
         .route("/feed", get(handlers::feed))
         .route("/profiles/{id}", get(handlers::profile))
         .route("/posts", post(handlers::post))
+        .route("/exports", get(handlers::export))
         .route("/users/{id}/follow", post(handlers::follow))
         .route("/signup", post(handlers::signup))
         .route("/login", post(handlers::login))

@@ -68,6 +68,17 @@ fn chirp_in_code() -> RuleSet {
         )
         .expect("pattern")
         .route(
+            Method::GET,
+            "/exports",
+            by_account(
+                "exports-in-flight",
+                Quota::concurrency_with(2, Duration::from_secs(5), tollgate_core::DEFAULT_SLOT_TTL)
+                    .expect("valid"),
+            )
+            .on_refusal(OnRefusal::Unavailable),
+        )
+        .expect("pattern")
+        .route(
             Method::POST,
             "/signup",
             Rule::new(
@@ -208,7 +219,7 @@ fn the_example_chirp_file_is_valid() {
     let text = include_str!("../../../examples/rules/chirp.toml");
     let file =
         RuleFile::parse("chirp.toml", text, &extractors()).expect("the example file is valid");
-    assert_eq!(file.rules().rules().count(), 7);
+    assert_eq!(file.rules().rules().count(), 8);
     let limits: Vec<&str> = file.limits().map(|(id, _)| id.as_str()).collect();
     assert_eq!(
         limits,

@@ -1,6 +1,7 @@
 //! A policy simulator for tollgate: scores a limiting policy against the trouble Chirp met —
 //! a sign-up wave, a partner stuck in a loop, thousands of real users behind a carrier's NAT,
-//! a store outage during SMS fraud — before anyone enforces it.
+//! a store outage during SMS fraud, one account's slow exports filling the service — before
+//! anyone enforces it.
 //!
 //! Each scenario is a seeded generator of visits (who, from which address, when, asking
 //! what). Each visit is one service call into Chirp's real router and the real
@@ -32,6 +33,7 @@ mod random;
 pub mod report;
 mod run;
 mod scenario;
+mod serving;
 mod story;
 mod timeline;
 mod visit;
@@ -41,7 +43,10 @@ pub use outcome::{Outcome, RuleInOutage, Score, Second};
 pub use people::Habits;
 pub use policy::{Policy, PolicyKind};
 pub use run::{START, simulate};
-pub use scenario::{Crowd, LOOPING_KEY, OutageAndFraud, PartnerLoop, Scenario, Wave};
+pub use scenario::{
+    Crowd, EXPORTING_ACCOUNT, LOOPING_KEY, OutageAndFraud, PartnerLoop, Scenario, Service,
+    SlowExports, Wave,
+};
 pub use story::story_notes;
 pub use timeline::Timeline;
 pub use visit::{Call, Caller, Side, Visit};

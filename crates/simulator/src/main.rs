@@ -13,19 +13,20 @@ use std::time::Instant;
 use clap::{Parser, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 use tollgate_simulator::{
-    Crowd, OutageAndFraud, Outcome, PartnerLoop, Policy, Scenario, Wave, report, simulate,
+    Crowd, OutageAndFraud, Outcome, PartnerLoop, Policy, Scenario, SlowExports, Wave, report,
+    simulate,
 };
 
 /// Scores rate-limiting policies against a sign-up wave, a partner stuck in a loop, a crowd
-/// behind a carrier's NAT and a store outage during SMS fraud — in simulated time, through the
-/// real layer.
+/// behind a carrier's NAT, a store outage during SMS fraud and one account's slow exports — in
+/// simulated time, through the real layer.
 #[derive(Debug, Parser)]
 #[command(name = "tollgate-sim", version)]
 struct Args {
     /// Rule files to score besides the built-in policies (each checked as the gateway would).
     rule_files: Vec<PathBuf>,
     /// The scenarios to run.
-    #[arg(long = "scenario", value_enum, default_values_t = [Which::Wave, Which::Partner, Which::Crowd, Which::Outage])]
+    #[arg(long = "scenario", value_enum, default_values_t = [Which::Wave, Which::Partner, Which::Crowd, Which::Outage, Which::Slow])]
     scenarios: Vec<Which>,
     /// The built-in policies to score.
     #[arg(long = "policy", value_enum, default_values_t = [BuiltIn::None, BuiltIn::PerIp, BuiltIn::Layered])]
@@ -64,6 +65,12 @@ struct Args {
     /// The fraudster's code requests a second (at most 1,000,000).
     #[arg(long, default_value_t = OutageAndFraud::default().fraud_per_second, value_parser = rate, allow_negative_numbers = true)]
     fraud_rate: f64,
+    /// The slow-exports scenario's exports a minute (one account, 30 s of work each).
+    #[arg(long, default_value_t = SlowExports::default().exports_per_minute, value_parser = rate, allow_negative_numbers = true)]
+    exports_per_minute: f64,
+    /// Requests the service works on at once in the slow-exports scenario.
+    #[arg(long, default_value_t = SlowExports::default().workers, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    workers: u32,
     /// Write the results as CSV here.
     #[arg(long)]
     csv: Option<PathBuf>,
@@ -106,6 +113,7 @@ enum Which {
     Partner,
     Crowd,
     Outage,
+    Slow,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -223,6 +231,11 @@ fn scenarios(args: &Args) -> Result<Vec<Scenario>, String> {
             Which::Outage => Scenario::Outage(OutageAndFraud {
                 fraud_per_second: args.fraud_rate,
                 ..OutageAndFraud::default()
+            }),
+            Which::Slow => Scenario::Slow(SlowExports {
+                exports_per_minute: args.exports_per_minute,
+                workers: args.workers,
+                ..SlowExports::default()
             }),
         })
         .map(|scenario| scenario.scaled(args.scale))

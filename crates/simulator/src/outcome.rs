@@ -19,12 +19,24 @@ pub struct Second {
     pub attacker_admitted: u32,
     /// Attackers' requests refused.
     pub attacker_refused: u32,
+    /// Innocent requests served where the service's work is modelled (scenarios whose requests
+    /// overlap), and their latencies added up, µs.
+    pub innocent_served: u32,
+    /// See [`innocent_served`](Self::innocent_served).
+    pub innocent_latency_micros: u64,
 }
 
 impl Second {
     /// All requests let through in this second.
     pub fn admitted(&self) -> u32 {
         self.innocent_admitted + self.attacker_admitted
+    }
+
+    /// The innocent requests' mean latency, seconds (`None`: none served, or the scenario does
+    /// not model the service's work).
+    pub fn innocent_latency_seconds(&self) -> Option<f64> {
+        (self.innocent_served > 0)
+            .then(|| self.innocent_latency_micros as f64 / 1e6 / f64::from(self.innocent_served))
     }
 }
 
@@ -80,6 +92,11 @@ pub struct Score {
     /// The loop's requests let through a second, on average over its whole seconds after the
     /// first (`None` when there is no loop, or no such second).
     pub loop_admitted_per_second: Option<f64>,
+    /// Where the service's work is modelled: the innocent requests' median latency, µs
+    /// (arrival to the end of their work).
+    pub innocent_latency_p50_micros: Option<u64>,
+    /// The same, 99th percentile.
+    pub innocent_latency_p99_micros: Option<u64>,
 }
 
 impl Score {
@@ -153,6 +170,7 @@ pub(crate) struct Tally {
     looping: Option<std::ops::Range<u64>>,
     loop_first_refusal: Option<u64>,
     outage: BTreeMap<RuleId, RuleInOutage>,
+    innocent_latencies: Vec<u64>,
 }
 
 impl Tally {
@@ -173,6 +191,7 @@ impl Tally {
             looping,
             loop_first_refusal: None,
             outage: BTreeMap::new(),
+            innocent_latencies: Vec::new(),
         }
     }
 
@@ -219,6 +238,22 @@ impl Tally {
                 }
             }
         }
+    }
+
+    /// `visit`, let through, took `latency` µs from arrival to the end of its work (scenarios
+    /// that model the service's work). It counts in the second it arrived.
+    pub(crate) fn record_latency(&mut self, visit: &Visit, latency: u64) {
+        if visit.caller.side != Side::Innocent {
+            return;
+        }
+        self.innocent_latencies.push(latency);
+        let index = (visit.at / 1_000_000) as usize;
+        if index >= self.seconds.len() {
+            self.seconds.resize(index + 1, Second::default());
+        }
+        let second = &mut self.seconds[index];
+        second.innocent_served += 1;
+        second.innocent_latency_micros = second.innocent_latency_micros.saturating_add(latency);
     }
 
     /// While the store was down, `visit` asked about `rules`, and was refused or not. A
@@ -276,11 +311,16 @@ impl Tally {
     }
 
     pub(crate) fn finish(
-        self,
+        mut self,
         scenario: &'static str,
         policy: &crate::Policy,
         seed: u64,
     ) -> Outcome {
+        self.innocent_latencies.sort_unstable();
+        let percentile = |latencies: &[u64], percent: usize| {
+            let last = latencies.len().checked_sub(1)?;
+            latencies.get(last * percent / 100).copied()
+        };
         let admitted: u64 = self.seconds.iter().map(|s| u64::from(s.admitted())).sum();
         // The loop's admissions a second, from its second second to its end.
         let loop_seconds = self.looping.as_ref().and_then(|looping| {
@@ -316,6 +356,8 @@ impl Tally {
                 .zip(self.loop_first_refusal)
                 .map(|(looping, refused)| refused.saturating_sub(looping.start)),
             loop_admitted_per_second: loop_seconds,
+            innocent_latency_p50_micros: percentile(&self.innocent_latencies, 50),
+            innocent_latency_p99_micros: percentile(&self.innocent_latencies, 99),
         };
         Outcome {
             scenario,

@@ -11,6 +11,7 @@ use tower::Service;
 
 use crate::outage::OutageStore;
 use crate::outcome::{Outcome, Tally};
+use crate::serving::Serving;
 use crate::{Error, Policy, Scenario};
 
 /// When every simulation starts: 2026-12-01 00:00 UTC (windows of an hour or a day start
@@ -114,9 +115,13 @@ async fn play<St: Store>(
     // A router is always ready: each visit is one call.
     let mut app = chirp::app(&layer);
     let mut tally = Tally::new(scenario.duration_micros(), scenario.looping());
+    let mut serving = scenario.service().map(Serving::new);
     let mut reported = 0;
     for visit in scenario.timeline(seed) {
         clock.set(START.saturating_add_micros(visit.at));
+        if let Some(serving) = &mut serving {
+            serving.end_until(visit.at);
+        }
         let request = visit.call.request(visit.from);
         // A pacing rule delays a request with a tokio sleep: in paused time it passes at once,
         // and the time it moved is the delay (rounded up to a millisecond by tokio's timer).
@@ -127,15 +132,23 @@ async fn play<St: Store>(
         let delay = u64::try_from(called.elapsed().as_micros()).unwrap_or(u64::MAX);
         let refused = is_refusal(&response);
         tally.record(&visit, refused, delay);
+        let response = match &mut serving {
+            Some(serving) if !refused => {
+                let start = visit.at.saturating_add(delay);
+                let latency = serving.serve(start, &visit.call, response);
+                tally.record_latency(&visit, delay.saturating_add(latency));
+                None
+            }
+            _ => Some(response),
+        };
         let rules: Vec<_> = asked
             .lock()
             .map(|mut asked| asked.drain(..).collect())
             .unwrap_or_default();
         if !rules.is_empty() {
-            let refused_by = if refused {
-                refusing_policy(response).await
-            } else {
-                None
+            let refused_by = match response {
+                Some(response) if refused => refusing_policy(response).await,
+                _ => None,
             };
             tally.record_outage(&visit, rules, refused, refused_by, &failure_policies);
         }

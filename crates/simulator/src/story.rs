@@ -6,7 +6,8 @@ use crate::{Outcome, PolicyKind, Scenario};
 /// Notes comparing `outcome` (of a policy in `scenario`) with the seeds' story: a per-IP limit
 /// lets the sign-up wave through and blocks the crowd behind a carrier's NAT; Chirp's layered
 /// limits let the wave create 61 accounts, stop the partner's loop within a second and block
-/// no one in the crowd. Each note starts "as the story says" or "differs from the story".
+/// no one in the crowd; with slow exports, a rate limit alone lets one account fill the service
+/// while Chirp's concurrency rule keeps everyone else's latency flat. Each note starts "as the story says" or "differs from the story".
 ///
 /// ```
 /// use tollgate_simulator::{Crowd, Policy, Scenario, simulate, story_notes};
@@ -79,6 +80,27 @@ pub fn story_notes(scenario: &Scenario, outcome: &Outcome) -> Vec<String> {
             "a per-IP limit blocks the crowd",
             blocked,
         )),
+        (Scenario::Slow(_), kind @ (PolicyKind::Layered | PolicyKind::PerIp)) => {
+            let p99 = score.innocent_latency_p99_micros.unwrap_or(0);
+            let found = format!(
+                "innocents' 99th percentile latency {:.2} s; {}",
+                p99 as f64 / 1e6,
+                blocked
+            );
+            notes.push(if kind == PolicyKind::Layered {
+                agrees(
+                    p99 <= 1_000_000 && score.innocents_blocked == 0,
+                    "a concurrency rule keeps the innocents' latency flat and refuses none of them",
+                    found,
+                )
+            } else {
+                agrees(
+                    p99 > 10_000_000,
+                    "a rate limit alone lets one account's slow exports fill the service",
+                    found,
+                )
+            });
+        }
         (Scenario::Crowd(_), PolicyKind::Layered) => notes.push(agrees(
             score.innocents_blocked == 0,
             "the layered limits block no one in the crowd",

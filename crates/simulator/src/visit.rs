@@ -59,6 +59,11 @@ pub enum Call {
         /// The profile read.
         profile: u32,
     },
+    /// `GET /exports`: a report export, slow (see [`SlowExports`](crate::SlowExports)).
+    Export {
+        /// The signed-in account.
+        account: u32,
+    },
     /// `POST /posts`.
     Post {
         /// The signed-in account.
@@ -126,6 +131,9 @@ impl Call {
             }
             Call::Profile { account, profile } => {
                 signed_in(Method::GET, format!("/profiles/{profile}"), *account).body(Body::empty())
+            }
+            Call::Export { account } => {
+                signed_in(Method::GET, "/exports".into(), *account).body(Body::empty())
             }
             Call::Post { account } => {
                 signed_in(Method::POST, "/posts".into(), *account).body(Body::empty())

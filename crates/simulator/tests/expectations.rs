@@ -1,13 +1,15 @@
 //! The simulator's expectations on shortened scenarios: a per-IP limit lets the sign-up wave
 //! through and blocks the crowd; Chirp's layered limits hold the wave to the bound their
 //! device and block limits imply, hold the looping partner to its quota within a second, block
-//! no one in the crowd, and answer a store outage rule by rule as their failure policies say.
+//! no one in the crowd, answer a store outage rule by rule as their failure policies say, and
+//! keep the innocents' latency flat while one account's slow exports would fill the service.
 
 use std::time::Duration;
 
 use tollgate::OnStoreFailure;
 use tollgate_simulator::{
-    Crowd, Habits, OutageAndFraud, Outcome, PartnerLoop, Policy, Scenario, Wave, simulate,
+    Crowd, Habits, OutageAndFraud, Outcome, PartnerLoop, Policy, Scenario, SlowExports, Wave,
+    simulate,
 };
 
 const SEED: u64 = 2026;
@@ -167,4 +169,52 @@ fn during_an_outage_each_rule_fails_as_its_policy_says_and_the_report_shows_both
     let unlimited = run(&scenario, &Policy::none().expect("no limits")).score;
     assert_eq!(unlimited.sms_sent, unlimited.attacker_requests);
     assert!(outcome.score.sms_sent < unlimited.sms_sent);
+}
+
+#[test]
+fn slow_exports_fill_the_service_past_a_rate_limit_and_a_concurrency_rule_keeps_latency_flat() {
+    let slow = SlowExports {
+        minutes: 4.0,
+        users: 150,
+        ..SlowExports::default()
+    };
+    let scenario = Scenario::Slow(slow.clone());
+    let work = slow.request_millis * 1e3;
+
+    let naive = run(&scenario, &per_ip()).score;
+    assert_eq!(
+        naive.attackers_let_through, naive.attacker_requests,
+        "30 exports a minute pass a per-IP limit of 100: {naive:?}"
+    );
+    let naive_p99 = naive
+        .innocent_latency_p99_micros
+        .expect("innocents were served");
+    assert!(
+        naive_p99 as f64 > 100.0 * work,
+        "the exports fill the 8 workers and the users queue behind them: {naive:?}"
+    );
+
+    let policy = layered();
+    let layered = run(&scenario, &policy).score;
+    assert_eq!(layered.innocents_blocked, 0, "{layered:?}");
+    assert_eq!(
+        layered.innocent_latency_p99_micros,
+        Some(work as u64),
+        "the users never wait for a worker: {layered:?}"
+    );
+    // At most 2 exports run at once, each 30 s: at most 2 start every 30 s, and 2 more at once.
+    let limit = policy
+        .quota("exports-in-flight")
+        .expect("a concurrency rule")
+        .limit();
+    let bound = limit * ((slow.minutes * 60.0 / slow.export_seconds) as u64 + 1);
+    assert!(
+        layered.attackers_let_through <= bound,
+        "{} exports let through, at most {bound}: {layered:?}",
+        layered.attackers_let_through
+    );
+    assert!(
+        layered.attackers_let_through >= bound - limit,
+        "the slots are used: {layered:?}"
+    );
 }

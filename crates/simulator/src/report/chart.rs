@@ -14,7 +14,8 @@ const POINTS: usize = 300;
 /// The axis floor: a rate of zero is drawn here.
 const FLOOR: f64 = 0.01;
 
-/// Writes an SVG chart of `outcomes` (one panel each) for `scenario`.
+/// Writes an SVG chart of `outcomes` (one panel each) for `scenario`; for a scenario that
+/// models the service's work, one panel of the innocents' latency, a line a policy.
 ///
 /// ```
 /// use tollgate_simulator::{Crowd, Policy, Scenario, report::write_chart, simulate};
@@ -32,7 +33,12 @@ pub fn write_chart(
     outcomes: &[Outcome],
 ) -> io::Result<()> {
     let mut svg = String::new();
-    draw(&mut svg, scenario, outcomes).map_err(io::Error::other)?;
+    let drawn = if scenario.service().is_some() {
+        super::latency_chart::draw(&mut svg, scenario, outcomes)
+    } else {
+        draw(&mut svg, scenario, outcomes)
+    };
+    drawn.map_err(io::Error::other)?;
     out.write_all(svg.as_bytes())
 }
 

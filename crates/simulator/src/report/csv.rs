@@ -5,7 +5,7 @@ use std::io::{self, Write};
 use crate::Outcome;
 
 /// The CSV's columns.
-const COLUMNS: [&str; 18] = [
+const COLUMNS: [&str; 20] = [
     "scenario",
     "policy",
     "seed",
@@ -24,6 +24,8 @@ const COLUMNS: [&str; 18] = [
     "loop_admitted_per_second",
     "delayed",
     "mean_delay_seconds",
+    "innocent_latency_p50_seconds",
+    "innocent_latency_p99_seconds",
 ];
 
 /// Writes a header and one row per outcome (figures with fixed decimals, so equal runs give
@@ -71,7 +73,16 @@ pub fn write_csv(out: &mut dyn Write, outcomes: &[Outcome]) -> io::Result<()> {
             score
                 .mean_delay_seconds()
                 .map_or(String::new(), |seconds| format!("{seconds:.6}")),
+            seconds(score.innocent_latency_p50_micros),
+            seconds(score.innocent_latency_p99_micros),
         ])?;
     }
     writer.flush()
+}
+
+/// µs as seconds with six decimals; empty when the figure does not apply.
+fn seconds(micros: Option<u64>) -> String {
+    micros.map_or(String::new(), |micros| {
+        format!("{:.6}", micros as f64 / 1e6)
+    })
 }

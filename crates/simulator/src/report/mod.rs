@@ -2,6 +2,7 @@
 
 mod chart;
 mod csv;
+mod latency_chart;
 mod table;
 
 pub use chart::write_chart;

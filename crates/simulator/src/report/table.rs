@@ -98,9 +98,21 @@ pub fn write_table(
                     outcome.score.delayed
                 )
             });
+            let score = &outcome.score;
+            let latency = score
+                .innocent_latency_p50_micros
+                .zip(score.innocent_latency_p99_micros)
+                .map(|(p50, p99)| {
+                    format!(
+                        "innocents' latency (arrival to the end of their work): median {:.2} s, 99th percentile {:.2} s",
+                        p50 as f64 / 1e6,
+                        p99 as f64 / 1e6
+                    )
+                });
             story_notes(scenario, outcome)
                 .into_iter()
                 .chain(delayed)
+                .chain(latency)
                 .map(move |note| format!("{}: {note}", outcome.policy))
         })
         .collect();

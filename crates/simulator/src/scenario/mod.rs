@@ -4,6 +4,7 @@
 mod crowd;
 mod outage;
 mod partner;
+mod slow;
 mod wave;
 
 use std::ops::Range;
@@ -11,6 +12,7 @@ use std::ops::Range;
 pub use crowd::Crowd;
 pub use outage::OutageAndFraud;
 pub use partner::{LOOPING_KEY, PartnerLoop};
+pub use slow::{EXPORTING_ACCOUNT, Service, SlowExports};
 pub use wave::Wave;
 
 use crate::timeline::{Source, Timeline};
@@ -35,26 +37,30 @@ pub enum Scenario {
     Crowd(Crowd),
     /// (d) A store outage while a fraudster pumps SMS codes.
     Outage(OutageAndFraud),
+    /// (e) One account's slow exports filling the service beside users browsing.
+    Slow(SlowExports),
 }
 
 impl Scenario {
-    /// All four, with their default (full-length) parameters.
+    /// All five, with their default (full-length) parameters.
     pub fn all() -> Vec<Scenario> {
         vec![
             Scenario::Wave(Wave::default()),
             Scenario::Partner(PartnerLoop::default()),
             Scenario::Crowd(Crowd::default()),
             Scenario::Outage(OutageAndFraud::default()),
+            Scenario::Slow(SlowExports::default()),
         ]
     }
 
-    /// Its short name: `wave`, `partner`, `crowd` or `outage`.
+    /// Its short name: `wave`, `partner`, `crowd`, `outage` or `slow`.
     pub fn name(&self) -> &'static str {
         match self {
             Scenario::Wave(_) => "wave",
             Scenario::Partner(_) => "partner",
             Scenario::Crowd(_) => "crowd",
             Scenario::Outage(_) => "outage",
+            Scenario::Slow(_) => "slow",
         }
     }
 
@@ -65,6 +71,7 @@ impl Scenario {
             Scenario::Partner(_) => "the partner loop: one API key calling nonstop",
             Scenario::Crowd(_) => "the crowd: real users behind a carrier's NAT",
             Scenario::Outage(_) => "a store outage while a fraudster pumps SMS codes",
+            Scenario::Slow(_) => "slow exports: one account's 30-second reports beside users",
         }
     }
 
@@ -75,6 +82,7 @@ impl Scenario {
             Scenario::Partner(partner) => partner.parameters(),
             Scenario::Crowd(crowd) => crowd.parameters(),
             Scenario::Outage(outage) => outage.parameters(),
+            Scenario::Slow(slow) => slow.parameters(),
         }
     }
 
@@ -85,6 +93,16 @@ impl Scenario {
             Scenario::Partner(partner) => partner.duration(),
             Scenario::Crowd(crowd) => crowd.duration(),
             Scenario::Outage(outage) => outage.duration(),
+            Scenario::Slow(slow) => slow.duration(),
+        }
+    }
+
+    /// How much work the service does a request and how many it works on at once, when the
+    /// scenario models it (requests then overlap: see [`SlowExports`]).
+    pub fn service(&self) -> Option<Service> {
+        match self {
+            Scenario::Slow(slow) => Some(slow.service()),
+            _ => None,
         }
     }
 
@@ -143,6 +161,10 @@ impl Scenario {
                 outage_minutes: outage.outage_minutes * factor,
                 ..outage.clone()
             }),
+            Scenario::Slow(slow) => Scenario::Slow(SlowExports {
+                minutes: slow.minutes * factor,
+                ..slow.clone()
+            }),
         }
     }
 
@@ -153,6 +175,7 @@ impl Scenario {
             Scenario::Partner(partner) => partner.sources(),
             Scenario::Crowd(crowd) => crowd.sources(),
             Scenario::Outage(outage) => outage.sources(),
+            Scenario::Slow(slow) => slow.sources(),
         };
         Timeline::new(sources, seed)
     }
