@@ -11,7 +11,10 @@
 //!   takes a permit, the response future gives it back);
 //! * `rate` — behind a `RateLimitLayer` over the in-memory store with one token-bucket rule;
 //! * `concurrency` — the same layer with one concurrency rule (the check takes the slot, the
-//!   response's body gives it back by refunding its receipt at once).
+//!   response's body gives it back by refunding its receipt at once);
+//! * `settled` — the same layer with the rate rule settled after the response: an estimate of
+//!   1 taken after the caller's debt, and the `x-used: 2` the service answers with charged when
+//!   the response is dropped (one more unit, as debt).
 //!
 //! Both rules use one global key. Run: `cargo bench -p tollgate-tower --bench concurrency`;
 //! the figures are ratios of the same run (BENCHMARKS.md).
@@ -27,7 +30,7 @@ use http::{Request, Response};
 use http_body_util::Empty;
 use tollgate_core::{MemoryStore, Quota, Rate};
 use tollgate_tower::key::Global;
-use tollgate_tower::{RateLimitLayer, Rule};
+use tollgate_tower::{RateLimitLayer, Rule, SettleFrom};
 use tower::limit::ConcurrencyLimitLayer;
 use tower::{Layer, Service, service_fn};
 
@@ -70,6 +73,21 @@ fn answer_at_once() -> impl Service<
     service_fn(|_: Request<()>| async { Ok::<_, Infallible>(Response::new(Empty::<Bytes>::new())) })
 }
 
+fn answer_used_two() -> impl Service<
+    Request<()>,
+    Response = Response<Empty<Bytes>>,
+    Error = Infallible,
+    Future = impl Future<Output = Result<Response<Empty<Bytes>>, Infallible>>,
+> + Clone {
+    service_fn(|_: Request<()>| async {
+        let mut response = Response::new(Empty::<Bytes>::new());
+        response
+            .headers_mut()
+            .insert("x-used", http::HeaderValue::from_static("2"));
+        Ok::<_, Infallible>(response)
+    })
+}
+
 fn main() {
     let mut criterion = Criterion::default()
         .measurement_time(Duration::from_secs(3))
@@ -95,6 +113,16 @@ fn main() {
         &mut criterion,
         "concurrency/concurrency",
         layer(slots).layer(answer_at_once()),
+    );
+    let settled = Rule::new("bench", rate, Global)
+        .expect("a valid rule id")
+        .settle(SettleFrom::header(http::HeaderName::from_static("x-used")));
+    bench(
+        &mut criterion,
+        "concurrency/settled",
+        RateLimitLayer::new(MemoryStore::new())
+            .rule(settled)
+            .layer(answer_used_two()),
     );
     criterion.final_summary();
 }
