@@ -30,6 +30,8 @@ impl Check {
         cost: u64,
     ) -> Result<Check, LimitRejection> {
         let resolved = tollgate.resolve::<L>()?;
+        // A settled limit's estimate is at least 1: each use in flight holds a unit.
+        let cost = if L::settles() { cost.max(1) } else { cost };
         Ok(Check {
             rule: resolved.rule,
             quota: resolved.quota,

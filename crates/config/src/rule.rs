@@ -122,18 +122,6 @@ pub(crate) fn rule(
             .map(|(rule, counting)| rule.with_counting(counting));
     }
     built = super::fleet_modes::fleet_modes(&fields, built, report);
-    if let (Some(value), Some(rule)) = (fields.get("settle"), &built)
-        && matches!(rule.counting().name(), "lease" | "sync")
-    {
-        report.at(
-            value.span.start,
-            format!(
-                "`settle`: a settled rule is counted exactly (its debt lives with the shared count); it cannot be counted by `{}`",
-                rule.counting().name()
-            ),
-        );
-        built = None;
-    }
     if let Some(value) = fields.get("on_missing_key") {
         let missing = on_missing_key(value, report);
         built = built
@@ -171,6 +159,7 @@ pub(crate) fn rule(
             None => None,
         };
     }
+    built = super::settle::can_settle(&fields, built, report);
     fields.finish("a `[[rule]]`", report);
     let built = built.map(|rule| rule.with_source_toml(super::write::table("rule", true, value)));
     Some((

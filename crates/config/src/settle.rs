@@ -11,7 +11,7 @@
 //! ```
 
 use http::HeaderName;
-use tollgate_core::Algorithm;
+use tollgate_core::{Algorithm, Mode};
 use tollgate_tower::{Rule, SettleFrom};
 use toml_span::Value;
 
@@ -158,6 +158,38 @@ pub(crate) fn settle(
             None
         }
     }
+}
+
+/// A settled rule must be one that can settle: enforcing (a shadow, read-only or flag rule takes
+/// its cost exactly) and counted exactly (its debt lives with the shared count, its estimate
+/// keeps a receipt).
+pub(crate) fn can_settle(
+    fields: &Fields<'_, '_>,
+    mut built: Option<Rule>,
+    report: &mut Report<'_>,
+) -> Option<Rule> {
+    if let (Some(value), Some(rule)) = (fields.get("settle"), &built)
+        && (rule.mode() != Mode::Enforce || !rule.can_refuse())
+    {
+        report.at(
+            value.span.start,
+            "`settle`: a shadow, read-only or flag rule takes its cost exactly and settles nothing; settle an enforcing rule".to_owned(),
+        );
+        built = None;
+    }
+    if let (Some(value), Some(rule)) = (fields.get("settle"), &built)
+        && matches!(rule.counting().name(), "lease" | "sync" | "split")
+    {
+        report.at(
+            value.span.start,
+            format!(
+                "`settle`: a settled rule is counted exactly (its debt lives with the shared count, its estimate keeps a receipt); it cannot be counted by `{}`",
+                rule.counting().name()
+            ),
+        );
+        built = None;
+    }
+    built
 }
 
 /// The first field of table `value` (its kind) and its value; a table with none is recorded.

@@ -168,6 +168,21 @@ fn settling_mistakes_are_reported_at_their_line() {
             "7:11",
             "cannot be counted by `lease`",
         ),
+        (
+            "settle = \"reported\"\nsplit = 4",
+            "7:11",
+            "cannot be counted by `split`",
+        ),
+        (
+            "settle = \"reported\"\nmode = \"shadow\"",
+            "7:11",
+            "settles nothing; settle an enforcing rule",
+        ),
+        (
+            "settle = \"reported\"\non_refusal = \"flag\"",
+            "7:11",
+            "settles nothing; settle an enforcing rule",
+        ),
         ("cost = { header = \"x-max\" }", "7:8", "needs `default`"),
         (
             "cost = { function = \"nope\" }",

@@ -133,13 +133,16 @@ pub struct Receipt {
     spent: Arc<Shared>,
 }
 
-/// What a receipt shares with its retry copies: whether it was used, and the store the charged
+/// What a receipt shares with its retry copies: whether it was used, the store the charged
 /// item named ([`FleetModes::with_store`](crate::FleetModes::with_store)), so a [`Stores`](crate::Stores)
-/// refunds it where it was charged (behind the one pointer, so a receipt grows no larger).
+/// refunds it where it was charged, and whether a [`FallbackStore`](crate::FallbackStore)
+/// charged it in its local memory, so it is refunded there whether or not the primary is back
+/// (behind the one pointer, so a receipt grows no larger).
 #[derive(Debug, Default)]
 struct Shared {
     spent: AtomicBool,
     store: Option<Box<str>>,
+    local: bool,
 }
 
 impl Receipt {
@@ -154,16 +157,24 @@ impl Receipt {
         }
     }
 
-    /// The same receipt, naming the store its item named.
-    pub(crate) fn in_store(mut self, store: Option<&str>) -> Self {
-        if let Some(name) = store {
+    /// The same receipt, naming the store its item named, and whether a fallback's local
+    /// memory charged it.
+    pub(crate) fn in_store(mut self, store: Option<&str>, local: bool) -> Self {
+        if store.is_some() || local {
             // A fresh receipt: no retry copy shares its mark yet.
             self.spent = Arc::new(Shared {
                 spent: AtomicBool::new(self.spent.spent.load(Ordering::Acquire)),
-                store: Some(Box::from(name)),
+                store: store.map(Box::from),
+                local,
             });
         }
         self
+    }
+
+    /// Whether a [`FallbackStore`](crate::FallbackStore) charged this in its local memory
+    /// while its primary was down: refunded there, never in the primary (which never saw it).
+    pub(crate) fn is_counted_locally(&self) -> bool {
+        self.spent.local
     }
 
     /// The store the charged item named ([`Item::store_name`](crate::Item::store_name)), if

@@ -24,9 +24,12 @@ use crate::{
 /// and paid before it is admitted again — up to the store's debt cap of 1,024 full allowances.
 ///
 /// The settlement follows the item's store-failure policy like any check: with the store down,
-/// an open rule's difference is not charged, a local one's is charged in this gateway's memory
-/// (behind a [`FallbackStore`](crate::FallbackStore)), a closed one's settle fails (and the
-/// estimate stands). An estimate let through uncounted settles nothing.
+/// an open rule's difference is not charged ([`Settlement::Uncounted`]), a local or
+/// open-within one's is charged in this gateway's memory (behind a
+/// [`FallbackStore`](crate::FallbackStore)), a closed one's excess fails to settle (the
+/// estimate stands). A shortfall is given back as any refund is: where the estimate was
+/// charged, or in the fallback's memory while the primary is down. An estimate let through
+/// uncounted settles nothing.
 ///
 /// ```
 /// use futures_executor::block_on;
@@ -73,9 +76,9 @@ pub enum Settlement {
     /// The actual cost was what was charged: nothing changed.
     Unchanged,
     /// `units` more were charged, of which `debt` are owed past the limit (the caller's whole
-    /// debt after this charge).
+    /// debt after this charge, at most 1,024 full allowances: the rest is forgiven).
     Charged {
-        /// Units charged beyond the estimate.
+        /// Units charged beyond the estimate (as asked; see `debt` for what is owed).
         units: u64,
         /// What the caller owes past its limit afterwards.
         debt: u64,
@@ -86,19 +89,33 @@ pub enum Settlement {
         /// Units of the estimate asked back.
         units: u64,
     },
+    /// The difference was let through uncounted: the store could not answer and the rule's
+    /// failure policy is open.
+    Uncounted,
 }
 
 impl Estimate {
     /// What the store's `answer` to `item` charged, to settle later. An estimate of 0 (no
-    /// charge) settles from 0: the whole actual cost is charged then. An item let through
-    /// uncounted by an open failure policy ([`CountedIn::Nowhere`](crate::CountedIn)) settles
-    /// nothing: the rule was not applied to this request, before or after. Nor does an item
-    /// that does not take [`Take::AfterDebt`] as the store applies it ([`Item::take`]: shadow
-    /// items, pacing and concurrency quotas take exactly).
+    /// charge) settles from 0: the whole actual cost is charged then.
+    ///
+    /// These settle nothing (the estimate stands): a refused answer (the work never ran); an
+    /// item let through uncounted by an open failure policy
+    /// ([`CountedIn::Nowhere`](crate::CountedIn): the rule was not applied to this request,
+    /// before or after); a charge the store keeps no receipt for (a
+    /// [`Counting::Split`] rule's local count, an
+    /// [`OpenWithin`](crate::OnStoreFailure::OpenWithin) rule counted under its local quota);
+    /// an item that does not take [`Take::AfterDebt`] as the store applies it ([`Item::take`]:
+    /// shadow items, pacing and concurrency quotas take exactly).
     pub fn new(item: &Item<'_>, answer: ItemDecision) -> Estimate {
-        let settles =
-            item.take() == Take::AfterDebt && answer.counted_in() != crate::CountedIn::Nowhere;
+        let counted = answer.counted_in() != crate::CountedIn::Nowhere;
+        let allowed = answer.decision().is_allowed();
         let receipt = answer.into_receipt(item);
+        // A charge with no receipt (a split rule's, an `OpenWithin` rule's local one) cannot be
+        // narrowed or told from no charge: such an estimate stands.
+        let settles = item.take() == Take::AfterDebt
+            && counted
+            && allowed
+            && (receipt.is_some() || item.cost() == 0);
         let charged = if receipt.is_some() { item.cost() } else { 0 };
         Estimate {
             rule: item.rule().clone(),
@@ -150,7 +167,13 @@ impl Estimate {
                 .with_take(Take::AsDebt)
                 .with_store_failure(self.on_store_failure);
             let answer = store.check(std::slice::from_ref(&item)).await?;
-            let debt = answer.items().first().map_or(0, ItemDecision::debt);
+            let Some(answer) = answer.items().first() else {
+                return Ok(Settlement::Uncounted);
+            };
+            if answer.counted_in() == crate::CountedIn::Nowhere {
+                return Ok(Settlement::Uncounted);
+            }
+            let debt = answer.debt();
             return Ok(Settlement::Charged { units, debt });
         }
         match self.receipt {

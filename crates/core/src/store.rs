@@ -448,12 +448,13 @@ impl ItemDecision {
     /// be the item this decision answers (same position in the batch).
     pub fn into_receipt(self, item: &Item<'_>) -> Option<Receipt> {
         let counted_as = self.counted_as;
+        let local = self.counted_in == CountedIn::LocalFallback;
         self.charge.map(|charge| {
             let (rule, quota) = match counted_as {
                 Some(counted_as) => *counted_as,
                 None => (item.rule().clone(), *item.quota()),
             };
-            Receipt::new(rule, item.key().clone(), quota, charge).in_store(item.store_name())
+            Receipt::new(rule, item.key().clone(), quota, charge).in_store(item.store_name(), local)
         })
     }
 

@@ -1053,3 +1053,97 @@ async fn a_hold_counted_within_a_local_quota_is_given_back() {
         "given back, not kept for ever"
     );
 }
+
+#[tokio::test]
+async fn a_local_charge_is_refunded_locally_after_the_primary_is_back() {
+    let Setup { primary, store, .. } = setup();
+    let (id, key) = (rule("login-failures"), Key::new("user77"));
+    let item = Item::new(&id, per_hour(10), &key).with_store_failure(OnStoreFailure::Local);
+    primary.fail();
+    let items = [item];
+    let receipt = check(&store, &items)
+        .await
+        .into_receipts(&items)
+        .pop()
+        .unwrap();
+    primary.heal();
+    store.refund(receipt).await.unwrap();
+    // The primary never saw the charge: giving it back there would grant a unit never spent.
+    assert_eq!(
+        block_on(primary.inner.peek(&item.with_cost(0)))
+            .unwrap()
+            .remaining(),
+        10
+    );
+    primary.fail();
+    assert_eq!(
+        store.peek(&item.with_cost(0)).await.unwrap().remaining(),
+        10,
+        "given back in local memory, where it was charged"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Settling a cost after the response while the primary is down.
+
+#[tokio::test]
+async fn a_settlement_during_an_outage_follows_each_rules_policy() {
+    use tollgate_core::{Estimate, Settlement, Take};
+    let (id, key) = (rule("tokens"), Key::new("acct"));
+    let estimate = |policy| {
+        Item::new(&id, per_hour(10), &key)
+            .with_cost(3)
+            .with_take(Take::AfterDebt)
+            .with_store_failure(policy)
+    };
+    let local_quota = per_hour(6);
+
+    // Local, admitted while up, settled while down: the excess is owed in local memory.
+    let Setup { primary, store, .. } = setup();
+    let item = estimate(OnStoreFailure::Local);
+    let admitted = Estimate::new(&item, decide(&store, item).await);
+    primary.fail();
+    let settled = admitted.settle(&store, 15).await.unwrap();
+    assert_eq!(settled, Settlement::Charged { units: 12, debt: 2 });
+    assert!(!allowed(&store, item).await, "owing in local memory");
+
+    // OpenWithin: the excess is owed under the local quota, as debt (not an exact check that
+    // may refuse it).
+    let Setup { primary, store, .. } = setup();
+    let item = estimate(OnStoreFailure::OpenWithin(local_quota));
+    let admitted = Estimate::new(&item, decide(&store, item).await);
+    primary.fail();
+    let settled = admitted.settle(&store, 11).await.unwrap();
+    assert_eq!(settled, Settlement::Charged { units: 8, debt: 2 });
+    assert!(!allowed(&store, item).await, "owing under the local quota");
+
+    // OpenWithin, admitted while down: counted under the local quota with no receipt, so the
+    // estimate stands whatever the actual cost.
+    let Setup { primary, store, .. } = setup();
+    let item = estimate(OnStoreFailure::OpenWithin(local_quota));
+    primary.fail();
+    let admitted = Estimate::new(&item, decide(&store, item).await);
+    assert_eq!(
+        admitted.settle(&store, 0).await.unwrap(),
+        Settlement::Unchanged
+    );
+    assert!(allowed(&store, item).await, "3 of the local 6 left");
+    assert!(!allowed(&store, item).await, "the estimate stood: 0 left");
+
+    // Open: the excess goes uncounted, and says so.
+    let Setup { primary, store, .. } = setup();
+    let item = estimate(OnStoreFailure::Open);
+    let admitted = Estimate::new(&item, decide(&store, item).await);
+    primary.fail();
+    assert_eq!(
+        admitted.settle(&store, 20).await.unwrap(),
+        Settlement::Uncounted
+    );
+
+    // Closed: the excess fails to settle.
+    let Setup { primary, store, .. } = setup();
+    let item = estimate(OnStoreFailure::Closed);
+    let admitted = Estimate::new(&item, decide(&store, item).await);
+    primary.fail();
+    assert!(admitted.settle(&store, 20).await.is_err());
+}

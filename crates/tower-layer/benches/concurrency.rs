@@ -93,7 +93,8 @@ fn main() {
         .measurement_time(Duration::from_secs(3))
         .configure_from_args();
     let rate = Quota::token_bucket(PLENTY, Rate::per_second(1_000_000)).expect("valid");
-    let slots = Quota::concurrency(PLENTY).expect("valid");
+    // The largest concurrency limit: each request gives its slot back before the next.
+    let slots = Quota::concurrency(tollgate_core::quota::MAX_LOG_LIMIT).expect("valid");
     let layer = |quota| {
         RateLimitLayer::new(MemoryStore::new())
             .rule(Rule::new("bench", quota, Global).expect("a valid rule id"))

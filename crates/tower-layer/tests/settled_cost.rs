@@ -315,3 +315,79 @@ async fn a_client_gone_mid_stream_pays_what_was_streamed() {
     let streamed = waited.expect("the stream's cost was settled when the client went away");
     assert!(streamed >= 21, "at least the three chunks read");
 }
+
+/// Two layers, each with a rule settled from what the handler reports: both see the handler's
+/// one report (the outer layer's meter is the one the handler gets).
+#[tokio::test]
+async fn nested_layers_share_one_meter() {
+    let (_clock, store) = store();
+    let inner_rule = Rule::new("inner-tokens", quota(), Global)
+        .expect("a valid policy name")
+        .cost(ESTIMATE)
+        .settle(SettleFrom::reported());
+    let app = Router::new()
+        .route(
+            "/report",
+            get(|Extension(meter): Extension<CostMeter>| async move {
+                meter.add(300);
+                "done"
+            }),
+        )
+        .layer(RateLimitLayer::new(store.clone()).rule(inner_rule))
+        .layer(RateLimitLayer::new(store.clone()).rule(tokens(SettleFrom::reported())));
+    let server = TestServer::start(app).await;
+    let reply = Reply::send(server.client.get(server.url("/report"))).await;
+    assert_eq!(reply.status, StatusCode::OK);
+    until_remaining(&store, LIMIT - 300).await;
+    let (inner_id, global) = (RuleId::new("inner-tokens").expect("valid"), Key::global());
+    let inner = Item::new(&inner_id, quota(), &global).with_cost(0);
+    let waited = tokio::time::timeout(Duration::from_secs(30), async {
+        while store.peek(&inner).await.expect("memory").remaining() != LIMIT - 300 {
+            tokio::task::yield_now().await;
+        }
+    })
+    .await;
+    assert!(waited.is_ok(), "the inner rule settled at 300 too");
+}
+
+/// A caller-set estimate cannot make a request free, and a header's value is read strictly.
+#[tokio::test]
+async fn estimates_and_reported_costs_read_from_headers_are_read_strictly() {
+    let (_clock, store) = store();
+    let rule = Rule::new("tokens", quota(), Global)
+        .expect("a valid policy name")
+        .cost_from_header(HeaderName::from_static("x-max-tokens"), 50)
+        .settle(SettleFrom::header(used_header()));
+    let server = TestServer::start(app(rule, store.clone())).await;
+    // "x-max-tokens: 0" is an estimate of 1; nothing reported keeps it.
+    let zero = Reply::send(
+        server
+            .client
+            .get(server.url("/silent"))
+            .header("x-max-tokens", "0"),
+    )
+    .await;
+    assert_eq!(zero.status, StatusCode::OK);
+    assert_eq!(remaining(&store).await, LIMIT - 1);
+    // A signed value is no value: the estimate of 1 stands.
+    let signed = Reply::send(
+        server
+            .client
+            .get(server.url("/header/+5"))
+            .header("x-max-tokens", "1"),
+    )
+    .await;
+    assert_eq!(signed.status, StatusCode::OK);
+    assert_eq!(remaining(&store).await, LIMIT - 2);
+    // A number past u64::MAX is the most there is: everything left, and the rest owed.
+    let huge = Reply::send(
+        server
+            .client
+            .get(server.url("/header/99999999999999999999999"))
+            .header("x-max-tokens", "1"),
+    )
+    .await;
+    assert_eq!(huge.status, StatusCode::OK);
+    until_remaining(&store, 0).await;
+    assert_eq!(debt(&store).await, LIMIT * 1_024, "the debt cap");
+}

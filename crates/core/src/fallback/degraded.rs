@@ -52,7 +52,8 @@ pub(super) fn check<C: Clock>(
                         // it was taken from whatever the rule's own algorithm.
                         answer.counted_as(item.rule().clone(), local)
                     } else {
-                        ItemDecision::uncharged(answer.decision)
+                        let owed = answer.debt();
+                        ItemDecision::uncharged(answer.decision).owing(owed)
                     }
                 }),
                 OnStoreFailure::Open | OnStoreFailure::Closed => None,
@@ -98,6 +99,7 @@ fn counted_locally<'a>(item: &Item<'a>) -> Option<Item<'a>> {
             Item::new(item.rule(), quota, item.key())
                 .with_cost(item.cost())
                 .with_mode(item.mode())
+                .with_take(item.take())
                 .with_store_failure(item.on_store_failure()),
         ),
         OnStoreFailure::Open | OnStoreFailure::Closed => None,

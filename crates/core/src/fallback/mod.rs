@@ -361,7 +361,9 @@ impl<P: Store, C: Clock> Store for FallbackStore<P, C> {
 
     async fn refund(&self, receipt: Receipt) -> Result<(), RefundError> {
         let place = holds::place_of(receipt.charge());
-        if place == HoldPlace::Local {
+        // Charged in local memory while the primary was down: given back there, never to a
+        // primary that is back and never saw it.
+        if place == HoldPlace::Local || receipt.is_counted_locally() {
             self.refund_locally(&receipt);
             return Ok(());
         }
@@ -381,7 +383,7 @@ impl<P: Store, C: Clock> Store for FallbackStore<P, C> {
 
     fn refund_now(&self, receipt: Receipt) -> RefundNow {
         let place = holds::place_of(receipt.charge());
-        if place == HoldPlace::Local {
+        if place == HoldPlace::Local || receipt.is_counted_locally() {
             self.refund_locally(&receipt);
             return RefundNow::Done(Ok(()));
         }

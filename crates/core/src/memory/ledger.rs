@@ -52,7 +52,9 @@ impl Ledger {
     }
 
     /// Records that `key` owes `units` until `lapses_at` (nothing when `units` is 0). Holds at
-    /// most `capacity` debts: when full, lapsed ones go first, then the one lapsing soonest.
+    /// most `capacity` debts: when full, lapsed ones go first, then the eighth lapsing soonest
+    /// (forgiven: memory is bounded), in one pass that makes room for many new debtors — one
+    /// debt at a time would scan the whole ledger for every new debtor.
     pub(crate) fn set(
         &mut self,
         rule: u32,
@@ -72,17 +74,16 @@ impl Ledger {
             *owed = Owed { units, lapses_at };
             return;
         }
-        if self.debts.len() >= capacity.max(1) {
+        let capacity = capacity.max(1);
+        if self.debts.len() >= capacity {
             self.debts.retain(|_, owed| owed.lapses_at > now);
-            if self.debts.len() >= capacity.max(1) {
-                let soonest = self
-                    .debts
-                    .iter()
-                    .min_by_key(|(_, owed)| owed.lapses_at)
-                    .map(|(id, _)| id.clone());
-                if let Some(soonest) = soonest {
-                    self.debts.remove(&soonest);
-                }
+            if self.debts.len() >= capacity {
+                let mut lapses: Vec<Timestamp> =
+                    self.debts.values().map(|owed| owed.lapses_at).collect();
+                let cut = (capacity / 8).max(1).min(lapses.len());
+                let (_, threshold, _) = lapses.select_nth_unstable(cut - 1);
+                let threshold = *threshold;
+                self.debts.retain(|_, owed| owed.lapses_at > threshold);
             }
         }
         self.debts
@@ -99,5 +100,41 @@ impl Ledger {
     /// Drops every lapsed debt.
     pub(crate) fn sweep(&mut self, now: Timestamp) {
         self.debts.retain(|_, owed| owed.lapses_at > now);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const NOW: Timestamp = Timestamp::from_secs(1_000);
+
+    /// A full ledger makes room for a new debtor by forgiving the eighth lapsing soonest in one
+    /// pass (so the next seven new debtors need no pass), never the new one, never more than it
+    /// holds.
+    #[test]
+    fn a_full_ledger_forgives_the_soonest_eighth_at_once() {
+        let mut ledger = Ledger::default();
+        let key = |n: u32| n.to_be_bytes();
+        for n in 0..16u32 {
+            let lapses = NOW.saturating_add_micros(1_000 + u64::from(n));
+            ledger.set(1, &key(n), 5, lapses, NOW, 16);
+        }
+        assert_eq!(ledger.debts.len(), 16);
+        ledger.set(1, &key(100), 5, NOW.saturating_add_micros(9_999), NOW, 16);
+        // 16 / 8 = 2 forgiven (the two lapsing soonest), the new one recorded.
+        assert_eq!(ledger.debts.len(), 15);
+        assert_eq!(ledger.owed(1, &key(0), NOW), 0);
+        assert_eq!(ledger.owed(1, &key(1), NOW), 0);
+        assert_eq!(ledger.owed(1, &key(2), NOW), 5);
+        assert_eq!(ledger.owed(1, &key(100), NOW), 5);
+        // A ledger of one forgives its one debt for the next.
+        let mut tiny = Ledger::default();
+        tiny.set(1, &key(0), 5, NOW.saturating_add_micros(10), NOW, 1);
+        tiny.set(1, &key(1), 5, NOW.saturating_add_micros(10), NOW, 1);
+        assert_eq!(
+            (tiny.owed(1, &key(0), NOW), tiny.owed(1, &key(1), NOW)),
+            (0, 5)
+        );
     }
 }

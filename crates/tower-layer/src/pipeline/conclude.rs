@@ -248,8 +248,16 @@ fn settled_after(
     {
         if let Some(from) = &rule.settle {
             if from.is_reported() && charges.meter.is_none() {
-                let meter = CostMeter::new();
-                request.extensions.insert(meter.clone());
+                // One meter a request: an outer layer's, if it put one there, so the handler's
+                // report reaches every layer's settled rules.
+                let meter = match request.extensions.get::<CostMeter>() {
+                    Some(meter) => meter.clone(),
+                    None => {
+                        let meter = CostMeter::new();
+                        request.extensions.insert(meter.clone());
+                        meter
+                    }
+                };
                 charges.meter = Some(meter);
             }
             let settled = Settled {

@@ -103,14 +103,15 @@ impl Plan {
                 }
                 _ => modes,
             };
-            // A settled rule's cost is an estimate, taken once the caller's debt is paid.
-            let take = if rule.settles() {
-                Take::AfterDebt
+            // A settled rule's cost is an estimate, at least 1, taken once the caller's debt is
+            // paid.
+            let (take, cost) = if rule.settles() {
+                (Take::AfterDebt, planned.cost.max(1))
             } else {
-                Take::Exact
+                (Take::Exact, planned.cost)
             };
             Item::new(&rule.id, planned.quota, &planned.key)
-                .with_cost(planned.cost)
+                .with_cost(cost)
                 .with_mode(rule.store_mode())
                 .with_store_failure(rule.on_store_failure)
                 .with_fleet_modes(modes)

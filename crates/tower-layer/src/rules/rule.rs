@@ -169,12 +169,18 @@ impl Rule {
     ///
     /// A caller with `K` requests in flight gets at most `K × (max actual − estimate)` past its
     /// limit, and owes it (up to 1,024 full allowances; see
-    /// [`Estimate`](tollgate_core::Estimate)). A settled rule is counted exactly in the store it
-    /// names: never leased or synced (a split rule settles in its own part). A response the
+    /// [`Estimate`](tollgate_core::Estimate)). An estimate is at least 1, so each request in
+    /// flight holds at least one unit (an estimate of 0 would admit any number at once). A
+    /// caller that owes is refused with a `Retry-After` until its debt and its estimate fit in
+    /// one allowance; a debt and estimate larger than the limit wait until the allowance is
+    /// whole, and what remains of the debt is paid over further refills (the caller is
+    /// refused again with the rest of the wait). A settled rule is counted exactly in the store it
+    /// names: never leased or synced, and a split rule's estimate stands (its local count keeps
+    /// no receipt to settle against). A response the
     /// rule's [`count_only_when`](Self::count_only_when) says does not count settles at 0. A
     /// shadow or flag rule, a concurrency or a pacing quota settles nothing (their cost is
-    /// taken exactly: a slot or a place in a queue is not spent); rule files refuse the
-    /// last two.
+    /// taken exactly: a slot or a place in a queue is not spent); rule files refuse them all,
+    /// and a split, leased or synced settled rule.
     ///
     /// ```
     /// use tollgate_core::{Quota, Rate};
@@ -205,6 +211,8 @@ impl Rule {
 
     /// Each request's cost (or estimate, for a settled rule) is the integer in its header
     /// `name`; a request without it, or with a value that is not an integer, costs `default`.
+    /// The caller sets the header, so a value below 1 counts as 1: a request can never make
+    /// itself free (a cost of 0 always passes).
     ///
     /// ```
     /// use tollgate_core::{Quota, Rate};
@@ -221,9 +229,9 @@ impl Rule {
             request
                 .headers
                 .get(&name)
-                .and_then(|value| value.to_str().ok())
-                .and_then(|value| value.trim().parse().ok())
+                .and_then(crate::rules::settle::units_in)
                 .unwrap_or(default)
+                .max(1)
         })
     }
 

@@ -40,7 +40,9 @@ enum Source {
 type ReadCost = Arc<dyn Fn(&Parts) -> Option<u64> + Send + Sync>;
 
 impl SettleFrom {
-    /// The response header `name`, a decimal integer (such as `x-tokens-used: 912`).
+    /// The response header `name`, a decimal integer (such as `x-tokens-used: 912`; a number
+    /// past `u64::MAX` counts as `u64::MAX`, and a sign, a fraction or text as nothing
+    /// reported).
     pub fn header(name: HeaderName) -> Self {
         SettleFrom(Source::Header(name))
     }
@@ -66,11 +68,7 @@ impl SettleFrom {
     /// reported cost may still come from the meter when the body ends).
     pub(crate) fn read(&self, response: &Parts) -> Option<u64> {
         match &self.0 {
-            Source::Header(name) => response
-                .headers
-                .get(name)
-                .and_then(|value| value.to_str().ok())
-                .and_then(|value| value.trim().parse().ok()),
+            Source::Header(name) => units_in(response.headers.get(name)?),
             Source::Reported => response
                 .extensions
                 .get::<ActualCost>()
@@ -78,6 +76,17 @@ impl SettleFrom {
             Source::Function(read) => read(response),
         }
     }
+}
+
+/// A header value of units: decimal digits, surrounding spaces allowed, saturating at
+/// `u64::MAX` (a larger number is not a smaller cost); anything else (a sign, a fraction, text)
+/// is no value.
+pub(crate) fn units_in(value: &http::HeaderValue) -> Option<u64> {
+    let text = value.to_str().ok()?.trim();
+    if text.is_empty() || !text.bytes().all(|byte| byte.is_ascii_digit()) {
+        return None;
+    }
+    Some(text.parse().unwrap_or(u64::MAX))
 }
 
 impl fmt::Debug for SettleFrom {
