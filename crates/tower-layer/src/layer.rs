@@ -116,6 +116,14 @@ impl<St: tollgate_core::Store> RateLimitLayer<St> {
         Ok(self.update_rules(|rules| rules.route_pattern(None, pattern, rule)))
     }
 
+    /// Adds a rule for gRPC calls to `method` (`"chirp.v1.Feed/Get"`, or `"chirp.v1.Feed/*"`
+    /// for every method of the service): a `POST` to its path (see
+    /// [`grpc_method_pattern`](crate::grpc_method_pattern)).
+    pub fn grpc(self, method: &str, rule: Rule) -> Result<Self, PathPatternError> {
+        let pattern = crate::grpc_method_pattern(method)?;
+        Ok(self.update_rules(|rules| rules.route_pattern(Some(http::Method::POST), pattern, rule)))
+    }
+
     /// A builder step: this layer gets a rule set of its own, so adding a rule to a clone (say,
     /// a shared base extended per route) never changes the base or services already built. The
     /// store stays shared.

@@ -118,6 +118,8 @@
 //! # }
 //! ```
 
+#[cfg(feature = "grpc")]
+mod grpc;
 pub mod headers;
 
 mod body;
@@ -139,6 +141,7 @@ pub use pipeline::flag::Flagged;
 pub use pipeline::refused::Refused;
 pub use reset::{ResetDone, ResetError};
 pub use rules::escalation::Escalation;
+pub use rules::grpc_method::grpc_method_pattern;
 pub use rules::overrides::QuotaOverrides;
 pub use rules::path_pattern::{PathPattern, PathPatternError};
 pub use rules::registry::QuotaRegistry;

@@ -120,7 +120,7 @@ where
         let plan = match Plan::new(&rules, self.settings.registry.as_ref(), &mut parts) {
             Ok(plan) => plan,
             Err(unplanned) => {
-                let response = respond::unplanned(&unplanned);
+                let response = respond::unplanned(&unplanned, respond::is_grpc(&parts));
                 return ResponseFuture::refused(response.map(ResponseBody::refusal));
             }
         };

@@ -74,9 +74,10 @@ pub(crate) fn conclude(
     answer: Result<BatchDecision, StoreError>,
     request: &mut Parts,
 ) -> Conclusion {
+    let grpc = respond::is_grpc(request);
     let batch = match answer {
         Ok(batch) => batch,
-        Err(error) => return store_failed(settings, rules, plan, &error),
+        Err(error) => return store_failed(settings, rules, plan, &error, grpc),
     };
     let gate = closed_gate(rules, plan, &batch);
     // Each rule's own decision, counted whatever the request gets (a blocked caller's blocking
@@ -93,7 +94,7 @@ pub(crate) fn conclude(
         count(rules, planned.rule, answer, rule.can_refuse());
     }
     if let Some((position, block)) = gate {
-        return blocked(settings, rules, plan, position, block);
+        return blocked(settings, rules, plan, position, block, grpc);
     }
     let answers = || plan.rules(rules).zip(batch.items()).enumerate();
     for (_, ((planned, rule), answer)) in answers() {
@@ -155,7 +156,7 @@ pub(crate) fn conclude(
     let refused = Refused::new(&rule.id, quota, *decision, disclosure.to_headers())
         .answered_with(refusal_status(rule));
     Conclusion::Respond {
-        response: respond::refusal(settings, rule, refused),
+        response: respond::refusal(settings, rule, refused, grpc),
         refused_by: (decision.refusal() == Some(RefusalReason::LimitReached)).then_some(position),
     }
 }
@@ -201,10 +202,11 @@ fn blocked(
     plan: &Plan,
     position: usize,
     block: Decision,
+    grpc: bool,
 ) -> Conclusion {
     let Some((planned, rule)) = plan.rules(rules).nth(position) else {
         return Conclusion::Respond {
-            response: respond::limiter_unavailable(settings),
+            response: respond::limiter_unavailable(settings, grpc),
             refused_by: None,
         };
     };
@@ -225,7 +227,7 @@ fn blocked(
     let headers = Disclosure::of(rules.header_style(settings.header_style), shown).to_headers();
     let refused = Refused::new(&rule.id, planned.quota, decision, headers);
     Conclusion::Respond {
-        response: respond::refusal(settings, rule, refused),
+        response: respond::refusal(settings, rule, refused, grpc),
         refused_by: None,
     }
 }
@@ -297,6 +299,7 @@ fn store_failed(
     rules: &RuleSet,
     plan: &Plan,
     error: &StoreError,
+    grpc: bool,
 ) -> Conclusion {
     // Each rule counted as its failure policy answers the request.
     for (planned, rule) in plan.rules(rules) {
@@ -317,7 +320,7 @@ fn store_failed(
                 "rate-limit store failed; the rule fails closed, answering 503"
             );
             Conclusion::Respond {
-                response: respond::limiter_unavailable(settings),
+                response: respond::limiter_unavailable(settings, grpc),
                 refused_by: None,
             }
         }

@@ -9,20 +9,52 @@ use crate::pipeline::refused::Refused;
 use crate::settings::Settings;
 use crate::{OnRefusal, Rule};
 
-/// What a refusal by `rule` answers.
-pub(crate) fn refusal(settings: &Settings, rule: &Rule, refused: Refused) -> Response<Bytes> {
+/// Whether the layer answers `request` as a gRPC call (feature `grpc`; see `crate::grpc`).
+pub(crate) fn is_grpc(request: &http::request::Parts) -> bool {
+    #[cfg(feature = "grpc")]
+    return crate::grpc::is_grpc(request);
+    #[cfg(not(feature = "grpc"))]
+    {
+        let _ = request;
+        false
+    }
+}
+
+/// What a refusal by `rule` answers (to a gRPC call when `grpc`): the rule's own responder,
+/// else the layer's, else the default.
+pub(crate) fn refusal(
+    settings: &Settings,
+    rule: &Rule,
+    refused: Refused,
+    grpc: bool,
+) -> Response<Bytes> {
     match &rule.on_refusal {
         OnRefusal::Respond(respond) => respond(&refused),
         _ => match &settings.responder {
             Some(responder) => responder(&refused),
-            None => refused.default_response(),
+            #[cfg(feature = "grpc")]
+            None if grpc => crate::grpc::refusal(&refused),
+            None => {
+                let _ = grpc;
+                refused.default_response()
+            }
         },
     }
 }
 
 /// A rule stopped the request before counting: it needs a key the request lacks, or its key
 /// cannot be found because of the deployment.
-pub(crate) fn unplanned(unplanned: &Unplanned) -> Response<Bytes> {
+pub(crate) fn unplanned(unplanned: &Unplanned, grpc: bool) -> Response<Bytes> {
+    #[cfg(feature = "grpc")]
+    if grpc {
+        return match unplanned {
+            Unplanned::MissingKey { status, rule } => {
+                crate::grpc::missing_key(rule.as_str(), *status)
+            }
+            Unplanned::Misconfigured => crate::grpc::misconfigured(),
+        };
+    }
+    let _ = grpc;
     problem_response(match unplanned {
         Unplanned::MissingKey { status, rule } => Problem::missing_key(rule.as_str(), *status),
         Unplanned::Misconfigured => Problem::misconfigured(),
@@ -31,7 +63,12 @@ pub(crate) fn unplanned(unplanned: &Unplanned) -> Response<Bytes> {
 
 /// The store failed and a rule fails closed: 503 with `Retry-After` (naming no rule: which
 /// store is down is the operator's business, not the caller's).
-pub(crate) fn limiter_unavailable(settings: &Settings) -> Response<Bytes> {
+pub(crate) fn limiter_unavailable(settings: &Settings, grpc: bool) -> Response<Bytes> {
+    #[cfg(feature = "grpc")]
+    if grpc {
+        return crate::grpc::unavailable(settings.unavailable_retry_after);
+    }
+    let _ = grpc;
     problem_response(Problem::limiter_unavailable(
         settings.unavailable_retry_after,
     ))

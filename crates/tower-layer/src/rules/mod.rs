@@ -6,6 +6,7 @@
 
 pub(crate) mod escalation;
 pub(crate) mod exemptions;
+pub(crate) mod grpc_method;
 pub(crate) mod notices;
 pub(crate) mod overrides;
 pub(crate) mod path_index;

@@ -61,7 +61,7 @@ pub struct PathPatternError {
 }
 
 impl PathPatternError {
-    fn new(pattern: &str, reason: impl Into<String>) -> Self {
+    pub(crate) fn new(pattern: &str, reason: impl Into<String>) -> Self {
         PathPatternError {
             pattern: pattern.to_owned(),
             reason: reason.into(),

@@ -89,6 +89,14 @@ impl RuleSet {
         Ok(self.route_pattern(None, PathPattern::new(pattern)?, rule))
     }
 
+    /// Adds a rule for gRPC calls to `method` (`"chirp.v1.Feed/Get"`, or `"chirp.v1.Feed/*"`
+    /// for every method of the service; see [`grpc_method_pattern`](crate::grpc_method_pattern)):
+    /// a `POST` to its path.
+    pub fn grpc(self, method: &str, rule: Rule) -> Result<Self, PathPatternError> {
+        let pattern = crate::grpc_method_pattern(method)?;
+        Ok(self.route_pattern(Some(http::Method::POST), pattern, rule))
+    }
+
     /// Requests whose path matches `pattern` skip limiting (besides the layer's own
     /// exemptions, [`RateLimitLayer::exempt_path`](crate::RateLimitLayer::exempt_path)); swapped
     /// with the rest of the set.

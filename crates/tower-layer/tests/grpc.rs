@@ -1,0 +1,224 @@
+//! gRPC calls through the layer, on a real tonic server on 127.0.0.1:0 and a real tonic client
+//! (a service written as tonic's generated code writes one, with a hand-derived message): a
+//! refusal is `RESOURCE_EXHAUSTED` with the rule's wait in `RetryInfo` and the policy in
+//! `QuotaFailure`; a rule for one method leaves the others alone; an HTTP caller of the same
+//! layer still gets its `429`.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use http::uri::PathAndQuery;
+use tollgate_core::{MemoryStore, Quota, Rate};
+use tollgate_tower::key::Global;
+use tollgate_tower::{RateLimitLayer, Rule};
+use tonic::Code;
+use tonic::server::NamedService;
+use tonic_types::StatusExt;
+use tower::ServiceExt;
+
+/// The one message both methods take and answer.
+#[derive(Clone, PartialEq, prost::Message)]
+struct Text {
+    #[prost(string, tag = "1")]
+    text: String,
+}
+
+/// `test.Echo/Say` and `test.Echo/Shout`, both answering with the text they got.
+#[derive(Clone)]
+struct Echo;
+
+impl NamedService for Echo {
+    const NAME: &'static str = "test.Echo";
+}
+
+struct Answer;
+
+impl tonic::server::UnaryService<Text> for Answer {
+    type Response = Text;
+    type Future =
+        Pin<Box<dyn Future<Output = Result<tonic::Response<Text>, tonic::Status>> + Send>>;
+
+    fn call(&mut self, request: tonic::Request<Text>) -> Self::Future {
+        Box::pin(async move { Ok(tonic::Response::new(request.into_inner())) })
+    }
+}
+
+impl tower::Service<http::Request<tonic::body::Body>> for Echo {
+    type Response = http::Response<tonic::body::Body>;
+    type Error = Infallible;
+    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, Infallible>> + Send>>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: http::Request<tonic::body::Body>) -> Self::Future {
+        match request.uri().path() {
+            "/test.Echo/Say" | "/test.Echo/Shout" => Box::pin(async move {
+                let mut grpc = tonic::server::Grpc::new(tonic_prost::ProstCodec::default());
+                Ok(grpc.unary(Answer, request).await)
+            }),
+            _ => Box::pin(async { Ok(tonic::Status::unimplemented("no such method").into_http()) }),
+        }
+    }
+}
+
+/// Serves `layer` around [`Echo`] on a free loopback port; answers the client's channel.
+async fn serve(layer: RateLimitLayer<MemoryStore>) -> tonic::transport::Channel {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let address = listener.local_addr().expect("address");
+    let incoming = tonic::transport::server::TcpIncoming::from(listener);
+    tokio::spawn(async move {
+        tonic::transport::Server::builder()
+            .layer(layer)
+            .add_service(Echo)
+            .serve_with_incoming(incoming)
+            .await
+            .expect("the server runs");
+    });
+    tonic::transport::Channel::from_shared(format!("http://{address}"))
+        .expect("a valid address")
+        .connect()
+        .await
+        .expect("the client connects")
+}
+
+async fn call(
+    channel: &tonic::transport::Channel,
+    method: &'static str,
+) -> Result<tonic::Response<Text>, tonic::Status> {
+    let mut client = tonic::client::Grpc::new(channel.clone());
+    client.ready().await.expect("the channel is ready");
+    let request = tonic::Request::new(Text {
+        text: "hello".to_owned(),
+    });
+    client
+        .unary(
+            request,
+            PathAndQuery::from_static(method),
+            tonic_prost::ProstCodec::<Text, Text>::default(),
+        )
+        .await
+}
+
+/// 5 at once, then one every 10 s.
+fn burst_of_five() -> Rule {
+    Rule::new(
+        "say-burst",
+        Quota::token_bucket(5, Rate::per_minute(6)).expect("valid"),
+        Global,
+    )
+    .expect("a valid policy name")
+}
+
+#[tokio::test]
+async fn the_sixth_call_of_a_burst_of_five_is_resource_exhausted_with_retry_info() {
+    let layer = RateLimitLayer::new(MemoryStore::new())
+        .grpc("test.Echo/Say", burst_of_five())
+        .expect("a valid method");
+    let channel = serve(layer).await;
+    for _ in 0..5 {
+        let answer = call(&channel, "/test.Echo/Say").await.expect("allowed");
+        assert_eq!(answer.get_ref().text, "hello");
+        assert!(
+            answer.metadata().get("ratelimit").is_some(),
+            "the RateLimit fields are response metadata"
+        );
+    }
+    let refused = call(&channel, "/test.Echo/Say")
+        .await
+        .expect_err("the sixth is refused");
+    assert_eq!(refused.code(), Code::ResourceExhausted, "{refused:?}");
+    let retry = refused
+        .get_details_retry_info()
+        .and_then(|info| info.retry_delay)
+        .expect("a RetryInfo with a delay");
+    // A token comes back every 10 s; the wait is what is left of that, to the microsecond.
+    assert!(
+        retry > Duration::from_secs(9) && retry <= Duration::from_secs(10),
+        "{retry:?}"
+    );
+    let seconds: u64 = refused
+        .metadata()
+        .get("retry-after")
+        .expect("Retry-After metadata")
+        .to_str()
+        .expect("ascii")
+        .parse()
+        .expect("seconds");
+    assert_eq!(
+        seconds,
+        retry.as_secs() + u64::from(retry.subsec_nanos() > 0)
+    );
+    let violations = refused
+        .get_details_quota_failure()
+        .expect("a QuotaFailure")
+        .violations;
+    assert_eq!(violations.len(), 1);
+    assert_eq!(violations[0].subject, "say-burst");
+    assert!(
+        refused.message().contains("say-burst"),
+        "{}",
+        refused.message()
+    );
+}
+
+#[tokio::test]
+async fn a_rule_for_one_method_leaves_the_others_alone() {
+    let layer = RateLimitLayer::new(MemoryStore::new())
+        .grpc("test.Echo/Say", burst_of_five())
+        .expect("a valid method");
+    let channel = serve(layer).await;
+    for _ in 0..5 {
+        call(&channel, "/test.Echo/Say").await.expect("allowed");
+    }
+    assert!(call(&channel, "/test.Echo/Say").await.is_err());
+    for _ in 0..20 {
+        call(&channel, "/test.Echo/Shout")
+            .await
+            .expect("another method: no limit");
+    }
+}
+
+#[tokio::test]
+async fn a_rule_for_every_method_of_a_service_counts_them_together() {
+    let layer = RateLimitLayer::new(MemoryStore::new())
+        .grpc("test.Echo/*", burst_of_five())
+        .expect("a valid method");
+    let channel = serve(layer).await;
+    for method in ["/test.Echo/Say", "/test.Echo/Shout"]
+        .into_iter()
+        .cycle()
+        .take(5)
+    {
+        call(&channel, method).await.expect("allowed");
+    }
+    let refused = call(&channel, "/test.Echo/Shout")
+        .await
+        .expect_err("refused");
+    assert_eq!(refused.code(), Code::ResourceExhausted);
+}
+
+#[tokio::test]
+async fn an_http_caller_of_the_same_layer_still_gets_a_429() {
+    let layer = RateLimitLayer::new(MemoryStore::new())
+        .grpc("test.Echo/Say", burst_of_five())
+        .expect("a valid method");
+    let service = tower::Layer::layer(&layer, Echo);
+    let post = || {
+        http::Request::post("/test.Echo/Say")
+            .body(tonic::body::Body::empty())
+            .expect("a request")
+    };
+    for _ in 0..5 {
+        service.clone().oneshot(post()).await.expect("infallible");
+    }
+    let refused = service.oneshot(post()).await.expect("infallible");
+    assert_eq!(refused.status(), http::StatusCode::TOO_MANY_REQUESTS);
+    assert!(refused.headers().get("grpc-status").is_none());
+}
