@@ -170,9 +170,31 @@ pub(crate) fn rule(
 }
 
 /// `match = { path = "/posts", method = "POST" }` (`method` may be a list, or left out for any
-/// method).
+/// method), or `match = { grpc = "chirp.v1.Feed/Get" }` (or `"chirp.v1.Feed/*"`: every method
+/// of the service), a `POST` to the method's path.
 fn applies(value: &Value<'_>, report: &mut Report<'_>) -> Option<Applies> {
-    let fields = Fields::of(value, "`match`", &["path", "method"], report)?;
+    let fields = Fields::of(value, "`match`", &["path", "method", "grpc"], report)?;
+    if let Some(grpc) = fields.get("grpc") {
+        if fields.get("path").is_some() || fields.get("method").is_some() {
+            report.at(
+                value.span.start,
+                "`match` names a gRPC method or a path (and methods), not both",
+            );
+            return None;
+        }
+        fields.finish("`match`", report);
+        let text = string(grpc, "`grpc`", report)?;
+        return match tollgate_tower::grpc_method_pattern(text) {
+            Ok(pattern) => Some(Applies::Route {
+                methods: vec![Method::POST],
+                pattern: pattern.as_str().to_owned(),
+            }),
+            Err(error) => {
+                report.at(grpc.span.start, error.to_string());
+                None
+            }
+        };
+    }
     let pattern = fields
         .required("path", "`match`", value.span.start, report)
         .and_then(|path| {

@@ -19,7 +19,7 @@ use super::path_pattern::{PathPattern, PathPatternError};
 /// ```
 pub fn grpc_method_pattern(method: &str) -> Result<PathPattern, PathPatternError> {
     let invalid = |why: &str| {
-        PathPatternError::new(
+        PathPatternError::grpc(
             method,
             format!("{why}; a gRPC method is `package.Service/Method` or `package.Service/*`"),
         )

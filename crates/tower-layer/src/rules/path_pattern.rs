@@ -58,13 +58,24 @@ pub(crate) enum Segment {
 pub struct PathPatternError {
     pattern: String,
     reason: String,
+    /// What the pattern was meant to be: a path pattern, or a gRPC method.
+    what: &'static str,
 }
 
 impl PathPatternError {
-    pub(crate) fn new(pattern: &str, reason: impl Into<String>) -> Self {
+    fn new(pattern: &str, reason: impl Into<String>) -> Self {
         PathPatternError {
             pattern: pattern.to_owned(),
             reason: reason.into(),
+            what: "path pattern",
+        }
+    }
+
+    /// `method` is not a gRPC method (`package.Service/Method`), for `reason`.
+    pub(crate) fn grpc(method: &str, reason: impl Into<String>) -> Self {
+        PathPatternError {
+            what: "gRPC method",
+            ..PathPatternError::new(method, reason)
         }
     }
 
@@ -78,8 +89,8 @@ impl fmt::Display for PathPatternError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "invalid path pattern {:?}: {}",
-            self.pattern, self.reason
+            "invalid {} {:?}: {}",
+            self.what, self.pattern, self.reason
         )
     }
 }
