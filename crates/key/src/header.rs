@@ -7,8 +7,10 @@ use super::{KeyBuilder, KeyExtractor, KeyValueError, next_value};
 
 /// Counts by the value of one header (an API key, a device id the app sends, a bearer token).
 ///
-/// The value is used as it is, byte for byte, after trimming surrounding whitespace. When the
-/// header is sent more than once, the **first** value counts (the one `HeaderMap::get`, and so
+/// The value is used as it is, byte for byte, after trimming surrounding whitespace; a gRPC
+/// binary metadata value (a header whose name ends in `-bin`) is base64, and counts as the bytes
+/// it encodes, so padded and unpadded forms of one value are one key (a value that is not valid
+/// base64 counts as its text). When the header is sent more than once, the **first** value counts (the one `HeaderMap::get`, and so
 /// most handlers, read). Only a missing or empty header counts as a missing key.
 ///
 /// **Long values stay distinct.** A value of up to [`max_len`](HeaderKey::max_len) bytes
@@ -31,6 +33,8 @@ use super::{KeyBuilder, KeyExtractor, KeyValueError, next_value};
 pub struct HeaderKey {
     name: HeaderName,
     max_len: usize,
+    /// A gRPC binary metadata header (`-bin`): base64 of the bytes that count.
+    binary: bool,
 }
 
 impl HeaderKey {
@@ -40,6 +44,7 @@ impl HeaderKey {
     /// Counts by header `name`.
     pub fn new(name: HeaderName) -> Self {
         HeaderKey {
+            binary: name.as_str().ends_with("-bin"),
             name,
             max_len: HeaderKey::DEFAULT_MAX_LEN,
         }
@@ -90,9 +95,64 @@ impl HeaderKey {
             // A marker part no real value can equal: parts carry their length, and this one is
             // followed by a second part.
             key.part(b"over-long").part(b"");
+        } else if let Some(bytes) = self.binary.then(|| decode_binary(value)).flatten() {
+            key.part(&bytes);
         } else {
             key.part(value);
         }
         true
+    }
+}
+
+/// The bytes a gRPC binary metadata value encodes (base64, padded or not).
+fn decode_binary(value: &[u8]) -> Option<Vec<u8>> {
+    use base64::Engine;
+    use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
+    const PADDED_OR_NOT: GeneralPurpose = GeneralPurpose::new(
+        &base64::alphabet::STANDARD,
+        GeneralPurposeConfig::new().with_decode_padding_mode(DecodePaddingMode::Indifferent),
+    );
+    PADDED_OR_NOT.decode(value).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key_of(extractor: &HeaderKey, name: &str, value: &str) -> tollgate_core::Key {
+        let (parts, ()) = http::Request::builder()
+            .header(name, value)
+            .body(())
+            .expect("a request")
+            .into_parts();
+        let mut key = KeyBuilder::default();
+        assert!(extractor.extract(&parts, &mut key));
+        key.build()
+    }
+
+    /// gRPC binary metadata counts as the bytes it encodes: padded and unpadded base64 of one
+    /// value are one key; different bytes are different keys; text that is not base64 still
+    /// counts (as itself).
+    #[test]
+    fn binary_metadata_counts_as_its_bytes() {
+        let name = "x-device-bin";
+        let device = HeaderKey::new(HeaderName::from_static("x-device-bin"));
+        assert_eq!(key_of(&device, name, "AAEC"), key_of(&device, name, "AAEC"));
+        assert_eq!(key_of(&device, name, "AAE="), key_of(&device, name, "AAE"));
+        assert_ne!(key_of(&device, name, "AAE="), key_of(&device, name, "AAI="));
+        assert_eq!(
+            key_of(&device, name, "AAE="),
+            tollgate_core::Key::builder().part([0u8, 1]).build()
+        );
+        assert_eq!(
+            key_of(&device, name, "not base64!"),
+            tollgate_core::Key::builder().part("not base64!").build()
+        );
+        // A text header is its text, base64-looking or not.
+        let text = HeaderKey::new(HeaderName::from_static("x-device"));
+        assert_eq!(
+            key_of(&text, "x-device", "AAE="),
+            tollgate_core::Key::builder().part("AAE=").build()
+        );
     }
 }

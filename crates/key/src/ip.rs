@@ -17,9 +17,10 @@ use crate::client_ip::{IpGrouping, TrustedProxies};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct PeerAddr(pub SocketAddr);
 
-/// The TCP peer's address of a request: a [`PeerAddr`] or `SocketAddr` request extension, or
-/// (with the `axum` feature) axum's `ConnectInfo<SocketAddr>`, which
-/// `into_make_service_with_connect_info` inserts. `None` when none is there.
+/// The TCP peer's address of a request: a [`PeerAddr`] or `SocketAddr` request extension, (with
+/// the `axum` feature) axum's `ConnectInfo<SocketAddr>`, which
+/// `into_make_service_with_connect_info` inserts, or (with the `tonic` feature) the
+/// `TcpConnectInfo` a tonic server inserts in every call. `None` when none is there.
 pub fn peer_addr(request: &Parts) -> Option<IpAddr> {
     if let Some(PeerAddr(addr)) = request.extensions.get::<PeerAddr>() {
         return Some(addr.ip());
@@ -33,6 +34,14 @@ pub fn peer_addr(request: &Parts) -> Option<IpAddr> {
         .get::<axum::extract::ConnectInfo<SocketAddr>>()
     {
         return Some(info.0.ip());
+    }
+    #[cfg(feature = "tonic")]
+    if let Some(addr) = request
+        .extensions
+        .get::<tonic::transport::server::TcpConnectInfo>()
+        .and_then(tonic::transport::server::TcpConnectInfo::remote_addr)
+    {
+        return Some(addr.ip());
     }
     None
 }

@@ -222,3 +222,41 @@ async fn an_http_caller_of_the_same_layer_still_gets_a_429() {
     assert_eq!(refused.status(), http::StatusCode::TOO_MANY_REQUESTS);
     assert!(refused.headers().get("grpc-status").is_none());
 }
+
+/// An IP rule on a tonic server finds the peer in tonic's `TcpConnectInfo` (no extra code);
+/// without any peer address the same rule answers `INTERNAL`, naming nothing of the rule.
+#[tokio::test]
+async fn ip_rules_read_tonics_peer_and_without_one_answer_internal() {
+    let per_peer = Rule::new(
+        "say-per-peer",
+        Quota::token_bucket(5, Rate::per_minute(6)).expect("valid"),
+        tollgate_tower::key::PeerIp::new(),
+    )
+    .expect("a valid policy name");
+    let layer = RateLimitLayer::new(MemoryStore::new())
+        .grpc("test.Echo/Say", per_peer)
+        .expect("a valid method");
+    let channel = serve(layer.clone()).await;
+    for _ in 0..5 {
+        call(&channel, "/test.Echo/Say").await.expect("allowed");
+    }
+    let refused = call(&channel, "/test.Echo/Say").await.expect_err("refused");
+    assert_eq!(refused.code(), Code::ResourceExhausted, "{refused:?}");
+
+    // Called with no connection at all: nothing says who the peer is.
+    let service = tower::Layer::layer(&layer, Echo);
+    let request = http::Request::post("/test.Echo/Say")
+        .header("content-type", "application/grpc")
+        .body(tonic::body::Body::empty())
+        .expect("a request");
+    let response = service.oneshot(request).await.expect("infallible");
+    assert_eq!(response.status(), http::StatusCode::OK, "trailers-only");
+    let status = tonic::Status::from_header_map(response.headers()).expect("a grpc status");
+    assert_eq!(status.code(), Code::Internal);
+    assert!(
+        !status.message().contains("say-per-peer"),
+        "{}",
+        status.message()
+    );
+    assert!(status.details().is_empty());
+}
