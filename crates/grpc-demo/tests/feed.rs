@@ -1,0 +1,79 @@
+//! The demo's feed service on 127.0.0.1:0 and its generated tonic client: per-method rules from
+//! its rule file, a refusal as tonic clients read one, a streaming call counted once when it
+//! opens.
+
+use std::time::Duration;
+
+use tollgate_grpc_demo::feed::FeedRequest;
+use tollgate_grpc_demo::feed::feed_client::FeedClient;
+use tonic::Code;
+use tonic::transport::Channel;
+use tonic_types::StatusExt;
+
+async fn start() -> FeedClient<Channel> {
+    let (listener, address) = tollgate_grpc_demo::bind(0).await.expect("a free port");
+    tokio::spawn(tollgate_grpc_demo::serve(listener));
+    FeedClient::connect(format!("http://{address}"))
+        .await
+        .expect("the client connects")
+}
+
+fn for_account(account: &str) -> tonic::Request<FeedRequest> {
+    let mut request = tonic::Request::new(FeedRequest {
+        account: account.to_owned(),
+    });
+    request
+        .metadata_mut()
+        .insert("x-account", account.parse().expect("ascii"));
+    request
+}
+
+#[tokio::test]
+async fn the_sixth_get_in_a_burst_is_resource_exhausted_and_says_when_to_come_back() {
+    let mut client = start().await;
+    for _ in 0..5 {
+        let page = client.get(for_account("ada")).await.expect("allowed");
+        assert_eq!(page.get_ref().posts.len(), 3);
+    }
+    let refused = client.get(for_account("ada")).await.expect_err("refused");
+    assert_eq!(refused.code(), Code::ResourceExhausted);
+    let wait = refused
+        .get_details_retry_info()
+        .and_then(|info| info.retry_delay)
+        .expect("a RetryInfo");
+    // 30 a minute: one comes back every 2 s.
+    assert!(
+        wait > Duration::from_secs(1) && wait <= Duration::from_secs(2),
+        "{wait:?}"
+    );
+    let violation = &refused
+        .get_details_quota_failure()
+        .expect("a QuotaFailure")
+        .violations[0];
+    assert_eq!(violation.subject, "feed-get");
+
+    // Another account has its own burst.
+    client.get(for_account("bob")).await.expect("allowed");
+}
+
+#[tokio::test]
+async fn a_streaming_call_is_one_call_checked_when_it_opens() {
+    let mut client = start().await;
+    for _ in 0..10 {
+        let mut posts = client
+            .follow(for_account("ada"))
+            .await
+            .expect("allowed")
+            .into_inner();
+        let mut count = 0;
+        while let Some(post) = posts.message().await.expect("a post") {
+            assert!(post.text.contains("ada"));
+            count += 1;
+        }
+        assert_eq!(count, 3, "the whole stream");
+    }
+    // Follow is not under `feed-get`: Get still has its whole burst.
+    for _ in 0..5 {
+        client.get(for_account("ada")).await.expect("allowed");
+    }
+}
