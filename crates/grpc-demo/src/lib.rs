@@ -9,9 +9,9 @@ use std::net::SocketAddr;
 use std::pin::Pin;
 
 use tokio::net::TcpListener;
-use tollgate::MemoryStore;
 use tollgate::config::{Extractors, RuleFile};
 use tollgate::tower::RateLimitLayer;
+use tollgate::{MemoryStore, Store};
 use tonic::{Request, Response, Status};
 
 /// The generated messages, server and client of `proto/feed.proto`.
@@ -64,10 +64,18 @@ pub fn limits() -> Result<RateLimitLayer<MemoryStore>, Box<dyn std::error::Error
     Ok(layer)
 }
 
-/// Serves the limited feed service on `listener` until the task is dropped.
+/// Serves the feed service limited by [`limits`] on `listener` until the task is dropped.
 pub async fn serve(listener: TcpListener) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    serve_with(listener, limits()?).await
+}
+
+/// Serves the feed service behind `layer` (another store, other rules) on `listener`.
+pub async fn serve_with<St: Store>(
+    listener: TcpListener,
+    layer: RateLimitLayer<St>,
+) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     tonic::transport::Server::builder()
-        .layer(limits()?)
+        .layer(layer)
         .add_service(FeedServer::new(FeedService))
         .serve_with_incoming(tonic::transport::server::TcpIncoming::from(listener))
         .await?;
