@@ -210,9 +210,21 @@ impl<'a> Attempts<'a> {
                 .cool_downs
                 .hold_route(host, self.method.as_str(), &self.path, until);
         }
+        // A gRPC refusal (trailers-only: HTTP 200) is retried as the status it stands for, and
+        // its RetryInfo comes before Retry-After.
+        #[cfg(feature = "grpc")]
+        let status = crate::grpc::as_http_status(headers).unwrap_or(status);
         if !policy.retries(status) {
             return After::Done;
         }
+        #[cfg(feature = "grpc")]
+        let hint = crate::grpc::grpc_retry_delay(headers)
+            .map(|wait| crate::ServerHint {
+                wait,
+                source: HintSource::RetryAfter,
+            })
+            .or_else(|| server_wait(headers, SystemTime::now()));
+        #[cfg(not(feature = "grpc"))]
         let hint = server_wait(headers, SystemTime::now());
         if let Some(hint) = hint {
             // Past the cap, or past anything a clock can hold: not waited.

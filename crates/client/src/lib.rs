@@ -77,6 +77,8 @@
 mod attempts;
 mod cool_down;
 mod error;
+#[cfg(feature = "grpc")]
+mod grpc;
 mod hint;
 #[cfg(feature = "reqwest")]
 mod middleware;
@@ -86,6 +88,8 @@ mod wait;
 
 pub use cool_down::{CoolDowns, DEFAULT_MAX_ENTRIES};
 pub use error::CoolingDown;
+#[cfg(feature = "grpc")]
+pub use grpc::{GrpcRetry, GrpcRetryLayer, TonicBody, grpc_retry_delay};
 pub use hint::{HintSource, ServerHint, exhausted_for, server_wait};
 #[cfg(feature = "reqwest")]
 pub use middleware::RetryAfterMiddleware;
