@@ -260,3 +260,22 @@ async fn ip_rules_read_tonics_peer_and_without_one_answer_internal() {
     );
     assert!(status.details().is_empty());
 }
+
+/// The `RateLimit` fields are response metadata on allowed calls by default; a rule set can
+/// turn them off.
+#[tokio::test]
+async fn a_rule_set_can_keep_the_ratelimit_metadata_off() {
+    let rules = tollgate_tower::RuleSet::new()
+        .headers(tollgate_tower::headers::HeaderStyle::none())
+        .grpc("test.Echo/Say", burst_of_five())
+        .expect("a valid method");
+    let layer = RateLimitLayer::new(MemoryStore::new());
+    layer
+        .handle()
+        .replace_rules(rules)
+        .expect("memory counts these rules");
+    let channel = serve(layer).await;
+    let answer = call(&channel, "/test.Echo/Say").await.expect("allowed");
+    assert!(answer.metadata().get("ratelimit").is_none());
+    assert!(answer.metadata().get("ratelimit-policy").is_none());
+}
