@@ -73,6 +73,13 @@
 //! * `axum` — read the peer address from axum's `ConnectInfo<SocketAddr>` too, and count per
 //!   route with axum's `MatchedPath` (tollgate-key's `axum` feature). Without it, a service
 //!   supplies the peer as a [`PeerAddr`](key::PeerAddr) request extension, as below.
+//! * `metrics` — each rule's decisions through the `metrics` facade
+//!   ([`RateLimitLayer::metrics`]).
+//! * `grpc` — answer gRPC calls (`content-type: application/grpc*`) as gRPC clients read: a
+//!   refusal is a trailers-only `RESOURCE_EXHAUSTED` with `google.rpc.RetryInfo` and
+//!   `QuotaFailure` details, a rule failing closed `UNAVAILABLE`, a misconfigured one `INTERNAL`;
+//!   IP rules read a tonic server's `TcpConnectInfo`. Rules for gRPC methods
+//!   ([`RateLimitLayer::grpc`]) need no feature.
 //!
 //! ## Without axum
 //!
