@@ -4,9 +4,13 @@
 //! the `google.rpc.RetryInfo` in `grpc-status-details-bin`, before `Retry-After`.
 //!
 //! [`GrpcRetryLayer`] puts a [`RetryAfterLayer`](crate::RetryAfterLayer) around a tonic
-//! `Channel`: a call's message is buffered (up to the policy's body limit) so it can be sent
-//! again. Use it on a channel for **unary** calls: a streaming call's messages would be buffered
-//! until its stream ends, which for a bidirectional call may be never.
+//! `Channel`: a call's message is buffered (up to the policy's body limit; a larger one is sent
+//! once, never retried) so it can be sent again. Use it on a channel for **unary** calls: a
+//! streaming call's messages would be buffered until its stream ends, which for a
+//! bidirectional call may be never. What it does not do: keep a call's deadline (a wait is
+//! capped by the policy's `max_wait`, not by `grpc-timeout`: set the cap below your deadlines),
+//! and share cool-downs between calls (a tonic request names no host until the channel adds
+//! one).
 
 use std::future::Future;
 use std::pin::Pin;
@@ -69,6 +73,9 @@ pub fn grpc_retry_delay(headers: &HeaderMap) -> Option<Duration> {
 }
 
 /// A layer that makes a tonic channel's unary calls wait as a server asks (see the module docs).
+/// Every call is treated as safe to repeat, whatever the policy's
+/// [`idempotent_only`](RetryPolicy::idempotent_only) says: gRPC calls are all POSTs, and what
+/// is retried (`RESOURCE_EXHAUSTED`, `UNAVAILABLE`) is what gRPC itself calls retryable.
 ///
 /// ```no_run
 /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
@@ -76,8 +83,7 @@ pub fn grpc_retry_delay(headers: &HeaderMap) -> Option<Duration> {
 /// use tower::Layer;
 ///
 /// let channel = tonic::transport::Channel::from_static("http://127.0.0.1:50051").connect().await?;
-/// // gRPC calls are POSTs: let the policy repeat them (a limiter's refusal ran nothing).
-/// let patient = GrpcRetryLayer::new(RetryPolicy::default().idempotent_only(false)).layer(channel);
+/// let patient = GrpcRetryLayer::new(RetryPolicy::default()).layer(channel);
 /// let client = tonic::client::Grpc::new(patient);
 /// # let _ = client;
 /// # Ok(()) }
@@ -94,16 +100,16 @@ impl GrpcRetryLayer {
     }
 }
 
-impl<S> tower_layer::Layer<S> for GrpcRetryLayer {
+impl<S: Clone> tower_layer::Layer<S> for GrpcRetryLayer {
     type Service = GrpcRetry<S>;
 
     fn layer(&self, inner: S) -> GrpcRetry<S> {
+        let policy = self.policy.clone().idempotent_only(false);
+        let max_body = policy.max_body;
         GrpcRetry {
-            inner: tower_layer::Layer::layer(
-                &RetryAfterLayer::new(self.policy.clone()),
-                TonicBody(inner),
-            ),
-            max_body: self.policy.max_body,
+            once: TonicBody(inner.clone()),
+            inner: tower_layer::Layer::layer(&RetryAfterLayer::new(policy), TonicBody(inner)),
+            max_body,
         }
     }
 }
@@ -112,6 +118,8 @@ impl<S> tower_layer::Layer<S> for GrpcRetryLayer {
 #[derive(Debug, Clone)]
 pub struct GrpcRetry<S> {
     inner: RetryAfter<TonicBody<S>>,
+    /// The channel itself, for a message too large to keep: sent once.
+    once: TonicBody<S>,
     max_body: usize,
 }
 
@@ -154,16 +162,59 @@ where
     fn call(&mut self, request: Request<tonic::body::Body>) -> Self::Future {
         let ready = self.inner.clone();
         let mut inner = std::mem::replace(&mut self.inner, ready);
+        let mut once = self.once.clone();
         let max_body = self.max_body;
         Box::pin(async move {
-            let (parts, body) = request.into_parts();
-            let message = http_body_util::Limited::new(body, max_body)
-                .collect()
-                .await?
-                .to_bytes();
-            inner
-                .call(Request::from_parts(parts, Full::new(message)))
-                .await
+            let (parts, mut body) = request.into_parts();
+            let mut kept = bytes::BytesMut::new();
+            while let Some(frame) = body.frame().await {
+                let frame = frame.map_err(Into::<BoxError>::into)?;
+                let Ok(data) = frame.into_data() else {
+                    continue;
+                };
+                kept.extend_from_slice(&data);
+                if kept.len() > max_body {
+                    // Too large to keep: what was read, then the rest, sent once.
+                    let rest = Prefixed {
+                        head: Some(kept.freeze()),
+                        rest: body,
+                    };
+                    let request = Request::from_parts(parts, tonic::body::Body::new(rest));
+                    return tower::ServiceExt::oneshot(&mut once.0, request)
+                        .await
+                        .map_err(Into::into);
+                }
+            }
+            let message = Full::new(kept.freeze());
+            inner.call(Request::from_parts(parts, message)).await
         })
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// Bytes already read from a body, then the rest of it.
+    struct Prefixed<B> {
+        head: Option<Bytes>,
+        #[pin]
+        rest: B,
+    }
+}
+
+impl<B> http_body::Body for Prefixed<B>
+where
+    B: http_body::Body<Data = Bytes>,
+{
+    type Data = Bytes;
+    type Error = B::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Bytes>, B::Error>>> {
+        let this = self.project();
+        if let Some(head) = this.head.take() {
+            return Poll::Ready(Some(Ok(http_body::Frame::data(head))));
+        }
+        this.rest.poll_frame(cx)
     }
 }

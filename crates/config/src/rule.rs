@@ -171,7 +171,7 @@ pub(crate) fn rule(
 
 /// `match = { path = "/posts", method = "POST" }` (`method` may be a list, or left out for any
 /// method), or `match = { grpc = "chirp.v1.Feed/Get" }` (or `"chirp.v1.Feed/*"`: every method
-/// of the service), a `POST` to the method's path.
+/// of the service): requests to the method's path, whatever their HTTP method.
 fn applies(value: &Value<'_>, report: &mut Report<'_>) -> Option<Applies> {
     let fields = Fields::of(value, "`match`", &["path", "method", "grpc"], report)?;
     if let Some(grpc) = fields.get("grpc") {
@@ -185,8 +185,9 @@ fn applies(value: &Value<'_>, report: &mut Report<'_>) -> Option<Applies> {
         fields.finish("`match`", report);
         let text = string(grpc, "`grpc`", report)?;
         return match tollgate_tower::grpc_method_pattern(text) {
+            // Any HTTP method: tonic serves the path whatever the method.
             Ok(pattern) => Some(Applies::Route {
-                methods: vec![Method::POST],
+                methods: Vec::new(),
                 pattern: pattern.as_str().to_owned(),
             }),
             Err(error) => {

@@ -1,5 +1,5 @@
 //! Rules for gRPC methods from a file: `match = { grpc = "package.Service/Method" }` (or
-//! `"package.Service/*"`) is a `POST` to the method's path, and wrong forms are mistakes at
+//! `"package.Service/*"`) is the method's path, whatever the HTTP method, and wrong forms are mistakes at
 //! their line and column.
 
 mod config_common;
@@ -44,7 +44,7 @@ async fn passing(file: &RuleFile, method: http::Method, path: &str) -> usize {
 }
 
 #[tokio::test]
-async fn a_grpc_method_is_a_post_to_its_path() {
+async fn a_grpc_method_is_its_path_whatever_the_http_method() {
     let post = http::Method::POST;
     let one = rule_matching("{ grpc = \"chirp.v1.Feed/Get\" }");
     let file = RuleFile::parse("rules.toml", &one, &Extractors::new())
@@ -55,9 +55,10 @@ async fn a_grpc_method_is_a_post_to_its_path() {
     );
     assert_eq!(passing(&file, post.clone(), "/chirp.v1.Feed/Get").await, 5);
     assert_eq!(passing(&file, post.clone(), "/chirp.v1.Feed/List").await, 8);
+    // Another HTTP method is the same call to tonic: counted too.
     assert_eq!(
         passing(&file, http::Method::GET, "/chirp.v1.Feed/Get").await,
-        8
+        5
     );
 
     let every = rule_matching("{ grpc = \"chirp.v1.Feed/*\" }");

@@ -92,7 +92,7 @@ fn main() {
         .nth(1)
         .and_then(|rounds| rounds.parse().ok())
         .unwrap_or(5);
-    // `cargo test --benches` runs benches once in test mode: one short round is enough there.
+    // `cargo test --benches` runs benches in test mode: nothing to time there.
     if std::env::args().any(|arg| arg == "--test") {
         return;
     }

@@ -33,9 +33,8 @@ async fn a_retrying_client_waits_the_retry_info_and_gets_through() {
         .await
         .expect("connects");
 
-    // gRPC calls are POSTs: the policy must allow repeating them.
+    // The default policy: the layer treats every gRPC call as one it may repeat.
     let policy = RetryPolicy::default()
-        .idempotent_only(false)
         .jitter(Jitter::NONE)
         .max_wait(Duration::from_secs(5));
     let mut patient = FeedClient::new(GrpcRetryLayer::new(policy).layer(channel.clone()));
@@ -54,4 +53,28 @@ async fn a_retrying_client_waits_the_retry_info_and_gets_through() {
         .await
         .expect_err("refused");
     assert_eq!(refused.code(), Code::ResourceExhausted);
+}
+
+/// A message larger than the policy's body limit cannot be kept to send again: it is sent
+/// once, as it is, and answered — never failed for its size.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_too_large_to_keep_is_sent_once() {
+    let layer = RateLimitLayer::new(MemoryStore::new());
+    let (listener, address) = tollgate_grpc_demo::bind(0).await.expect("a free port");
+    tokio::spawn(tollgate_grpc_demo::serve_with(listener, layer));
+    let channel = tonic::transport::Channel::from_shared(format!("http://{address}"))
+        .expect("an address")
+        .connect()
+        .await
+        .expect("connects");
+    let policy = RetryPolicy::default().max_body(64);
+    let mut client = FeedClient::new(GrpcRetryLayer::new(policy).layer(channel));
+    let account = "a".repeat(10_000);
+    let page = client
+        .get(FeedRequest {
+            account: account.clone(),
+        })
+        .await
+        .expect("sent once and answered");
+    assert!(page.get_ref().posts[0].text.ends_with(&account));
 }

@@ -10,7 +10,7 @@ use super::{KeyBuilder, KeyExtractor, KeyValueError, next_value};
 /// The value is used as it is, byte for byte, after trimming surrounding whitespace; a gRPC
 /// binary metadata value (a header whose name ends in `-bin`) is base64, and counts as the bytes
 /// it encodes, so padded and unpadded forms of one value are one key (a value that is not valid
-/// base64 counts as its text). When the header is sent more than once, the **first** value counts (the one `HeaderMap::get`, and so
+/// base64 counts as its text, apart from every decoded value). When the header is sent more than once, the **first** value counts (the one `HeaderMap::get`, and so
 /// most handlers, read). Only a missing or empty header counts as a missing key.
 ///
 /// **Long values stay distinct.** A value of up to [`max_len`](HeaderKey::max_len) bytes
@@ -95,10 +95,14 @@ impl HeaderKey {
             // A marker part no real value can equal: parts carry their length, and this one is
             // followed by a second part.
             key.part(b"over-long").part(b"");
-        } else if let Some(bytes) = self.binary.then(|| decode_binary(value)).flatten() {
-            key.part(&bytes);
-        } else {
+        } else if !self.binary {
             key.part(value);
+        } else {
+            match decode_binary(value) {
+                Some(bytes) => key.part(&bytes),
+                // Not base64: its text, marked so it never shares a key with decoded bytes.
+                None => key.part(b"not-base64").part(value),
+            };
         }
         true
     }
@@ -146,7 +150,15 @@ mod tests {
         );
         assert_eq!(
             key_of(&device, name, "not base64!"),
-            tollgate_core::Key::builder().part("not base64!").build()
+            tollgate_core::Key::builder()
+                .part("not-base64")
+                .part("not base64!")
+                .build()
+        );
+        // Text that is not base64 never shares a key with the bytes it spells.
+        assert_ne!(
+            key_of(&device, name, "hello!"),
+            key_of(&device, name, "aGVsbG8h")
         );
         // A text header is its text, base64-looking or not.
         let text = HeaderKey::new(HeaderName::from_static("x-device"));

@@ -1,5 +1,5 @@
 //! Answers for gRPC callers (feature `grpc`): a request whose `content-type` is
-//! `application/grpc*` is answered the way gRPC clients read, a trailers-only response (HTTP 200,
+//! `application/grpc` (or `application/grpc+proto`, ...) is answered the way gRPC clients read, a trailers-only response (HTTP 200,
 //! the status in `grpc-status`, `grpc-message` and `grpc-status-details-bin`), never an HTTP
 //! error status a gRPC client would read as `UNAVAILABLE` or `INTERNAL`:
 //!
@@ -12,7 +12,7 @@
 //!   the rule said;
 //! * a request refused for want of a key: the gRPC code of the rule's HTTP status
 //!   (`401` → `UNAUTHENTICATED`, `403` → `PERMISSION_DENIED`, `429` → `RESOURCE_EXHAUSTED`,
-//!   any other → `INVALID_ARGUMENT`).
+//!   `503` → `UNAVAILABLE`, any other → `INVALID_ARGUMENT`).
 //!
 //! The `RateLimit` fields (and `Retry-After`) go with a refusal as metadata, as they go with
 //! allowed calls' response headers. A rule's own responder, or the layer's, still wins: it was
@@ -30,13 +30,18 @@ use tonic_types::{ErrorDetails, StatusExt};
 
 use crate::pipeline::refused::Refused;
 
-/// Whether `request` is a gRPC call (`content-type: application/grpc`, `application/grpc+proto`,
-/// ...).
+/// Whether `request` is a gRPC call: `content-type: application/grpc`, or a subtype such as
+/// `application/grpc+proto` (any case). gRPC-Web (`application/grpc-web*`) frames its status
+/// otherwise, and is answered as HTTP.
 pub(crate) fn is_grpc(request: &Parts) -> bool {
-    request
-        .headers
-        .get(CONTENT_TYPE)
-        .is_some_and(|kind| kind.as_bytes().starts_with(b"application/grpc"))
+    let Some(kind) = request.headers.get(CONTENT_TYPE) else {
+        return false;
+    };
+    let kind = kind.as_bytes();
+    const GRPC: &[u8] = b"application/grpc";
+    kind.len() >= GRPC.len()
+        && kind[..GRPC.len()].eq_ignore_ascii_case(GRPC)
+        && matches!(kind.get(GRPC.len()), None | Some(b'+' | b';' | b' '))
 }
 
 /// A refusal, as a gRPC status with its details and the rate-limit fields as metadata.
@@ -106,6 +111,7 @@ pub(crate) fn missing_key(policy: &str, status: StatusCode) -> Response<Bytes> {
         StatusCode::UNAUTHORIZED => Code::Unauthenticated,
         StatusCode::FORBIDDEN => Code::PermissionDenied,
         StatusCode::TOO_MANY_REQUESTS => Code::ResourceExhausted,
+        StatusCode::SERVICE_UNAVAILABLE => Code::Unavailable,
         _ => Code::InvalidArgument,
     };
     status_response(Status::new(

@@ -117,11 +117,12 @@ impl<St: tollgate_core::Store> RateLimitLayer<St> {
     }
 
     /// Adds a rule for gRPC calls to `method` (`"chirp.v1.Feed/Get"`, or `"chirp.v1.Feed/*"`
-    /// for every method of the service): a `POST` to its path (see
-    /// [`grpc_method_pattern`](crate::grpc_method_pattern)).
+    /// for every method of the service): requests to its path, whatever their HTTP method —
+    /// gRPC calls are POSTs, but tonic serves a path whatever the method, so a rule for POST
+    /// alone could be walked around (see [`grpc_method_pattern`](crate::grpc_method_pattern)).
     pub fn grpc(self, method: &str, rule: Rule) -> Result<Self, PathPatternError> {
         let pattern = crate::grpc_method_pattern(method)?;
-        Ok(self.update_rules(|rules| rules.route_pattern(Some(http::Method::POST), pattern, rule)))
+        Ok(self.update_rules(|rules| rules.route_pattern(None, pattern, rule)))
     }
 
     /// A builder step: this layer gets a rule set of its own, so adding a rule to a clone (say,

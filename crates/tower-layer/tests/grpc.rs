@@ -279,3 +279,50 @@ async fn a_rule_set_can_keep_the_ratelimit_metadata_off() {
     assert!(answer.metadata().get("ratelimit").is_none());
     assert!(answer.metadata().get("ratelimit-policy").is_none());
 }
+
+/// tonic serves a method's path whatever the HTTP method, so a rule for a gRPC method counts
+/// every HTTP method: a GET is no way around it. The content-type is read in any case;
+/// gRPC-Web is answered as HTTP (its status travels otherwise).
+#[tokio::test]
+async fn a_grpc_rule_counts_every_http_method_and_reads_the_content_type_in_any_case() {
+    let layer = RateLimitLayer::new(MemoryStore::new())
+        .grpc("test.Echo/Say", burst_of_five())
+        .expect("a valid method");
+    let service = tower::Layer::layer(&layer, Echo);
+    let send = |method: http::Method, kind: &'static str| {
+        let service = service.clone();
+        async move {
+            let request = http::Request::builder()
+                .method(method)
+                .uri("/test.Echo/Say")
+                .header("content-type", kind)
+                .body(tonic::body::Body::empty())
+                .expect("a request");
+            service.oneshot(request).await.expect("infallible")
+        }
+    };
+    for method in [http::Method::GET, http::Method::PUT, http::Method::PATCH] {
+        send(method, "application/grpc").await;
+    }
+    send(http::Method::POST, "application/grpc").await;
+    send(http::Method::DELETE, "application/grpc").await;
+    // The sixth, whatever the method and however the type is written.
+    for kind in [
+        "APPLICATION/GRPC",
+        "application/grpc+proto",
+        "Application/gRPC; charset=x",
+    ] {
+        let refused = send(http::Method::GET, kind).await;
+        let status = tonic::Status::from_header_map(refused.headers()).expect("a grpc status");
+        assert_eq!(status.code(), Code::ResourceExhausted, "{kind}");
+    }
+    for kind in ["application/grpc-web", "application/grpcfoo"] {
+        let refused = send(http::Method::POST, kind).await;
+        assert_eq!(
+            refused.status(),
+            http::StatusCode::TOO_MANY_REQUESTS,
+            "{kind}"
+        );
+        assert!(refused.headers().get("grpc-status").is_none(), "{kind}");
+    }
+}

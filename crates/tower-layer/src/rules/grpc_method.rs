@@ -1,5 +1,6 @@
-//! gRPC methods as routes: a call to `package.Service/Method` is a `POST` to
-//! `/package.Service/Method`, so a rule for a method (or every method of a service) is a route.
+//! gRPC methods as routes: a call to `package.Service/Method` is a request to
+//! `/package.Service/Method` (a `POST`, but tonic serves the path whatever the method, so the
+//! route takes any method), so a rule for a method (or every method of a service) is a route.
 
 use super::path_pattern::{PathPattern, PathPatternError};
 

@@ -91,10 +91,10 @@ impl RuleSet {
 
     /// Adds a rule for gRPC calls to `method` (`"chirp.v1.Feed/Get"`, or `"chirp.v1.Feed/*"`
     /// for every method of the service; see [`grpc_method_pattern`](crate::grpc_method_pattern)):
-    /// a `POST` to its path.
+    /// requests to its path whatever their HTTP method (tonic serves any).
     pub fn grpc(self, method: &str, rule: Rule) -> Result<Self, PathPatternError> {
         let pattern = crate::grpc_method_pattern(method)?;
-        Ok(self.route_pattern(Some(http::Method::POST), pattern, rule))
+        Ok(self.route_pattern(None, pattern, rule))
     }
 
     /// Requests whose path matches `pattern` skip limiting (besides the layer's own
