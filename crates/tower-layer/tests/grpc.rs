@@ -326,3 +326,36 @@ async fn a_grpc_rule_counts_every_http_method_and_reads_the_content_type_in_any_
         assert!(refused.headers().get("grpc-status").is_none(), "{kind}");
     }
 }
+
+/// A layer responder for a service that serves HTTP and gRPC tells the two apart: its own JSON
+/// for HTTP callers, the layer's gRPC answer for gRPC callers.
+#[tokio::test]
+async fn a_responder_tells_grpc_calls_from_http_ones() {
+    let layer = RateLimitLayer::new(MemoryStore::new())
+        .grpc("test.Echo/Say", burst_of_five())
+        .expect("a valid method")
+        .responder(|refused: &tollgate_tower::Refused| {
+            if refused.is_grpc_call() {
+                return refused.grpc_response();
+            }
+            let mut response =
+                http::Response::new(bytes::Bytes::from_static(b"{\"error\":\"slow\"}"));
+            *response.status_mut() = refused.status();
+            response
+        });
+    let channel = serve(layer.clone()).await;
+    for _ in 0..5 {
+        call(&channel, "/test.Echo/Say").await.expect("allowed");
+    }
+    let refused = call(&channel, "/test.Echo/Say").await.expect_err("refused");
+    assert_eq!(refused.code(), Code::ResourceExhausted);
+    assert!(refused.get_details_retry_info().is_some());
+
+    let service = tower::Layer::layer(&layer, Echo);
+    let request = http::Request::post("/test.Echo/Say")
+        .body(tonic::body::Body::empty())
+        .expect("a request");
+    let http_refusal = service.oneshot(request).await.expect("infallible");
+    assert_eq!(http_refusal.status(), http::StatusCode::TOO_MANY_REQUESTS);
+    assert!(http_refusal.headers().get("grpc-status").is_none());
+}

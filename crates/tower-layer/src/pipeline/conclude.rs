@@ -154,7 +154,8 @@ pub(crate) fn conclude(
         .and_then(|(answer, item)| answer.counted_quota(item))
         .unwrap_or(planned.quota);
     let refused = Refused::new(&rule.id, quota, *decision, disclosure.to_headers())
-        .answered_with(refusal_status(rule));
+        .answered_with(refusal_status(rule))
+        .of_grpc_call(grpc);
     Conclusion::Respond {
         response: respond::refusal(settings, rule, refused, grpc),
         refused_by: (decision.refusal() == Some(RefusalReason::LimitReached)).then_some(position),
@@ -225,7 +226,7 @@ fn blocked(
         .is_disclosed()
         .then_some((&rule.id, planned.quota, &decision));
     let headers = Disclosure::of(rules.header_style(settings.header_style), shown).to_headers();
-    let refused = Refused::new(&rule.id, planned.quota, decision, headers);
+    let refused = Refused::new(&rule.id, planned.quota, decision, headers).of_grpc_call(grpc);
     Conclusion::Respond {
         response: respond::refusal(settings, rule, refused, grpc),
         refused_by: None,

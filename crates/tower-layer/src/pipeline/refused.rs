@@ -35,6 +35,7 @@ pub struct Refused {
     decision: Decision,
     headers: HeaderMap,
     status: StatusCode,
+    grpc: bool,
 }
 
 impl Refused {
@@ -55,7 +56,48 @@ impl Refused {
             decision,
             headers,
             status: StatusCode::TOO_MANY_REQUESTS,
+            grpc: false,
         }
+    }
+
+    /// The refusal of a gRPC call (`content-type: application/grpc`), or not.
+    pub(crate) fn of_grpc_call(mut self, grpc: bool) -> Self {
+        self.grpc = grpc;
+        self
+    }
+
+    /// Whether the refused request is a gRPC call (`content-type: application/grpc`, or a
+    /// subtype, in any case): a responder for a service that serves both HTTP and gRPC answers
+    /// such a call as gRPC clients read (with the `grpc` feature, `Refused::grpc_response` is
+    /// the layer's own gRPC answer). Always `false` without the `grpc` feature, which is what
+    /// tells gRPC calls apart.
+    pub fn is_grpc_call(&self) -> bool {
+        self.grpc
+    }
+
+    /// The layer's own gRPC answer to this refusal (feature `grpc`): a trailers-only
+    /// `RESOURCE_EXHAUSTED` (or `UNAVAILABLE` for a rule that answers 503) with `RetryInfo`
+    /// and `QuotaFailure` details and the rate-limit fields as metadata.
+    ///
+    /// ```
+    /// use tollgate_core::MemoryStore;
+    /// use tollgate_tower::{RateLimitLayer, Refused};
+    ///
+    /// // JSON errors for HTTP callers; gRPC callers keep the layer's gRPC answer.
+    /// let layer = RateLimitLayer::new(MemoryStore::new()).responder(|refused: &Refused| {
+    ///     if refused.is_grpc_call() {
+    ///         return refused.grpc_response();
+    ///     }
+    ///     let mut response = http::Response::new(bytes::Bytes::from_static(b"{\"error\":\"slow_down\"}"));
+    ///     *response.status_mut() = refused.status();
+    ///     response.headers_mut().extend(refused.headers().clone());
+    ///     response
+    /// });
+    /// # let _ = layer;
+    /// ```
+    #[cfg(feature = "grpc")]
+    pub fn grpc_response(&self) -> Response<Bytes> {
+        crate::grpc::refusal(self)
     }
 
     /// The refusal answered with `status` (a rule's [`OnRefusal::Unavailable`] answers 503).
