@@ -13,6 +13,17 @@ use tollgate_grpc_demo::feed::feed_client::FeedClient;
 use tonic::Code;
 use tower::Layer;
 
+/// Serves the feed service behind `layer` on a free loopback port; a channel to it.
+async fn serve(layer: RateLimitLayer<MemoryStore>) -> tonic::transport::Channel {
+    let (listener, address) = tollgate_grpc_demo::bind(0).await.expect("a free port");
+    tokio::spawn(tollgate_grpc_demo::serve_with(listener, layer));
+    tonic::transport::Channel::from_shared(format!("http://{address}"))
+        .expect("an address")
+        .connect()
+        .await
+        .expect("connects")
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_retrying_client_waits_the_retry_info_and_gets_through() {
     // One call at once, then one every 100 ms.
@@ -25,13 +36,7 @@ async fn a_retrying_client_waits_the_retry_info_and_gets_through() {
     let layer = RateLimitLayer::new(MemoryStore::new())
         .grpc("chirp.v1.Feed/Get", rule)
         .expect("a valid method");
-    let (listener, address) = tollgate_grpc_demo::bind(0).await.expect("a free port");
-    tokio::spawn(tollgate_grpc_demo::serve_with(listener, layer));
-    let channel = tonic::transport::Channel::from_shared(format!("http://{address}"))
-        .expect("an address")
-        .connect()
-        .await
-        .expect("connects");
+    let channel = serve(layer).await;
 
     // The default policy: the layer treats every gRPC call as one it may repeat.
     let policy = RetryPolicy::default()
@@ -60,13 +65,7 @@ async fn a_retrying_client_waits_the_retry_info_and_gets_through() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_message_too_large_to_keep_is_sent_once() {
     let layer = RateLimitLayer::new(MemoryStore::new());
-    let (listener, address) = tollgate_grpc_demo::bind(0).await.expect("a free port");
-    tokio::spawn(tollgate_grpc_demo::serve_with(listener, layer));
-    let channel = tonic::transport::Channel::from_shared(format!("http://{address}"))
-        .expect("an address")
-        .connect()
-        .await
-        .expect("connects");
+    let channel = serve(layer).await;
     let policy = RetryPolicy::default().max_body(64);
     let mut client = FeedClient::new(GrpcRetryLayer::new(policy).layer(channel));
     let account = "a".repeat(10_000);

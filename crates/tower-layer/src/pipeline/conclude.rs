@@ -74,10 +74,11 @@ pub(crate) fn conclude(
     answer: Result<BatchDecision, StoreError>,
     request: &mut Parts,
 ) -> Conclusion {
-    let grpc = respond::is_grpc(request);
     let batch = match answer {
         Ok(batch) => batch,
-        Err(error) => return store_failed(settings, rules, plan, &error, grpc),
+        Err(error) => {
+            return store_failed(settings, rules, plan, &error, respond::is_grpc(request));
+        }
     };
     let gate = closed_gate(rules, plan, &batch);
     // Each rule's own decision, counted whatever the request gets (a blocked caller's blocking
@@ -94,7 +95,14 @@ pub(crate) fn conclude(
         count(rules, planned.rule, answer, rule.can_refuse());
     }
     if let Some((position, block)) = gate {
-        return blocked(settings, rules, plan, position, block, grpc);
+        return blocked(
+            settings,
+            rules,
+            plan,
+            position,
+            block,
+            respond::is_grpc(request),
+        );
     }
     let answers = || plan.rules(rules).zip(batch.items()).enumerate();
     for (_, ((planned, rule), answer)) in answers() {
@@ -153,6 +161,8 @@ pub(crate) fn conclude(
     let quota = (batch.items().get(position).zip(items.get(position)))
         .and_then(|(answer, item)| answer.counted_quota(item))
         .unwrap_or(planned.quota);
+    // Read only when refusing: an allowed request never looks at its content-type.
+    let grpc = respond::is_grpc(request);
     let refused = Refused::new(&rule.id, quota, *decision, disclosure.to_headers())
         .answered_with(refusal_status(rule))
         .of_grpc_call(grpc);

@@ -4,24 +4,10 @@
 
 use std::time::Duration;
 
-use super::{START, check_one, one_of_each, peek, rule};
+use super::taking::{answer, counted};
+use super::{START, peek, rule};
 use crate::testing::ManualClock;
-use crate::{Algorithm, Estimate, Item, ItemDecision, Key, Quota, Rate, Settlement, Store, Take};
-
-/// Every quota of [`one_of_each`] but pacing (limit 10).
-fn counted() -> impl Iterator<Item = Quota> {
-    one_of_each()
-        .into_iter()
-        .filter(|quota| quota.algorithm() != Algorithm::LeakyBucket)
-}
-
-async fn answer<S: Store>(store: &S, item: Item<'_>) -> ItemDecision {
-    check_one(store, item)
-        .await
-        .into_items()
-        .next()
-        .expect("one answer for one item")
-}
+use crate::{Algorithm, Estimate, Item, Key, Quota, Rate, Settlement, Store, Take};
 
 /// An estimate admitted on `item`, settled at `actual`.
 async fn settle<S: Store>(store: &S, item: Item<'_>, actual: u64) -> Settlement {

@@ -10,13 +10,14 @@ use crate::testing::ManualClock;
 use crate::{Algorithm, Item, ItemDecision, Key, Quota, Rate, Store, Take};
 
 /// Every quota of [`one_of_each`] but pacing (limit 10).
-fn counted() -> impl Iterator<Item = Quota> {
+pub(super) fn counted() -> impl Iterator<Item = Quota> {
     one_of_each()
         .into_iter()
         .filter(|quota| quota.algorithm() != Algorithm::LeakyBucket)
 }
 
-async fn answer<S: Store>(store: &S, item: Item<'_>) -> ItemDecision {
+/// The store's answer to `item` checked alone.
+pub(super) async fn answer<S: Store>(store: &S, item: Item<'_>) -> ItemDecision {
     check_one(store, item)
         .await
         .into_items()
