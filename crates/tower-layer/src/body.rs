@@ -7,6 +7,7 @@ use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
 use pin_project_lite::pin_project;
 
+use crate::pipeline::cut::Cut;
 use crate::pipeline::refund::UntilBodyEnds;
 
 pin_project! {
@@ -58,7 +59,32 @@ where
     ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
         match self.project().kind.project() {
             KindProjection::Inner { body, until_end } => {
+                if let Some(cut) = until_end.as_ref().and_then(|kept| kept.cut.as_ref()) {
+                    match cut.poll_cut(cx) {
+                        Cut::GoOn => {}
+                        Cut::End(trailers) => {
+                            return Poll::Ready(Some(Ok(Frame::trailers(trailers))));
+                        }
+                        Cut::Ended => {
+                            until_end.take();
+                            return Poll::Ready(None);
+                        }
+                    }
+                }
                 let frame = body.poll_frame(cx);
+                // The handler may have ended its response while the cut happened (polling
+                // its inbound stream from inside this poll): the cut's status wins.
+                let ending = match &frame {
+                    Poll::Ready(None) => true,
+                    Poll::Ready(Some(Ok(frame))) => frame.is_trailers(),
+                    _ => false,
+                };
+                if ending
+                    && let Some(cut) = until_end.as_ref().and_then(|kept| kept.cut.as_ref())
+                    && let Cut::End(trailers) = cut.poll_cut(cx)
+                {
+                    return Poll::Ready(Some(Ok(Frame::trailers(trailers))));
+                }
                 // Ended, or failed (it will not be polled again): the request is over.
                 if matches!(frame, Poll::Ready(None | Some(Err(_)))) {
                     until_end.take();

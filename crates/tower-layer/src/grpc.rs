@@ -30,6 +30,9 @@ use tonic_types::{ErrorDetails, StatusExt};
 
 use crate::pipeline::refused::Refused;
 
+mod framing;
+pub(crate) mod messages;
+
 /// Whether `request` is a gRPC call: `content-type: application/grpc`, or a subtype such as
 /// `application/grpc+proto` (any case). gRPC-Web (`application/grpc-web*`) frames its status
 /// otherwise, and is answered as HTTP.
@@ -46,6 +49,16 @@ pub(crate) fn is_grpc(request: &Parts) -> bool {
 
 /// A refusal, as a gRPC status with its details and the rate-limit fields as metadata.
 pub(crate) fn refusal(refused: &Refused) -> Response<Bytes> {
+    let mut response = status_response(refusal_status(refused));
+    for (name, value) in refused.headers() {
+        response.headers_mut().insert(name, value.clone());
+    }
+    response
+}
+
+/// A refusal as a gRPC status: `RESOURCE_EXHAUSTED` (or `UNAVAILABLE` for a rule answering
+/// 503) with `RetryInfo` and `QuotaFailure` details.
+pub(crate) fn refusal_status(refused: &Refused) -> Status {
     let policy = refused.rule().as_str();
     let decision = refused.decision();
     let never = decision.refusal() == Some(RefusalReason::CostExceedsLimit);
@@ -76,25 +89,22 @@ pub(crate) fn refusal(refused: &Refused) -> Response<Bytes> {
         ErrorDetails::with_retry_info(Some(wait))
     };
     details.add_quota_failure_violation(policy, describe(refused.quota()));
-    let mut response = status_response(Status::with_error_details(code, message, details));
-    for (name, value) in refused.headers() {
-        response.headers_mut().insert(name, value.clone());
-    }
-    response
+    Status::with_error_details(code, message, details)
 }
 
 /// A rule fails closed while the store is down: `UNAVAILABLE`, retry after `wait`.
 pub(crate) fn unavailable(wait: Duration) -> Response<Bytes> {
+    status_response(unavailable_status(wait))
+}
+
+/// `UNAVAILABLE` with `RetryInfo`: the limiter cannot answer.
+pub(crate) fn unavailable_status(wait: Duration) -> Status {
     let details = ErrorDetails::with_retry_info(Some(wait));
     let message = format!(
         "the rate limiter cannot answer; retry after {} s",
         whole_seconds(wait)
     );
-    status_response(Status::with_error_details(
-        Code::Unavailable,
-        message,
-        details,
-    ))
+    Status::with_error_details(Code::Unavailable, message, details)
 }
 
 /// The limiter is misconfigured for this request: `INTERNAL`, no detail of the rule.

@@ -117,15 +117,35 @@ where
         if self.settings.exemptions.covers(&parts) || rules.exempts(&parts) {
             return call_inner(&mut self.inner, parts, body, Disclosure::nothing(), None);
         }
-        let plan = match Plan::new(&rules, self.settings.registry.as_ref(), &mut parts) {
+        let mut plan = match Plan::new(&rules, self.settings.registry.as_ref(), &mut parts) {
             Ok(plan) => plan,
             Err(unplanned) => {
                 let response = respond::unplanned(&unplanned, respond::is_grpc(&parts));
                 return ResponseFuture::refused(response.map(ResponseBody::refusal));
             }
         };
+        #[cfg(feature = "grpc")]
+        let body = match crate::grpc::messages::charge_each(
+            &self.core.live.store,
+            &self.settings,
+            &rules,
+            &mut plan,
+            body,
+        ) {
+            Ok(body) => body,
+            Err(_unreadable) => {
+                let response = crate::grpc::misconfigured();
+                return ResponseFuture::refused(response.map(ResponseBody::refusal));
+            }
+        };
         if plan.entries.is_empty() {
-            return call_inner(&mut self.inner, parts, body, Disclosure::nothing(), None);
+            // Nothing to check when the call opens (its rules charge each message).
+            let charges = Charges {
+                cut: plan.cut.take(),
+                ..Charges::default()
+            };
+            let refunds = pending(&self.core, charges);
+            return call_inner(&mut self.inner, parts, body, Disclosure::nothing(), refunds);
         }
         let items = plan.items(&rules, self.settings.gateway);
         let Some(answer) = self.core.store.check_now(&items) else {

@@ -13,6 +13,7 @@ use tollgate_core::{
     RefusalReason, StoreError,
 };
 
+use crate::pipeline::cut::StreamCut;
 use crate::pipeline::disclosure::Disclosure;
 use crate::pipeline::flag::Flagged;
 use crate::pipeline::held::Hold;
@@ -34,12 +35,18 @@ pub(crate) struct Charges {
     pub(crate) held: SmallVec<[Hold; 1]>,
     pub(crate) settled: SmallVec<[(Settled, Option<CountWhen>); 1]>,
     pub(crate) meter: Option<CostMeter>,
+    /// The call's response stream, ended early if an inbound message is refused (per-message
+    /// rules).
+    pub(crate) cut: Option<Arc<StreamCut>>,
 }
 
 impl Charges {
     /// Whether there is nothing to settle.
     pub(crate) fn is_empty(&self) -> bool {
-        self.conditional.is_empty() && self.held.is_empty() && self.settled.is_empty()
+        self.conditional.is_empty()
+            && self.held.is_empty()
+            && self.settled.is_empty()
+            && self.cut.is_none()
     }
 }
 
@@ -255,7 +262,10 @@ fn settled_after(
     batch: BatchDecision,
     request: &mut Parts,
 ) -> Charges {
-    let mut charges = Charges::default();
+    let mut charges = Charges {
+        cut: plan.cut.clone(),
+        ..Charges::default()
+    };
     for ((planned, rule), (item, answer)) in
         plan.rules(rules).zip(items.iter().zip(batch.into_items()))
     {
@@ -344,14 +354,17 @@ fn store_failed(
             Conclusion::Proceed {
                 disclosure: Disclosure::nothing(),
                 delay: Duration::ZERO,
-                charges: Charges::default(),
+                charges: Charges {
+                    cut: plan.cut.clone(),
+                    ..Charges::default()
+                },
             }
         }
     }
 }
 
 /// The status a rule's refusals are answered with.
-fn refusal_status(rule: &Rule) -> http::StatusCode {
+pub(crate) fn refusal_status(rule: &Rule) -> http::StatusCode {
     match rule.on_refusal {
         OnRefusal::Unavailable => http::StatusCode::SERVICE_UNAVAILABLE,
         _ => http::StatusCode::TOO_MANY_REQUESTS,

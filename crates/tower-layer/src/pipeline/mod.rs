@@ -8,6 +8,7 @@
 //! them.
 
 pub(crate) mod conclude;
+pub(crate) mod cut;
 pub(crate) mod disclosure;
 pub(crate) mod flag;
 pub(crate) mod held;

@@ -24,6 +24,11 @@ pub(crate) struct Planned {
 #[derive(Debug, Default)]
 pub(crate) struct Plan {
     pub(crate) entries: SmallVec<[Planned; 4]>,
+    /// The rules a gRPC call pays per inbound message ([`Rule::per_message`]), not when it
+    /// opens.
+    pub(crate) messages: Vec<Planned>,
+    /// The response stream such a call ends early when a message is refused.
+    pub(crate) cut: Option<std::sync::Arc<crate::pipeline::cut::StreamCut>>,
 }
 
 /// A rule stopped the request before any counting.
@@ -73,12 +78,17 @@ impl Plan {
                     .unwrap_or_else(|| {
                         registry.map_or(rule.quota, |live| live.get(&rule.id).unwrap_or(rule.quota))
                     });
-                plan.entries.push(Planned {
+                let planned = Planned {
                     rule: at,
                     key,
                     cost: rule.cost_of(request),
                     quota,
-                });
+                };
+                if rule.is_per_message() && crate::pipeline::respond::is_grpc(request) {
+                    plan.messages.push(planned);
+                } else {
+                    plan.entries.push(planned);
+                }
             } else {
                 without_key(rule, request)?;
             }
@@ -96,26 +106,15 @@ impl Plan {
         gateway: Option<u32>,
     ) -> SmallVec<[Item<'a>; 4]> {
         let own = self.rules(rules).map(|(planned, rule)| {
-            let modes = rule.fleet_modes();
-            let modes = match (modes.counting(), gateway) {
-                (Counting::Split(split), Some(index)) => {
-                    modes.with_counting(Counting::Split(split.gateway(index)))
-                }
-                _ => modes,
-            };
             // A settled rule's cost is an estimate, at least 1, taken once the caller's debt is
             // paid.
-            let (take, cost) = if rule.settles() {
-                (Take::AfterDebt, planned.cost.max(1))
+            let item = planned.item(rule, gateway);
+            if rule.settles() {
+                item.with_cost(planned.cost.max(1))
+                    .with_take(Take::AfterDebt)
             } else {
-                (Take::Exact, planned.cost)
-            };
-            Item::new(&rule.id, planned.quota, &planned.key)
-                .with_cost(cost)
-                .with_mode(rule.store_mode())
-                .with_store_failure(rule.on_store_failure)
-                .with_fleet_modes(modes)
-                .with_take(take)
+                item
+            }
         });
         let blocks = self.escalating(rules).map(|(_, planned, rule, escalated)| {
             escalated
@@ -153,6 +152,26 @@ impl Plan {
         self.entries
             .iter()
             .filter_map(move |planned| Some((planned, rules.get(planned.rule)?)))
+    }
+}
+
+impl Planned {
+    /// The store item of `rule` (this entry's), taken exactly at the entry's cost; `gateway`
+    /// is this gateway's index among a split rule's gateways.
+    pub(crate) fn item<'a>(&'a self, rule: &'a Rule, gateway: Option<u32>) -> Item<'a> {
+        let modes = rule.fleet_modes();
+        let modes = match (modes.counting(), gateway) {
+            (Counting::Split(split), Some(index)) => {
+                modes.with_counting(Counting::Split(split.gateway(index)))
+            }
+            _ => modes,
+        };
+        Item::new(&rule.id, self.quota, &self.key)
+            .with_cost(self.cost)
+            .with_mode(rule.store_mode())
+            .with_store_failure(rule.on_store_failure)
+            .with_fleet_modes(modes)
+            .with_take(Take::Exact)
     }
 }
 

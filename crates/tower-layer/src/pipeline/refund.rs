@@ -2,11 +2,14 @@
 //! only failed logins"), the concurrency slots the request holds until its body ends, and the
 //! estimates settled when it ends.
 
+use std::sync::Arc;
+
 use http::response::Parts;
 use smallvec::SmallVec;
 use tollgate_core::{DynStore, Receipt, RefundError, RefundNow, Store};
 
 use super::conclude::Charges;
+use super::cut::StreamCut;
 use super::held::HeldSlots;
 use super::settling::Settling;
 use crate::rules::rule::CountWhen;
@@ -64,12 +67,14 @@ pub(crate) struct PendingRefunds {
 pub(crate) struct UntilBodyEnds {
     held: Option<HeldSlots>,
     settling: Option<Settling>,
+    /// Ends the body early when an inbound message is refused (per-message rules).
+    pub(crate) cut: Option<Arc<StreamCut>>,
 }
 
 impl UntilBodyEnds {
     /// Whether there is nothing to keep.
     pub(crate) fn is_empty(&self) -> bool {
-        self.held.is_none() && self.settling.is_none()
+        self.held.is_none() && self.settling.is_none() && self.cut.is_none()
     }
 }
 
@@ -83,7 +88,11 @@ impl PendingRefunds {
         let settling = any_settled.then(|| Settling::new(settled, charges.meter, store.clone()));
         PendingRefunds {
             charges: charges.conditional,
-            until_body_ends: UntilBodyEnds { held, settling },
+            until_body_ends: UntilBodyEnds {
+                held,
+                settling,
+                cut: charges.cut,
+            },
             settled_counts,
             store,
         }
@@ -104,6 +113,11 @@ impl PendingRefunds {
             refund_all(self.store, receipts);
         }
         let mut until_body_ends = self.until_body_ends;
+        // A trailers-only response (the handler answered with an error status) has already
+        // ended: nothing to cut.
+        if response.headers.contains_key("grpc-status") {
+            until_body_ends.cut = None;
+        }
         if let Some(settling) = &mut until_body_ends.settling {
             let counts = self.settled_counts.iter();
             settling.read_head(

@@ -59,6 +59,8 @@ pub struct Rule {
     pub(crate) escalation: Option<Escalated>,
     pub(crate) overrides: Option<Arc<QuotaOverrides>>,
     pub(crate) settle: Option<SettleFrom>,
+    /// Charged per inbound gRPC message rather than per call ([`per_message`](Self::per_message)).
+    pub(crate) per_message: bool,
     /// The TOML table a rule file defined it with (`None`: built in code).
     pub(crate) source: Option<Arc<str>>,
     pub(crate) notices: Arc<RuleNotices>,
@@ -94,6 +96,7 @@ impl Rule {
             escalation: None,
             overrides: None,
             settle: None,
+            per_message: false,
             source: None,
             notices: Arc::default(),
         })
@@ -202,6 +205,53 @@ impl Rule {
     pub fn settle(mut self, from: SettleFrom) -> Self {
         self.settle = Some(from);
         self
+    }
+
+    /// Charges every inbound message of a gRPC call instead of the call (feature `grpc`): a
+    /// client-streaming or bidirectional call is checked as each message arrives, at the rule's
+    /// cost per message, and a refused message ends the call with `RESOURCE_EXHAUSTED` (its
+    /// `RetryInfo` and `QuotaFailure` as for a refused call). The service's handler reads the
+    /// refusal as the error of its inbound stream; whatever it does with it, the response ends
+    /// with the refusal's status. A pacing quota holds each message back for its delay.
+    ///
+    /// A request that is not a gRPC call is one message. The layer reads the message framing
+    /// itself, so it needs a request body it can wrap: tonic's (`Server::builder().layer(..)`)
+    /// or axum's (a tonic service routed by axum); any other body makes the call answer
+    /// `INTERNAL`, logged as a misconfiguration, never a call let through uncounted.
+    ///
+    /// Every message is counted exactly: [`settle`](Self::settle) and
+    /// [`count_only_when`](Self::count_only_when) do not apply, refusals mid-call do not
+    /// [`escalate`](Self::escalate), and a concurrency quota keeps counting calls (a slot is
+    /// held by a call, not by a message); rule files refuse those combinations.
+    ///
+    /// ```
+    /// use tollgate_core::{Quota, Rate};
+    /// use tollgate_tower::{RateLimitLayer, Rule, key::HeaderKey};
+    ///
+    /// // 100 uploaded chunks a minute per API key, however many calls they come in.
+    /// let chunks = Rule::new(
+    ///     "upload-chunks",
+    ///     Quota::token_bucket(100, Rate::per_minute(100))?,
+    ///     HeaderKey::new(http::HeaderName::from_static("x-api-key")),
+    /// )?
+    /// .per_message();
+    /// assert!(chunks.is_per_message());
+    /// let layer = RateLimitLayer::new(tollgate_core::MemoryStore::new())
+    ///     .grpc("files.v1.Uploads/Put", chunks)?;
+    /// # let _ = layer;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[cfg(feature = "grpc")]
+    #[must_use]
+    pub fn per_message(mut self) -> Self {
+        self.per_message = true;
+        self
+    }
+
+    /// Whether the rule charges each inbound gRPC message ([`per_message`](Self::per_message),
+    /// feature `grpc`); a concurrency rule never does.
+    pub fn is_per_message(&self) -> bool {
+        self.per_message && self.quota.algorithm() != tollgate_core::Algorithm::Concurrency
     }
 
     /// Whether the rule settles its cost after the response ([`settle`](Self::settle)).
