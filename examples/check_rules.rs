@@ -62,6 +62,9 @@ fn main() -> ExitCode {
                 if rule.settles() {
                     line.push_str("; cost settled after the response");
                 }
+                if rule.is_per_message() {
+                    line.push_str("; per inbound gRPC message");
+                }
                 let _ = writeln!(out, "{line}");
             }
             for (id, quota) in file.limits() {

@@ -47,6 +47,7 @@ mod key;
 mod limit;
 mod live;
 mod overrides;
+mod per_message;
 mod quota;
 mod rule;
 mod set;

@@ -36,6 +36,7 @@ const RULE_FIELDS: &[&str] = &[
     "on_refusal",
     "count_only_when",
     "settle",
+    "per_message",
 ];
 
 /// Where a rule applies.
@@ -160,6 +161,7 @@ pub(crate) fn rule(
         };
     }
     built = super::settle::can_settle(&fields, built, report);
+    built = super::per_message::per_message(&fields, built, report);
     fields.finish("a `[[rule]]`", report);
     let built = built.map(|rule| rule.with_source_toml(super::write::table("rule", true, value)));
     Some((

@@ -2,6 +2,7 @@
 //! behind a `RateLimitLayer` whose per-method rules come from `rules.toml` (`match = { grpc =
 //! "chirp.v1.Feed/Get" }`). A refused call is `RESOURCE_EXHAUSTED` with the rule's wait in
 //! `RetryInfo`, which tonic clients read with `tonic_types::StatusExt::get_details_retry_info`.
+//! `Publish` is charged per chirp it carries (`per_message = true`), not per call.
 //!
 //! `cargo run -p tollgate-grpc-demo` serves it on 127.0.0.1 (`--port N`).
 
@@ -21,7 +22,7 @@ pub mod feed {
 }
 
 use feed::feed_server::{Feed, FeedServer};
-use feed::{FeedPage, FeedRequest, Post};
+use feed::{FeedPage, FeedRequest, Post, Published};
 
 /// The service's limits, as shipped with it.
 pub const RULES: &str = include_str!("../rules.toml");
@@ -47,6 +48,19 @@ impl Feed for FeedService {
         let account = request.into_inner().account;
         let posts = (1..=3).map(move |n| Ok(post(&account, n)));
         Ok(Response::new(Box::pin(tokio_stream::iter(posts))))
+    }
+
+    async fn publish(
+        &self,
+        request: Request<tonic::Streaming<Post>>,
+    ) -> Result<Response<Published>, Status> {
+        // A refused chirp is this stream's error (`RESOURCE_EXHAUSTED`), passed on by `?`.
+        let mut posts = request.into_inner();
+        let mut count = 0;
+        while posts.message().await?.is_some() {
+            count += 1;
+        }
+        Ok(Response::new(Published { count }))
     }
 }
 

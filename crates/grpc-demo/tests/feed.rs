@@ -1,11 +1,11 @@
 //! The demo's feed service on 127.0.0.1:0 and its generated tonic client: per-method rules from
-//! its rule file, a refusal as tonic clients read one, a streaming call counted once when it
-//! opens.
+//! its rule file, a refusal as tonic clients read one, a server-streaming call counted once when
+//! it opens, a client-streaming call charged per message.
 
 use std::time::Duration;
 
-use tollgate_grpc_demo::feed::FeedRequest;
 use tollgate_grpc_demo::feed::feed_client::FeedClient;
+use tollgate_grpc_demo::feed::{FeedRequest, Post};
 use tonic::Code;
 use tonic::transport::Channel;
 use tonic_types::StatusExt;
@@ -76,4 +76,50 @@ async fn a_streaming_call_is_one_call_checked_when_it_opens() {
     for _ in 0..5 {
         client.get(for_account("ada")).await.expect("allowed");
     }
+}
+
+fn posts(
+    account: &str,
+    count: usize,
+) -> tonic::Request<tokio_stream::Iter<std::vec::IntoIter<Post>>> {
+    let chirps: Vec<Post> = (0..count)
+        .map(|n| Post {
+            text: format!("chirp {n}"),
+        })
+        .collect();
+    let mut request = tonic::Request::new(tokio_stream::iter(chirps));
+    request
+        .metadata_mut()
+        .insert("x-account", account.parse().expect("ascii"));
+    request
+}
+
+#[tokio::test]
+async fn publishing_is_charged_per_chirp_not_per_call() {
+    let mut client = start().await;
+    let published = client.publish(posts("ada", 3)).await.expect("three fit");
+    assert_eq!(published.get_ref().count, 3);
+    // Two of the burst of five are left: the third chirp of this call is refused.
+    let refused = client
+        .publish(posts("ada", 3))
+        .await
+        .expect_err("the sixth chirp is refused");
+    assert_eq!(refused.code(), Code::ResourceExhausted, "{refused:?}");
+    let violation = &refused
+        .get_details_quota_failure()
+        .expect("a QuotaFailure")
+        .violations[0];
+    assert_eq!(violation.subject, "publish-posts");
+    let wait = refused
+        .get_details_retry_info()
+        .and_then(|info| info.retry_delay)
+        .expect("a RetryInfo");
+    // 5 a minute: one comes back every 12 s.
+    assert!(
+        wait > Duration::from_secs(11) && wait <= Duration::from_secs(12),
+        "{wait:?}"
+    );
+    // Another account has its own five.
+    let published = client.publish(posts("bob", 5)).await.expect("five fit");
+    assert_eq!(published.get_ref().count, 5);
 }
