@@ -17,6 +17,10 @@
 //! The `RateLimit` fields (and `Retry-After`) go with a refusal as metadata, as they go with
 //! allowed calls' response headers. A rule's own responder, or the layer's, still wins: it was
 //! asked for. Without the feature, gRPC requests get the HTTP answers.
+//!
+//! A message refused mid-call by a per-message rule ([`Rule::per_message`](crate::Rule::per_message))
+//! ends the call with the same status in the response's trailers; no responder is asked (the
+//! response has begun), and the `RateLimit` fields are not sent with it.
 
 use std::time::Duration;
 
