@@ -100,8 +100,8 @@ pub(crate) fn finish<B>(
     let mut response = match refunds {
         None => response.map(|body| ResponseBody::holding(body, None)),
         Some(refunds) => {
-            let (parts, body) = response.into_parts();
-            let until_end = refunds.settle(&parts);
+            let (mut parts, body) = response.into_parts();
+            let until_end = refunds.settle(&mut parts);
             Response::from_parts(parts, ResponseBody::holding(body, Some(until_end)))
         }
     };

@@ -15,6 +15,8 @@ use crate::handle::Live;
 use crate::pipeline::conclude::{Charges, Conclusion, conclude};
 use crate::pipeline::disclosure::Disclosure;
 use crate::pipeline::plan::Plan;
+#[cfg(feature = "grpc")]
+use crate::pipeline::plan::Unplanned;
 use crate::pipeline::refund::PendingRefunds;
 use crate::pipeline::respond;
 use crate::pipeline::strike;
@@ -134,7 +136,8 @@ where
         ) {
             Ok(body) => body,
             Err(_unreadable) => {
-                let response = crate::grpc::misconfigured();
+                let response =
+                    respond::unplanned(&Unplanned::Misconfigured, respond::is_grpc(&parts));
                 return ResponseFuture::refused(response.map(ResponseBody::refusal));
             }
         };

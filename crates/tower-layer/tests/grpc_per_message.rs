@@ -1,8 +1,10 @@
 //! Rules that charge each inbound message of a gRPC call (`Rule::per_message`), on a real tonic
 //! server on 127.0.0.1:0 and a real tonic client: a bidirectional call is refused at its
 //! (N+1)th message with `RESOURCE_EXHAUSTED`, whether the handler passes the error on or
-//! swallows it; messages packed into one HTTP/2 frame are counted one by one; a tonic service
-//! routed by axum counts the same; a body the layer cannot read is a loud `INTERNAL`.
+//! swallows it or answers a status of its own; messages packed into one HTTP/2 frame are
+//! counted one by one; a call labelled with another content-type is counted all the same; a
+//! tonic service routed by axum counts the same; a body the layer cannot read is a loud
+//! `INTERNAL`.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -34,7 +36,8 @@ type Answer<T> = Pin<Box<dyn Future<Output = Result<tonic::Response<T>, Status>>
 
 /// `test.Chat`: `Talk` echoes each message and passes an inbound error on; `TalkQuietly`
 /// echoes and drops errors, ending its replies as if the client had finished; `Upload` counts
-/// the messages it reads (into `read`) and answers the count.
+/// the messages it reads (into `read`) and answers the count; `UploadRemap` answers an inbound
+/// error with a status of its own.
 #[derive(Clone, Default)]
 struct Chat {
     read: Arc<AtomicUsize>,
@@ -66,6 +69,8 @@ impl tonic::server::StreamingService<Text> for Talk {
 
 struct Upload {
     read: Arc<AtomicUsize>,
+    /// Answers an inbound error with a status of its own instead of passing it on.
+    remap: bool,
 }
 
 impl tonic::server::ClientStreamingService<Text> for Upload {
@@ -74,10 +79,17 @@ impl tonic::server::ClientStreamingService<Text> for Upload {
 
     fn call(&mut self, request: tonic::Request<Streaming<Text>>) -> Self::Future {
         let read = Arc::clone(&self.read);
+        let remap = self.remap;
         Box::pin(async move {
             let mut inbound = request.into_inner();
             let mut count = 0;
-            while inbound.message().await?.is_some() {
+            loop {
+                match inbound.message().await {
+                    Ok(Some(_)) => {}
+                    Ok(None) => break,
+                    Err(_) if remap => return Err(Status::invalid_argument("the handler's own")),
+                    Err(status) => return Err(status),
+                }
                 count += 1;
                 read.fetch_add(1, Ordering::SeqCst);
             }
@@ -115,7 +127,15 @@ where
             }),
             "/test.Chat/Upload" => Box::pin(async move {
                 let mut grpc = tonic::server::Grpc::new(codec());
-                Ok(grpc.client_streaming(Upload { read }, request).await)
+                Ok(grpc
+                    .client_streaming(Upload { read, remap: false }, request)
+                    .await)
+            }),
+            "/test.Chat/UploadRemap" => Box::pin(async move {
+                let mut grpc = tonic::server::Grpc::new(codec());
+                Ok(grpc
+                    .client_streaming(Upload { read, remap: true }, request)
+                    .await)
             }),
             _ => Box::pin(async { Ok(Status::unimplemented("no such method").into_http()) }),
         }
@@ -150,20 +170,20 @@ async fn listen() -> (tonic::transport::server::TcpIncoming, String) {
     )
 }
 
-async fn connect(address: String) -> tonic::client::Grpc<tonic::transport::Channel> {
-    let channel = tonic::transport::Channel::from_shared(address)
+async fn channel(address: String) -> tonic::transport::Channel {
+    tonic::transport::Channel::from_shared(address)
         .expect("a valid address")
         .connect()
         .await
-        .expect("the client connects");
-    tonic::client::Grpc::new(channel)
+        .expect("the client connects")
 }
 
-/// Serves `chat` behind `layer` with tonic's server.
-async fn serve(
-    layer: RateLimitLayer<MemoryStore>,
-    chat: Chat,
-) -> tonic::client::Grpc<tonic::transport::Channel> {
+async fn connect(address: String) -> tonic::client::Grpc<tonic::transport::Channel> {
+    tonic::client::Grpc::new(channel(address).await)
+}
+
+/// Serves `chat` behind `layer` with tonic's server; answers its address.
+async fn spawn_server(layer: RateLimitLayer<MemoryStore>, chat: Chat) -> String {
     let (incoming, address) = listen().await;
     tokio::spawn(async move {
         tonic::transport::Server::builder()
@@ -173,7 +193,15 @@ async fn serve(
             .await
             .expect("the server runs");
     });
-    connect(address).await
+    address
+}
+
+/// Serves `chat` behind `layer`, and connects to it.
+async fn serve(
+    layer: RateLimitLayer<MemoryStore>,
+    chat: Chat,
+) -> tonic::client::Grpc<tonic::transport::Channel> {
+    connect(spawn_server(layer, chat).await).await
 }
 
 /// Talks on `method` one message at a time, each sent after the last one's echo: the echoes
@@ -347,7 +375,7 @@ async fn a_body_the_layer_cannot_read_is_answered_internal_not_let_through() {
         .header("content-type", "application/grpc")
         .body(String::from("\0\0\0\0\0"))
         .expect("a request");
-    let response = service.oneshot(request).await.expect("answered");
+    let response = service.clone().oneshot(request).await.expect("answered");
     assert_eq!(response.status(), http::StatusCode::OK);
     assert_eq!(
         response
@@ -357,29 +385,88 @@ async fn a_body_the_layer_cannot_read_is_answered_internal_not_let_through() {
         "13",
         "INTERNAL"
     );
+    // Labelled as something else, it is still read as messages: a loud 500, not a free pass.
+    let request = http::Request::post("/test.Chat/Upload")
+        .body(String::from("\0\0\0\0\0"))
+        .expect("a request");
+    let response = service.oneshot(request).await.expect("answered");
+    assert_eq!(response.status(), http::StatusCode::INTERNAL_SERVER_ERROR);
     assert_eq!(
         served.load(Ordering::SeqCst),
         0,
-        "the service never saw the call"
+        "the service never saw a call"
     );
 }
 
+/// A client that labels its calls `content-type`: tonic serves them all the same.
+fn labelled(
+    channel: tonic::transport::Channel,
+    label: &'static str,
+) -> tonic::client::Grpc<
+    impl tonic::client::GrpcService<
+        tonic::body::Body,
+        ResponseBody = tonic::body::Body,
+        Error = tonic::transport::Error,
+    > + Clone,
+> {
+    let relabel = move |mut request: http::Request<tonic::body::Body>| {
+        if label.is_empty() {
+            request.headers_mut().remove("content-type");
+        } else {
+            request
+                .headers_mut()
+                .insert("content-type", http::HeaderValue::from_static(label));
+        }
+        request
+    };
+    tonic::client::Grpc::new(
+        tower::ServiceBuilder::new()
+            .map_request(relabel)
+            .service(channel),
+    )
+}
+
 #[tokio::test]
-async fn an_http_request_to_a_per_message_route_is_one_message() {
-    let service =
-        layer("test.Chat/Upload").layer(tower::service_fn(|_: http::Request<String>| async {
-            Ok::<_, Infallible>(http::Response::new(String::new()))
-        }));
-    for _ in 0..3 {
-        let request = http::Request::post("/test.Chat/Upload")
-            .body(String::new())
-            .expect("a request");
-        let response = service.clone().oneshot(request).await.expect("answered");
-        assert_eq!(response.status(), http::StatusCode::OK);
+async fn a_call_labelled_as_something_else_is_still_counted_per_message() {
+    for label in ["application/octet-stream", "application/grpc-web", ""] {
+        let chat = Chat::default();
+        let read = Arc::clone(&chat.read);
+        let address = spawn_server(layer("test.Chat/Upload"), chat).await;
+        let mut client = labelled(channel(address).await, label);
+        client.ready().await.expect("ready");
+        let messages = (0..20).map(|at| Text {
+            text: format!("message {at}"),
+        });
+        let answer = client
+            .client_streaming(
+                tonic::Request::new(tokio_stream::iter(messages)),
+                PathAndQuery::from_static("/test.Chat/Upload"),
+                tonic_prost::ProstCodec::<Text, Text>::default(),
+            )
+            .await;
+        assert!(answer.is_err(), "{label:?}: {answer:?}");
+        assert_eq!(
+            read.load(Ordering::SeqCst),
+            3,
+            "{label:?}: only three were read"
+        );
     }
-    let request = http::Request::post("/test.Chat/Upload")
-        .body(String::new())
-        .expect("a request");
-    let response = service.oneshot(request).await.expect("answered");
-    assert_eq!(response.status(), http::StatusCode::TOO_MANY_REQUESTS);
+}
+
+#[tokio::test]
+async fn a_handler_that_answers_its_own_status_still_ends_resource_exhausted() {
+    let mut client = serve(layer("test.Chat/UploadRemap"), Chat::default()).await;
+    client.ready().await.expect("ready");
+    let messages = (0..8).map(|at| Text {
+        text: format!("message {at}"),
+    });
+    let refused = client
+        .client_streaming(
+            tonic::Request::new(tokio_stream::iter(messages)),
+            PathAndQuery::from_static("/test.Chat/UploadRemap"),
+            tonic_prost::ProstCodec::<Text, Text>::default(),
+        )
+        .await
+        .expect_err("refused");
+    assert_refused_by_the_rule(&refused);
 }

@@ -46,6 +46,14 @@ impl Framing {
         at
     }
 
+    /// At the start of a stream whose first message is already admitted (paid when the call
+    /// opened).
+    pub(crate) fn first_admitted() -> Framing {
+        let mut framing = Framing::default();
+        framing.admit();
+        framing
+    }
+
     /// Whether the next byte starts a message still to be admitted.
     pub(crate) fn at_message_start(&self) -> bool {
         *self == Framing::Between
@@ -114,6 +122,14 @@ mod tests {
         for piece in [1, 2, 3, 4, 5, 6, 7, 64, 1_000] {
             assert_eq!(starts(&stream, piece), expected, "pieces of {piece} bytes");
         }
+    }
+
+    #[test]
+    fn a_stream_whose_first_message_is_paid_stops_at_the_second() {
+        let mut framing = Framing::first_admitted();
+        let stream = [message(b"one"), message(b"two")].concat();
+        assert_eq!(framing.pass(&stream), 8);
+        assert!(framing.at_message_start());
     }
 
     #[test]

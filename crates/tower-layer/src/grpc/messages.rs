@@ -1,6 +1,7 @@
 //! Charging a gRPC call per inbound message ([`Rule::per_message`](crate::Rule::per_message)):
-//! the call's request body is wrapped so that each message is checked before its first byte
-//! reaches the service; a refused message ends the inbound stream with the refusal's status
+//! the first message is paid when the call opens, with the call's other rules; the request body
+//! is wrapped so that each further message is checked before its first byte reaches the
+//! service; a refused message ends the inbound stream with the refusal's status
 //! (what the handler reads as its stream's error) and cuts the response with it.
 
 use std::any::{Any, TypeId};
@@ -204,7 +205,7 @@ impl<B> CountedMessages<B> {
         CountedMessages {
             body,
             charges: Arc::new(charges),
-            framing: Framing::default(),
+            framing: Framing::first_admitted(),
             pending: None,
             checking: None,
             stopped: false,

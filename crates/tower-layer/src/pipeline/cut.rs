@@ -44,6 +44,16 @@ impl StreamCut {
         }
     }
 
+    /// The cut's trailers, if the stream was cut and they were not written yet (taken: the
+    /// response body will not write them).
+    pub(crate) fn take_cut(&self) -> Option<HeaderMap> {
+        let mut state = self
+            .state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        state.trailers.take()
+    }
+
     /// What the response body does now: goes on (remembering `cx` to be woken on a cut), ends
     /// with the cut's trailers (once), or has ended.
     pub(crate) fn poll_cut(&self, cx: &mut Context<'_>) -> Cut {

@@ -24,8 +24,8 @@ pub(crate) struct Planned {
 #[derive(Debug, Default)]
 pub(crate) struct Plan {
     pub(crate) entries: SmallVec<[Planned; 4]>,
-    /// The rules a gRPC call pays per inbound message ([`Rule::per_message`]), not when it
-    /// opens.
+    /// The rules that charge each inbound message ([`Rule::per_message`]) after the first,
+    /// which the call pays with its other rules when it opens.
     pub(crate) messages: Vec<Planned>,
     /// The response stream such a call ends early when a message is refused.
     pub(crate) cut: Option<std::sync::Arc<crate::pipeline::cut::StreamCut>>,
@@ -84,11 +84,14 @@ impl Plan {
                     cost: rule.cost_of(request),
                     quota,
                 };
-                if rule.is_per_message() && crate::pipeline::respond::is_grpc(request) {
-                    plan.messages.push(planned);
-                } else {
-                    plan.entries.push(planned);
+                // A per-message rule charges a call's first message when it opens (a call that
+                // sends none, or a handler that never reads, still pays once) and each further
+                // one as it arrives, whatever the content-type says: tonic serves a path
+                // without looking at it, so neither does the count.
+                if rule.is_per_message() {
+                    plan.messages.push(planned.clone());
                 }
+                plan.entries.push(planned);
             } else {
                 without_key(rule, request)?;
             }

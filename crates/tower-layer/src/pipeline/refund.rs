@@ -101,7 +101,7 @@ impl PendingRefunds {
     /// Refunds the charges whose rule says the response (its head: `response`) does not
     /// count, reads what the head says of settled rules' actual costs, and answers what the
     /// response body keeps until it ends.
-    pub(crate) fn settle(self, response: &Parts) -> UntilBodyEnds {
+    pub(crate) fn settle(self, response: &mut Parts) -> UntilBodyEnds {
         let status = response.status;
         let receipts: Vec<Receipt> = self
             .charges
@@ -113,10 +113,19 @@ impl PendingRefunds {
             refund_all(self.store, receipts);
         }
         let mut until_body_ends = self.until_body_ends;
-        // A trailers-only response (the handler answered with an error status) has already
-        // ended: nothing to cut.
-        if response.headers.contains_key("grpc-status") {
-            until_body_ends.cut = None;
+        // A trailers-only response (the handler answered with an error status) ends with its
+        // head: nothing to cut later. If a message was refused before it, the refusal's status
+        // is the answer, whatever status the handler made of it.
+        if response.headers.contains_key("grpc-status")
+            && let Some(cut) = until_body_ends.cut.take()
+            && let Some(trailers) = cut.take_cut()
+        {
+            for name in ["grpc-status", "grpc-message", "grpc-status-details-bin"] {
+                response.headers.remove(name);
+            }
+            for (name, value) in &trailers {
+                response.headers.insert(name, value.clone());
+            }
         }
         if let Some(settling) = &mut until_body_ends.settling {
             let counts = self.settled_counts.iter();

@@ -207,17 +207,25 @@ impl Rule {
         self
     }
 
-    /// Charges every inbound message of a gRPC call instead of the call (feature `grpc`): a
-    /// client-streaming or bidirectional call is checked as each message arrives, at the rule's
-    /// cost per message, and a refused message ends the call with `RESOURCE_EXHAUSTED` (its
-    /// `RetryInfo` and `QuotaFailure` as for a refused call). The service's handler reads the
-    /// refusal as the error of its inbound stream; whatever it does with it, the response ends
-    /// with the refusal's status. A pacing quota holds each message back for its delay.
+    /// Charges every inbound message of a gRPC call instead of the call (feature `grpc`): the
+    /// first message is paid when the call opens, with its other rules (so a call that opens
+    /// with nothing left is refused at once, and a call that sends no message still pays one);
+    /// each further message of a client-streaming or bidirectional call is checked as it
+    /// arrives, at the rule's cost per message, and a refused message ends the call with
+    /// `RESOURCE_EXHAUSTED` (its `RetryInfo` and `QuotaFailure` as for a refused call). The
+    /// service's handler reads the refusal as the error of its inbound stream; whatever it does
+    /// with it (swallows it, answers another status), the call ends with the refusal's status. A
+    /// pacing quota holds each message back for its delay. A call in progress keeps the rules it
+    /// opened with when the rule set is replaced.
     ///
-    /// A request that is not a gRPC call is one message. The layer reads the message framing
-    /// itself, so it needs a request body it can wrap: tonic's (`Server::builder().layer(..)`)
-    /// or axum's (a tonic service routed by axum); any other body makes the call answer
-    /// `INTERNAL`, logged as a misconfiguration, never a call let through uncounted.
+    /// Every request the rule matches is read as a stream of gRPC messages, whatever its
+    /// `content-type` says (tonic serves a method without looking at it, so a client could
+    /// otherwise label a call as something else and send unlimited messages): put per-message
+    /// rules on gRPC methods ([`RateLimitLayer::grpc`](crate::RateLimitLayer::grpc)). The layer
+    /// reads the framing itself, so it needs a request body it can wrap: tonic's
+    /// (`Server::builder().layer(..)`) or axum's (a tonic service routed by axum); any other
+    /// body makes the request answer `INTERNAL` (`500` to HTTP callers), logged as a
+    /// misconfiguration, never a call let through uncounted.
     ///
     /// Every message is counted exactly: [`settle`](Self::settle) and
     /// [`count_only_when`](Self::count_only_when) do not apply, refusals mid-call do not
