@@ -71,8 +71,8 @@ pub use tollgate_admin as admin;
 #[cfg(feature = "client")]
 pub use tollgate_client as client;
 
-/// The README's examples, compiled and run as doc tests (they use the `axum`, `redis`, `admin`
-/// and `client` features).
+/// The README's example, compiled as a doc test (it uses the `axum` feature; the guide's
+/// chapters are the `guide` module's).
 #[cfg(all(
     doctest,
     feature = "axum",
@@ -82,3 +82,74 @@ pub use tollgate_client as client;
 ))]
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
+
+/// The guide's chapters (`docs/guide/src`), compiled and run as doc tests: the guide is an
+/// mdBook for reading, and its code is tested here, against the workspace's crates, because
+/// `mdbook test` cannot link them. Its examples use every feature.
+#[cfg(all(
+    doctest,
+    feature = "axum",
+    feature = "redis",
+    feature = "config",
+    feature = "fleet",
+    feature = "metrics",
+    feature = "admin",
+    feature = "testing",
+    feature = "client",
+    feature = "grpc"
+))]
+pub mod guide {
+    #[doc = include_str!("../docs/guide/src/getting-started.md")]
+    pub struct GettingStarted;
+
+    #[doc = include_str!("../docs/guide/src/algorithms.md")]
+    pub struct Algorithms;
+
+    #[doc = include_str!("../docs/guide/src/keys.md")]
+    pub struct Keys;
+
+    #[doc = include_str!("../docs/guide/src/routes.md")]
+    pub struct Routes;
+
+    #[doc = include_str!("../docs/guide/src/refusals.md")]
+    pub struct Refusals;
+
+    #[doc = include_str!("../docs/guide/src/rule-files.md")]
+    pub struct RuleFiles;
+
+    #[doc = include_str!("../docs/guide/src/redis.md")]
+    pub struct Redis;
+
+    #[doc = include_str!("../docs/guide/src/failure-policies.md")]
+    pub struct FailurePolicies;
+
+    #[doc = include_str!("../docs/guide/src/fleet-modes.md")]
+    pub struct FleetModes;
+
+    #[doc = include_str!("../docs/guide/src/concurrency-and-cost.md")]
+    pub struct ConcurrencyAndCost;
+
+    #[doc = include_str!("../docs/guide/src/grpc.md")]
+    pub struct Grpc;
+
+    #[doc = include_str!("../docs/guide/src/admin.md")]
+    pub struct Admin;
+
+    #[doc = include_str!("../docs/guide/src/metrics.md")]
+    pub struct Metrics;
+
+    #[doc = include_str!("../docs/guide/src/client.md")]
+    pub struct Client;
+
+    #[doc = include_str!("../docs/guide/src/simulator.md")]
+    pub struct Simulator;
+
+    #[doc = include_str!("../docs/guide/src/testing.md")]
+    pub struct Testing;
+
+    #[doc = include_str!("../docs/guide/src/operating.md")]
+    pub struct Operating;
+
+    #[doc = include_str!("../docs/guide/src/design-choices.md")]
+    pub struct DesignChoices;
+}

@@ -1,4 +1,4 @@
-//! The facade re-exports what applications use, and the README's example runs.
+//! The facade re-exports what applications use, and the guide's first store example runs.
 
 use std::time::Duration;
 
@@ -6,7 +6,7 @@ use futures_executor::block_on;
 use tollgate::{Item, Key, MemoryStore, Quota, Rate, RefusalReason, RuleId, Store};
 
 #[test]
-fn the_readme_example_runs() {
+fn the_guides_store_example_runs() {
     let store = MemoryStore::new();
     let login = RuleId::new("login-per-account").unwrap();
     let quota = Quota::sliding_window_log(10, Duration::from_secs(15 * 60)).unwrap();

@@ -152,7 +152,7 @@ impl<'a> Attempts<'a> {
                     wait_ms = wait.as_millis() as u64,
                     "the host is cooling down: waiting before sending"
                 );
-                count("tollgate_client_cool_down_waits_total", None);
+                count(crate::metric_names::COOL_DOWN_WAITS, None);
                 Before::Wait(wait)
             }
         }
@@ -264,7 +264,7 @@ impl<'a> Attempts<'a> {
             retry = self.retries,
             "waiting before a retry"
         );
-        count("tollgate_client_retries_total", Some(status));
+        count(crate::metric_names::RETRIES, Some(status));
         After::Retry(wait)
     }
 
@@ -277,7 +277,7 @@ impl<'a> Attempts<'a> {
             "not retried: the answer is returned as it is"
         );
         #[cfg(feature = "metrics")]
-        metrics::counter!("tollgate_client_gave_up_total", "reason" => why.as_str()).increment(1);
+        metrics::counter!(crate::metric_names::GAVE_UP, "reason" => why.as_str()).increment(1);
         After::Done
     }
 }

@@ -80,6 +80,7 @@ mod error;
 #[cfg(feature = "grpc")]
 mod grpc;
 mod hint;
+pub mod metric_names;
 #[cfg(feature = "reqwest")]
 mod middleware;
 mod policy;

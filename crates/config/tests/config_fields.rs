@@ -503,9 +503,8 @@ fn rules_written_back_as_toml_load_again_to_the_same_rules() {
 }
 
 #[test]
-fn the_readme_rule_file_is_valid() {
-    let readme = include_str!("../../../README.md");
-    let section = &readme[readme.find("## Rules as data").expect("the section")..];
+fn the_guides_rule_file_is_valid() {
+    let section = include_str!("../../../docs/guide/src/rule-files.md");
     let start = section.find("```toml\n").expect("a toml block") + "```toml\n".len();
     let text = &section[start..start + section[start..].find("```").expect("its end")];
     let file = parse(text);

@@ -82,6 +82,30 @@ pub const FLEET_UNSYNCED_UNITS: &str = "tollgate_fleet_unsynced_units";
 /// Synced rules counted exactly because the fleet syncing them is too large for their limit.
 pub const FLEET_RULES_COUNTED_EXACTLY: &str = "tollgate_fleet_rules_counted_exactly";
 
+/// Every name above, for dashboards and alerts that must name exactly what is recorded.
+pub const NAMES: &[&str] = &[
+    CHECKS,
+    NEAR_LIMIT,
+    IN_FLIGHT,
+    STORE_ERRORS,
+    STORE_SECONDS,
+    FALLBACK_ACTIVE,
+    FALLBACK_DECISIONS,
+    BREAKER_OPEN,
+    NODE_BREAKER_OPEN,
+    CONFIG_LOADS,
+    MEMORY_KEYS,
+    MEMORY_LOSSY_EVICTIONS,
+    BLOCKED_KEYS,
+    BLOCKED_REFUSED_LOCALLY,
+    FLEET_DECIDED_LOCALLY,
+    FLEET_STORE_CALLS,
+    FLEET_LEASES_RETURNED,
+    FLEET_FAILED_PUSHES,
+    FLEET_UNSYNCED_UNITS,
+    FLEET_RULES_COUNTED_EXACTLY,
+];
+
 /// Whether an allowed check that left `remaining` of `limit` was near the limit (below 20 %).
 pub fn is_near_limit(remaining: u64, limit: u64) -> bool {
     u128::from(remaining) * 5 < u128::from(limit)

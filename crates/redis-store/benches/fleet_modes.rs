@@ -1,7 +1,7 @@
 //! A hot partner key counted exactly, by leases and by local-then-sync, as a user runs it: G
 //! gateways (1, 4 and 10), each a `FleetStore` over its own `RedisStore` connection to one
 //! `redis-server` (started by the bench on a free loopback port, stopped at the end), each
-//! ticking every 50 ms; T tasks per gateway (default 50) check the README's `partner-api` key (a
+//! ticking every 50 ms; T tasks per gateway (default 50) check the guide's `partner-api` key (a
 //! token bucket of 200, refilled 200 a second) until the run ends (default 1.5 s), on a
 //! multi-thread runtime, each check followed only by a yield, as a connection task reading its
 //! next request. Per mode and G, next to the exact limiter flooded with the same checks at the

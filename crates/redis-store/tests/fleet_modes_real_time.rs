@@ -2,7 +2,7 @@
 //! tasks on one hot key for a second of real time on a real `redis-server`, beside the exact
 //! limiter; store calls counted by Redis itself.
 //!
-//! Each shape asserts what the README's table of fleet modes states: the admitted count within
+//! Each shape asserts what the guide's table of fleet modes (`docs/guide/src/fleet-modes.md`) states: the admitted count within
 //! [exact − under-bound, exact + over-bound] and the store calls within the stated rate.
 
 mod common;
@@ -26,7 +26,7 @@ fn run(gateways: usize, quota: Quota, counting: Counting) -> Outcome {
     fleet_flood::run(gateways, TASKS, quota, counting, RUN)
 }
 
-/// The README's `partner-api` rule: a bucket of 200 refilled 200 a second, leased 20 units at a
+/// The guide's `partner-api` rule: a bucket of 200 refilled 200 a second, leased 20 units at a
 /// time, topped up every 100 ms, leases living at most a second.
 fn partner_lease() -> LeaseSettings {
     LeaseSettings::new()

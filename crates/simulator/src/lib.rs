@@ -21,7 +21,7 @@
 //! ```
 //!
 //! The command line (`tollgate-sim`) runs every scenario against every policy and writes a
-//! table, a CSV and one SVG chart a scenario; see the README's "Choosing numbers".
+//! table, a CSV and one SVG chart a scenario; see the guide's "Choosing numbers" (`docs/guide/src/simulator.md`).
 
 mod addresses;
 mod error;

@@ -1,0 +1,54 @@
+//! The Grafana dashboard the guide ships (`docs/guide/dashboard.json`) names exactly the metrics
+//! tollgate records: every series it queries is one of them, and every one of them is on it.
+
+use std::collections::BTreeSet;
+
+const DASHBOARD: &str = include_str!("../docs/guide/dashboard.json");
+
+/// The metric names in a PromQL expression (a histogram's series read through its `_bucket`).
+fn names_in(expr: &str) -> Vec<String> {
+    let mut names = Vec::new();
+    let mut rest = expr;
+    while let Some(at) = rest.find("tollgate_") {
+        let name: String = rest[at..]
+            .chars()
+            .take_while(|c| c.is_ascii_lowercase() || *c == '_')
+            .collect();
+        rest = &rest[at + name.len()..];
+        names.push(name.strip_suffix("_bucket").unwrap_or(&name).to_owned());
+    }
+    names
+}
+
+#[test]
+fn the_dashboard_queries_every_metric_tollgate_records_and_no_other() {
+    let dashboard: serde_json::Value = serde_json::from_str(DASHBOARD).expect("valid JSON");
+    let panels = dashboard["panels"].as_array().expect("panels");
+    assert!(!panels.is_empty());
+    let mut queried = BTreeSet::new();
+    for panel in panels {
+        let targets = panel["targets"].as_array().expect("each panel has targets");
+        assert!(!targets.is_empty(), "{}", panel["title"]);
+        for target in targets {
+            let expr = target["expr"].as_str().expect("a PromQL expression");
+            let names = names_in(expr);
+            assert!(!names.is_empty(), "{expr}");
+            queried.extend(names);
+        }
+    }
+    let recorded: BTreeSet<String> = tollgate::core::metrics::NAMES
+        .iter()
+        .chain(tollgate::client::metric_names::NAMES)
+        .map(|name| (*name).to_owned())
+        .collect();
+    let unknown: Vec<_> = queried.difference(&recorded).collect();
+    assert!(
+        unknown.is_empty(),
+        "the dashboard queries names tollgate never records: {unknown:?}"
+    );
+    let missing: Vec<_> = recorded.difference(&queried).collect();
+    assert!(
+        missing.is_empty(),
+        "recorded but not on the dashboard: {missing:?}"
+    );
+}
