@@ -30,6 +30,10 @@
 //! assert!(!block_on(store.check(&[item]))?.is_allowed());
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+//!
+//! The guide's chapter *Getting started* (`docs/guide/src/getting-started.md`) in the repository
+//! shows it at work, task by task.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub use tollgate_core as core;
 pub use tollgate_core::{

@@ -59,6 +59,10 @@
 //! # let _ = app;
 //! # Ok(()) }
 //! ```
+//!
+//! The guide's chapter *The admin API and the status page* (`docs/guide/src/admin.md`) in the
+//! repository shows it at work, task by task.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod auth;
 mod changes;

@@ -23,6 +23,10 @@
 //! The example `examples/chirp_limits.rs` (run with `cargo run --features axum --example chirp_limits`)
 //! has a follow endpoint, a login endpoint (per target account, failing closed) and an SMS-code
 //! endpoint (per phone number, failing closed, plus a global cap).
+//!
+//! The guide's chapter *Routes and typed limits* (`docs/guide/src/routes.md`) in the repository
+//! shows it at work, task by task.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod charge;
 mod limit;

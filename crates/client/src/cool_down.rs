@@ -15,9 +15,9 @@ pub const DEFAULT_MAX_ENTRIES: usize = 4_096;
 /// What waits are in force for a client's requests, shared by its clones.
 ///
 /// A host that said "wait 30 s" (a 429 or 503 with `Retry-After`) holds every request to that
-/// host until then ([`host`](Self::host)); a response saying a policy has nothing left
+/// host until then ([`hold_host`](Self::hold_host)); a response saying a policy has nothing left
 /// (`RateLimit: "p";r=0;t=N`) holds later requests with the same method and path on that host
-/// for N seconds ([`route`](Self::route)) — a client cannot know which other paths a policy
+/// for N seconds ([`hold_route`](Self::hold_route)) — a client cannot know which other paths a policy
 /// covers.
 ///
 /// ```

@@ -73,6 +73,10 @@
 //!
 //! * `reqwest` — [`RetryAfterMiddleware`] for `reqwest-middleware`.
 //! * `metrics` — counters through the `metrics` facade.
+//!
+//! The guide's chapter *The client side* (`docs/guide/src/client.md`) in the repository shows it at
+//! work, task by task.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod attempts;
 mod cool_down;

@@ -37,6 +37,10 @@
 //! never half-replaces good rules: hand the
 //! result to [`LayerHandle::replace_rules`](tollgate_tower::LayerHandle::replace_rules) only when
 //! it is `Ok`. [`RuleWatcher`] does that for a file on disk, on every change.
+//!
+//! The guide's chapter *Rule files and live changes* (`docs/guide/src/rule-files.md`) in the
+//! repository shows it at work, task by task.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod counting;
 mod edit;

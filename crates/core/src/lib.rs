@@ -52,6 +52,10 @@
 //!   store runs.
 //! * `store-kit` — the `store_kit` module, for crates that implement [`Store`] on another
 //!   backend: the only way outside this crate to report a charge. Applications never need it.
+//!
+//! The guide's chapters *Choosing an algorithm* (`docs/guide/src/algorithms.md`) and *Testing your
+//! own limits* (`docs/guide/src/testing.md`) in the repository show it at work, task by task.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod algorithm;
 mod blocked;

@@ -75,6 +75,10 @@
 //! println!("published version {version}");
 //! # Ok(()) }
 //! ```
+//!
+//! The guide's chapter *Fleet modes* (`docs/guide/src/fleet-modes.md`) in the repository shows it
+//! at work, task by task.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod document;
 mod follow;

@@ -25,6 +25,10 @@
 //! is answered `500` and the cause is logged at `error` (at most once a minute per rule), unless
 //! the rule opts into skipping with `MissingKey::SkipAlways`.
 //! Extractors say so through [`KeyExtractor::misconfiguration`].
+//!
+//! The guide's chapter *Who to count* (`docs/guide/src/keys.md`) in the repository shows it at
+//! work, task by task.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod client_ip;
 mod endpoint;

@@ -142,6 +142,11 @@
 //! Feature `testing` adds [`RedisStoreBuilder::test_clock`]: the script takes "now" from a
 //! manual clock instead of `TIME`, so the whole conformance suite runs against real servers
 //! without sleeping.
+//!
+//! The guide's chapters *Redis and Redis Cluster* (`docs/guide/src/redis.md`) and *Failure
+//! policies* (`docs/guide/src/failure-policies.md`) in the repository show it at work, task by
+//! task.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod builder;
 mod connecting;

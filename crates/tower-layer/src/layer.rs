@@ -22,7 +22,7 @@ use crate::{PathPattern, PathPatternError, QuotaRegistry, RateLimit, Refused, Ru
 ///
 /// Clones of the layer, and every service it makes (axum clones services freely), share one
 /// store and one rule set, so cloning never multiplies a limit. Rules can be replaced at runtime
-/// with [`replace_rules`](RateLimitLayer::replace_rules), for every service made from this layer
+/// with [`replace_rules`](crate::LayerHandle::replace_rules) on its [`handle`](RateLimitLayer::handle), for every service made from this layer
 /// value. Builder methods that add rules give the layer a rule set of its own, so a base layer
 /// can be cloned and extended per route (`base.clone().rule(login)`) without the extensions
 /// leaking into the base or into each other; the store is still shared.

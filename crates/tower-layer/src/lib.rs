@@ -124,6 +124,10 @@
 //! }
 //! # }
 //! ```
+//!
+//! The guide's chapters *Routes and typed limits* (`docs/guide/src/routes.md`) and *Refusals and
+//! headers* (`docs/guide/src/refusals.md`) in the repository show it at work, task by task.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 #[cfg(feature = "grpc")]
 mod grpc;

@@ -7,7 +7,7 @@
 //! | [sliding window counter](sliding_window_counter) | window start, length, two counts | 2 × limit − 1 in one rolling window (the estimate's blind spot); about the limit for spread-out traffic | estimate | "N in any rolling day" |
 //! | [sliding window log](sliding_window_log) | one entry per charge | the limit, in any rolling window | exact | small, strict limits |
 //! | [leaky bucket](leaky_bucket) | one timestamp + its interval | 1 + t / T starts in any span t (one per emission interval T) | exact | pacing calls to a provider |
-//! | [concurrency](concurrency) | slots held | the limit, running at once | exact | slow, expensive requests |
+//! | [concurrency] | slots held | the limit, running at once | exact | slow, expensive requests |
 //!
 //! Every store evaluates the same functions (the Redis store in Lua, over the same integers), so
 //! a rule decides the same wherever its state lives. Time is whole microseconds since the Unix

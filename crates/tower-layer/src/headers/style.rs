@@ -11,8 +11,8 @@ use crate::headers::report::PolicyReport;
 /// `RateLimit-Policy` fields only; the legacy `X-RateLimit-*` fields are off unless asked for.
 ///
 /// `Retry-After` is not governed by this: a refusal that a retry can cure always carries it,
-/// because HTTP clients and proxies rely on it (see
-/// [`refusal_retry_after_secs`](crate::headers::refusal_retry_after_secs)).
+/// because HTTP clients and proxies rely on it: the decision's wait in whole seconds, rounded
+/// up ([`Decision::retry_after_secs`](tollgate_core::Decision::retry_after_secs)).
 ///
 /// ```
 /// use std::time::Duration;

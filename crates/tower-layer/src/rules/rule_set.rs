@@ -32,7 +32,7 @@ struct Route {
 }
 
 /// Every rule a layer knows: rules for every request, and route rows. Swappable at runtime
-/// through [`RateLimitLayer::replace_rules`](crate::RateLimitLayer::replace_rules).
+/// through [`LayerHandle::replace_rules`](crate::LayerHandle::replace_rules).
 #[derive(Debug, Clone, Default)]
 pub struct RuleSet {
     everywhere: Vec<Rule>,
