@@ -1,23 +1,36 @@
 //! The Grafana dashboard the guide ships (`docs/guide/dashboard.json`) names exactly the metrics
-//! tollgate records: every series it queries is one of them, and every one of them is on it.
+//! tollgate records: every series it queries is one of them, and every one of them is on it. Every
+//! metric the guide's chapters name (their alerts, their examples) is one tollgate records.
 
 use std::collections::BTreeSet;
 
 const DASHBOARD: &str = include_str!("../docs/guide/dashboard.json");
 
-/// The metric names in a PromQL expression (a histogram's series read through its `_bucket`).
-fn names_in(expr: &str) -> Vec<String> {
+/// The metric names in a PromQL expression or a chapter's text (a histogram's series read
+/// through its `_bucket`); a Rust path such as `tollgate_core::metrics` is not one.
+fn names_in(text: &str) -> Vec<String> {
     let mut names = Vec::new();
-    let mut rest = expr;
+    let mut rest = text;
     while let Some(at) = rest.find("tollgate_") {
         let name: String = rest[at..]
             .chars()
             .take_while(|c| c.is_ascii_lowercase() || *c == '_')
             .collect();
         rest = &rest[at + name.len()..];
-        names.push(name.strip_suffix("_bucket").unwrap_or(&name).to_owned());
+        if !rest.starts_with("::") {
+            names.push(name.strip_suffix("_bucket").unwrap_or(&name).to_owned());
+        }
     }
     names
+}
+
+/// Every name tollgate records.
+fn recorded() -> BTreeSet<String> {
+    tollgate::core::metrics::NAMES
+        .iter()
+        .chain(tollgate::client::metric_names::NAMES)
+        .map(|name| (*name).to_owned())
+        .collect()
 }
 
 #[test]
@@ -36,11 +49,7 @@ fn the_dashboard_queries_every_metric_tollgate_records_and_no_other() {
             queried.extend(names);
         }
     }
-    let recorded: BTreeSet<String> = tollgate::core::metrics::NAMES
-        .iter()
-        .chain(tollgate::client::metric_names::NAMES)
-        .map(|name| (*name).to_owned())
-        .collect();
+    let recorded = recorded();
     let unknown: Vec<_> = queried.difference(&recorded).collect();
     assert!(
         unknown.is_empty(),
@@ -50,5 +59,28 @@ fn the_dashboard_queries_every_metric_tollgate_records_and_no_other() {
     assert!(
         missing.is_empty(),
         "recorded but not on the dashboard: {missing:?}"
+    );
+}
+
+#[test]
+fn every_metric_the_guide_names_is_one_tollgate_records() {
+    let chapters = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/guide/src");
+    let recorded = recorded();
+    let mut named = 0;
+    for entry in std::fs::read_dir(&chapters).expect("the guide's chapters") {
+        let path = entry.expect("a chapter").path();
+        let text = std::fs::read_to_string(&path).expect("readable");
+        for name in names_in(&text) {
+            named += 1;
+            assert!(
+                recorded.contains(&name),
+                "{} names {name}, which tollgate never records",
+                path.display()
+            );
+        }
+    }
+    assert!(
+        named > 10,
+        "the guide names the metrics it explains ({named} found)"
     );
 }
