@@ -73,6 +73,7 @@ mod session;
 mod state;
 mod token;
 mod views;
+pub mod words;
 
 use std::sync::Arc;
 
