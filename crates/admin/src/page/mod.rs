@@ -2,6 +2,7 @@
 //! itself, and its login.
 
 pub(crate) mod login;
+mod quota_cell;
 mod render;
 
 pub(crate) use self::login::{log_in, log_out, login, login_form};

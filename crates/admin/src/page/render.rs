@@ -3,6 +3,7 @@
 use maud::{DOCTYPE, Markup, PreEscaped, html};
 use tollgate_core::RuleId;
 
+use super::quota_cell::QuotaCell;
 use crate::report::{health_of, top_refused};
 use crate::state::State;
 use crate::views::{CountsView, RuleView, TopView};
@@ -29,6 +30,10 @@ dt { color: #6e6e73; } dd { margin: 0; }
 ol { margin: 0; padding-left: 1.2rem; }
 .refused { color: #8a1c17; } .muted { color: #6e6e73; }
 .sparkline { background: #f2f2f7; vertical-align: middle; }
+.words { font-weight: 600; }
+ul.overrides { margin: .3rem 0 0; padding-left: 1.1rem; }
+details.toml summary { color: #6e6e73; cursor: pointer; font-size: 12px; margin-top: .3rem; }
+details.toml pre { background: #f2f2f7; padding: .4rem; margin: .3rem 0 0; }
 .login { max-width: 22rem; margin: 4rem auto; background: white; padding: 1.5rem; border-radius: .6rem; }
 .login input { display: block; width: 100%; margin: .4rem 0 .8rem; padding: .4rem; box-sizing: border-box; }
 .problem { color: #8a1c17; }
@@ -38,6 +43,7 @@ ol { margin: 0; padding-left: 1.2rem; }
 pub(crate) async fn render(state: &State, base: &str) -> Markup {
     let health = health_of(state).await;
     let rules = state.rules_view();
+    let in_force = state.layer.rules();
     let mut rows = Vec::with_capacity(rules.rules.len());
     for rule in &rules.rules {
         let id = RuleId::new(&rule.id).ok();
@@ -46,8 +52,14 @@ pub(crate) async fn render(state: &State, base: &str) -> Markup {
             Some(id) => top_refused(state, id, TOP_SHOWN).await,
             None => None,
         };
+        // The view lists the first rule of each id, as `find` does.
+        let quota = in_force
+            .rules()
+            .find(|found| found.id().as_str() == rule.id)
+            .map(|found| QuotaCell::of(state, found));
         rows.push(row(
             rule,
+            quota.as_ref(),
             stats.map(|stats| stats.per_minute.into_iter().map(CountsView::from).collect()),
             top,
         ));
@@ -119,7 +131,12 @@ pub(crate) async fn render(state: &State, base: &str) -> Markup {
     }
 }
 
-fn row(rule: &RuleView, per_minute: Option<Vec<CountsView>>, top: Option<TopView>) -> Markup {
+fn row(
+    rule: &RuleView,
+    quota: Option<&QuotaCell>,
+    per_minute: Option<Vec<CountsView>>,
+    top: Option<TopView>,
+) -> Markup {
     let last_five = per_minute.as_ref().map(|minutes| {
         minutes
             .iter()
@@ -137,7 +154,13 @@ fn row(rule: &RuleView, per_minute: Option<Vec<CountsView>>, top: Option<TopView
         tr id={ "rule-" (rule.id) } {
             td { code { (rule.id) } }
             td { (rule.source) }
-            td { code { (rule.quota) } }
+            td.quota {
+                @match quota {
+                    Some(quota) => (quota.render()),
+                    // Replaced between reading the view and the rules: the next refresh has it.
+                    None => code { (rule.quota) },
+                }
+            }
             td { (rule.mode) }
             td { (rule.on_store_failure) }
             td { @if let Some(minutes) = &per_minute { (sparkline(minutes)) } }
