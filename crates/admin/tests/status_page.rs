@@ -1,7 +1,7 @@
 //! The status page in a real headless browser: Debian's `chromium`, driven through
 //! `chromedriver` (both installed by `scripts/test`). Logs in with a token, reads the rendered
-//! page — every quota in words — saves a screenshot, logs out, and opens the page again with
-//! HTTP Basic.
+//! page — every quota in words, each rule's chart with its axes and limit line — saves a
+//! screenshot, logs out, and opens the page again with HTTP Basic.
 
 mod common;
 
@@ -313,11 +313,7 @@ async fn the_status_page_in_headless_chromium() {
     assert_eq!(callers.len(), 1);
     assert!(callers[0].text().await.expect("text").ends_with(" 2"));
     quotas_in_words(&client, &gateway).await;
-    let bars = client
-        .find_all(Locator::Css("#rule-reads svg.sparkline rect"))
-        .await
-        .expect("bars");
-    assert_eq!(bars.len(), 120, "sixty minutes, two bars each");
+    charts(&client).await;
     assert_eq!(
         client
             .find(Locator::Id("status"))
@@ -465,5 +461,125 @@ async fn quotas_in_words(client: &Client, gateway: &Gateway) {
         "window = \"1h\"",
     ] {
         assert!(text.contains(field), "{field:?} not in {text:?}");
+    }
+}
+
+/// Each rule's chart: labelled axes, a legend, the limit line where it bounds a minute (and
+/// why not where it does not), a bar a minute.
+async fn charts(client: &Client) {
+    let figures = client
+        .find_all(Locator::Css("#rules figure.chart svg"))
+        .await
+        .expect("charts");
+    assert_eq!(figures.len(), WORDS.len(), "a chart for every rule");
+    for (rule, _) in WORDS {
+        let chart = format!("#rule-{rule} figure.chart svg");
+        let mut titles = Vec::new();
+        for title in client
+            .find_all(Locator::Css(&format!("{chart} .axis-title")))
+            .await
+            .expect("axis titles")
+        {
+            titles.push(title.text().await.expect("text"));
+        }
+        assert_eq!(
+            titles,
+            ["minutes ago", "requests per minute"],
+            "rule {rule}"
+        );
+        let minutes = client
+            .find_all(Locator::Css(&format!("{chart} g.minute")))
+            .await
+            .expect("minutes");
+        assert_eq!(minutes.len(), 60, "a bar a minute for the last hour");
+        let legend = client
+            .find(Locator::Css(&format!("{chart} g.legend")))
+            .await
+            .expect("a legend")
+            .text()
+            .await
+            .expect("text");
+        assert!(
+            legend.contains("allowed") && legend.contains("refused"),
+            "{legend:?}"
+        );
+    }
+
+    // posts: 2 in any minute, a line at 2, over the two allowed and one refused.
+    let posts = client
+        .find(Locator::Css("#rule-posts figure.chart svg"))
+        .await
+        .expect("the posts chart");
+    let summary = posts
+        .attr("aria-label")
+        .await
+        .expect("label")
+        .unwrap_or_default();
+    assert!(
+        summary.contains("2 allowed, 1 refused; limit 2 a minute per caller"),
+        "{summary:?}"
+    );
+    let line = client
+        .find(Locator::Css("#rule-posts figure.chart line.limit"))
+        .await
+        .expect("the limit line");
+    // (WebDriver's "displayed" wants an area, which a horizontal line has not: its box is it.)
+    let (_, line_y, line_width, _) = line.rectangle().await.expect("where");
+    assert!(line_width > 300.0, "across the chart: {line_width}");
+    let (_, chart_y, _, chart_height) = posts.rectangle().await.expect("where");
+    assert!(
+        chart_y < line_y && line_y < chart_y + chart_height,
+        "the line {line_y} inside the chart {chart_y}+{chart_height}"
+    );
+    assert_eq!(
+        client
+            .find(Locator::Css("#rule-posts text.limit-label"))
+            .await
+            .expect("the line's label")
+            .text()
+            .await
+            .expect("text"),
+        "limit: 2 a minute per caller"
+    );
+    let feed = client
+        .find(Locator::Css("#rule-feed text.limit-label"))
+        .await
+        .expect("the feed's line label")
+        .text()
+        .await
+        .expect("text");
+    assert_eq!(feed, "limit: 600 a minute per caller");
+
+    let partners = client
+        .find(Locator::Css("#rule-partners figcaption"))
+        .await
+        .expect("a note on the overrides")
+        .text()
+        .await
+        .expect("text");
+    assert!(partners.contains("the rule's own quota"), "{partners:?}");
+
+    // No line where the limit bounds no minute, and the chart says why.
+    for (rule, why) in [
+        ("reads", "counts over an hour"),
+        ("logins", "counts over 15 minutes"),
+        ("exports", "in flight"),
+    ] {
+        assert!(
+            client
+                .find_all(Locator::Css(&format!("#rule-{rule} line.limit")))
+                .await
+                .expect("lines")
+                .is_empty(),
+            "no line for {rule}"
+        );
+        let caption = client
+            .find(Locator::Css(&format!("#rule-{rule} figcaption")))
+            .await
+            .expect("why no line")
+            .text()
+            .await
+            .expect("text");
+        assert!(caption.contains(why), "{rule}: {caption:?}");
     }
 }

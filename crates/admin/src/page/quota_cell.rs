@@ -57,6 +57,11 @@ impl QuotaCell {
         }
     }
 
+    /// Whether some callers have quotas of their own.
+    pub(crate) fn has_overrides(&self) -> bool {
+        !self.overrides.is_empty()
+    }
+
     /// The column's content.
     pub(crate) fn render(&self) -> Markup {
         html! {
