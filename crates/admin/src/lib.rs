@@ -77,6 +77,7 @@ mod session;
 mod state;
 mod token;
 mod views;
+pub mod words;
 
 use std::sync::Arc;
 

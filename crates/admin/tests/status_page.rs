@@ -1,16 +1,106 @@
 //! The status page in a real headless browser: Debian's `chromium`, driven through
 //! `chromedriver` (both installed by `scripts/test`). Logs in with a token, reads the rendered
-//! page, saves a screenshot, logs out, and opens the page again with HTTP Basic.
+//! page — every quota in words, each rule's chart with its axes and limit line — saves a
+//! screenshot, logs out, and opens the page again with HTTP Basic.
 
 mod common;
 
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{DEPLOY, Gateway, ONCALL, RULES, gateway_with};
+use common::{DEPLOY, Gateway, ONCALL, gateway_with};
 use fantoccini::{Client, ClientBuilder, Locator};
 use reqwest::Method;
 use tollgate_admin::{Admin, AdminToken};
+use tollgate_core::Key;
+
+/// A rule of every algorithm, and one with a plan's and a partner's quotas: `reads` (GET) and
+/// `posts` (POST) on `/hello`, where the test sends traffic; the rest on paths never asked.
+const RULES: &str = r#"
+[[rule]]
+id = "reads"
+match = { method = "GET", path = "/hello" }
+algorithm = "fixed_window"
+limit = 3
+window = "1h"
+key = "peer_ip"
+
+[[rule]]
+id = "posts"
+match = { method = "POST", path = "/hello" }
+algorithm = "sliding_window_log"
+limit = 2
+window = "1m"
+key = "peer_ip"
+
+[[rule]]
+id = "feed"
+match = { method = "GET", path = "/feed" }
+algorithm = "token_bucket"
+capacity = 50
+refill = { amount = 10, per = "1s" }
+key = "peer_ip"
+
+[[rule]]
+id = "logins"
+match = { method = "POST", path = "/login-attempts" }
+algorithm = "sliding_window_log"
+limit = 10
+window = "15m"
+key = "peer_ip"
+
+[[rule]]
+id = "follows"
+match = { method = "POST", path = "/follows" }
+algorithm = "sliding_window_counter"
+limit = 400
+window = "1d"
+key = "peer_ip"
+
+[[rule]]
+id = "exports"
+match = { method = "GET", path = "/exports" }
+algorithm = "concurrency"
+limit = 2
+key = "peer_ip"
+
+[[rule]]
+id = "uploads"
+match = { method = "POST", path = "/uploads" }
+algorithm = "pacing"
+rate = { amount = 10, per = "1s" }
+max_delay = "2s"
+key = "peer_ip"
+
+[[rule]]
+id = "partners"
+match = { path = "/partner/{*rest}" }
+algorithm = "token_bucket"
+capacity = 200
+refill = { amount = 200, per = "1s" }
+key = { header = "x-api-key" }
+overrides = { "partner-acme" = "500/s" }
+plan = { header = "x-plan" }
+plans = { pro = "1000/1s" }
+"#;
+
+/// What the page says of each rule's quota.
+const WORDS: [(&str, &str); 8] = [
+    ("reads", "3 an hour, fixed window"),
+    ("posts", "2 in any minute, sliding window log"),
+    ("feed", "bursts of 50, then 10 a second (token bucket)"),
+    ("logins", "10 in any 15 minutes, sliding window log"),
+    ("follows", "about 400 in any day, sliding window counter"),
+    ("exports", "2 at once (concurrency)"),
+    (
+        "uploads",
+        "10 a second, paced, waiting at most 2 s (leaky bucket)",
+    ),
+    (
+        "partners",
+        "bursts of 200, then 200 a second (token bucket)",
+    ),
+];
 
 const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
 const CHROMIUM: &str = "/usr/bin/chromium";
@@ -121,9 +211,19 @@ async fn the_status_page_in_headless_chromium() {
     .await;
     let url = gateway.url.clone();
 
-    // Traffic: three allowed, two refused; wait until the refusals are counted.
+    // Traffic: three reads allowed, two refused; two posts allowed, one refused. Wait until
+    // the refusals are counted.
     for _ in 0..5 {
         gateway.hello().await;
+    }
+    for expected in [200, 200, 429] {
+        let posted = gateway
+            .client
+            .post(format!("{url}/hello"))
+            .send()
+            .await
+            .expect("post");
+        assert_eq!(posted.status(), expected);
     }
     for _ in 0..500 {
         let (_, stats) = Gateway::json(gateway.admin(Method::GET, "/v1/rules/reads/stats")).await;
@@ -199,28 +299,21 @@ async fn the_status_page_in_headless_chromium() {
         .text()
         .await
         .expect("text");
-    for words in [
-        "reads",
-        "file",
-        "limit = 3",
-        "enforce",
-        "open",
-        "3 allowed",
-        "2 refused",
-    ] {
+    for words in ["reads", "file", "enforce", "open", "3 allowed", "2 refused"] {
         assert!(reads.contains(words), "{words:?} not in {reads:?}");
     }
+    assert!(
+        !reads.contains("limit = 3"),
+        "the rule file's text waits behind its disclosure: {reads:?}"
+    );
     let callers = client
         .find_all(Locator::Css("#rule-reads ol.top li"))
         .await
         .expect("callers");
     assert_eq!(callers.len(), 1);
     assert!(callers[0].text().await.expect("text").ends_with(" 2"));
-    let bars = client
-        .find_all(Locator::Css("#rule-reads svg.sparkline rect"))
-        .await
-        .expect("bars");
-    assert_eq!(bars.len(), 120, "sixty minutes, two bars each");
+    quotas_in_words(&client, &gateway).await;
+    charts(&client).await;
     assert_eq!(
         client
             .find(Locator::Id("status"))
@@ -310,4 +403,183 @@ async fn the_status_page_in_headless_chromium() {
 
     client.close().await.expect("close the browser");
     drop(driver);
+}
+
+/// Every rule's quota in words, the overrides too; the rule file's text behind a disclosure.
+async fn quotas_in_words(client: &Client, gateway: &Gateway) {
+    for (rule, expected) in WORDS {
+        let words = client
+            .find(Locator::Css(&format!("#rule-{rule} td.quota .words")))
+            .await
+            .unwrap_or_else(|_| panic!("{rule}'s quota in words"))
+            .text()
+            .await
+            .expect("text");
+        assert_eq!(words, expected, "rule {rule}");
+    }
+    let mut overrides = Vec::new();
+    for entry in client
+        .find_all(Locator::Css("#rule-partners ul.overrides li"))
+        .await
+        .expect("the overrides")
+    {
+        overrides.push(entry.text().await.expect("text"));
+    }
+    // The partner's key as the page shows every caller: a fingerprint.
+    let partner = gateway
+        .layer
+        .handle()
+        .key_logging()
+        .show(&Key::new("partner-acme"));
+    assert_eq!(
+        overrides,
+        [
+            "plan pro: bursts of 1,000, then 1,000 a second (token bucket)".to_owned(),
+            format!("caller {partner}: bursts of 500, then 500 a second (token bucket)"),
+        ]
+    );
+    assert!(!overrides[1].contains("partner-acme"));
+
+    let toml = client
+        .find(Locator::Css("#rule-reads details.toml pre"))
+        .await
+        .expect("the rule file's text");
+    assert!(!toml.is_displayed().await.expect("displayed"), "closed");
+    client
+        .find(Locator::Css("#rule-reads details.toml summary"))
+        .await
+        .expect("the disclosure")
+        .click()
+        .await
+        .expect("open it");
+    assert!(toml.is_displayed().await.expect("displayed"), "open");
+    let text = toml.text().await.expect("text");
+    for field in [
+        "id = \"reads\"",
+        "algorithm = \"fixed_window\"",
+        "limit = 3",
+        "window = \"1h\"",
+    ] {
+        assert!(text.contains(field), "{field:?} not in {text:?}");
+    }
+}
+
+/// Each rule's chart: labelled axes, a legend, the limit line where it bounds a minute (and
+/// why not where it does not), a bar a minute.
+async fn charts(client: &Client) {
+    let figures = client
+        .find_all(Locator::Css("#rules figure.chart svg"))
+        .await
+        .expect("charts");
+    assert_eq!(figures.len(), WORDS.len(), "a chart for every rule");
+    for (rule, _) in WORDS {
+        let chart = format!("#rule-{rule} figure.chart svg");
+        let mut titles = Vec::new();
+        for title in client
+            .find_all(Locator::Css(&format!("{chart} .axis-title")))
+            .await
+            .expect("axis titles")
+        {
+            titles.push(title.text().await.expect("text"));
+        }
+        assert_eq!(
+            titles,
+            ["minutes ago", "requests per minute"],
+            "rule {rule}"
+        );
+        let minutes = client
+            .find_all(Locator::Css(&format!("{chart} g.minute")))
+            .await
+            .expect("minutes");
+        assert_eq!(minutes.len(), 60, "a bar a minute for the last hour");
+        let legend = client
+            .find(Locator::Css(&format!("{chart} g.legend")))
+            .await
+            .expect("a legend")
+            .text()
+            .await
+            .expect("text");
+        assert!(
+            legend.contains("allowed") && legend.contains("refused"),
+            "{legend:?}"
+        );
+    }
+
+    // posts: 2 in any minute, a line at 2, over the two allowed and one refused.
+    let posts = client
+        .find(Locator::Css("#rule-posts figure.chart svg"))
+        .await
+        .expect("the posts chart");
+    let summary = posts
+        .attr("aria-label")
+        .await
+        .expect("label")
+        .unwrap_or_default();
+    assert!(
+        summary.contains("2 allowed, 1 refused; limit 2 a minute per caller"),
+        "{summary:?}"
+    );
+    let line = client
+        .find(Locator::Css("#rule-posts figure.chart line.limit"))
+        .await
+        .expect("the limit line");
+    // (WebDriver's "displayed" wants an area, which a horizontal line has not: its box is it.)
+    let (_, line_y, line_width, _) = line.rectangle().await.expect("where");
+    assert!(line_width > 300.0, "across the chart: {line_width}");
+    let (_, chart_y, _, chart_height) = posts.rectangle().await.expect("where");
+    assert!(
+        chart_y < line_y && line_y < chart_y + chart_height,
+        "the line {line_y} inside the chart {chart_y}+{chart_height}"
+    );
+    assert_eq!(
+        client
+            .find(Locator::Css("#rule-posts text.limit-label"))
+            .await
+            .expect("the line's label")
+            .text()
+            .await
+            .expect("text"),
+        "limit: 2 a minute per caller"
+    );
+    let feed = client
+        .find(Locator::Css("#rule-feed text.limit-label"))
+        .await
+        .expect("the feed's line label")
+        .text()
+        .await
+        .expect("text");
+    assert_eq!(feed, "limit: 600 a minute per caller");
+
+    let partners = client
+        .find(Locator::Css("#rule-partners figcaption"))
+        .await
+        .expect("a note on the overrides")
+        .text()
+        .await
+        .expect("text");
+    assert!(partners.contains("the rule's own quota"), "{partners:?}");
+
+    // No line where the limit bounds no minute, and the chart says why.
+    for (rule, why) in [
+        ("reads", "counts over an hour"),
+        ("logins", "counts over 15 minutes"),
+        ("exports", "in flight"),
+    ] {
+        assert!(
+            client
+                .find_all(Locator::Css(&format!("#rule-{rule} line.limit")))
+                .await
+                .expect("lines")
+                .is_empty(),
+            "no line for {rule}"
+        );
+        let caption = client
+            .find(Locator::Css(&format!("#rule-{rule} figcaption")))
+            .await
+            .expect("why no line")
+            .text()
+            .await
+            .expect("text");
+        assert!(caption.contains(why), "{rule}: {caption:?}");
+    }
 }

@@ -1,7 +1,10 @@
 //! The status page for the person on call: server-rendered HTML (no script), refreshing
 //! itself, and its login.
 
+mod chart;
+mod limit_line;
 pub(crate) mod login;
+mod quota_cell;
 mod render;
 
 pub(crate) use self::login::{log_in, log_out, login, login_form};

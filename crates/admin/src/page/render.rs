@@ -1,8 +1,11 @@
 //! The status page itself.
 
-use maud::{DOCTYPE, Markup, PreEscaped, html};
+use maud::{DOCTYPE, Markup, html};
 use tollgate_core::RuleId;
 
+use super::chart::chart;
+use super::limit_line::minute_limit;
+use super::quota_cell::QuotaCell;
 use crate::report::{health_of, top_refused};
 use crate::state::State;
 use crate::views::{CountsView, RuleView, TopView};
@@ -28,7 +31,15 @@ dl { display: grid; grid-template-columns: max-content auto; gap: .2rem 1rem; ma
 dt { color: #6e6e73; } dd { margin: 0; }
 ol { margin: 0; padding-left: 1.2rem; }
 .refused { color: #8a1c17; } .muted { color: #6e6e73; }
-.sparkline { background: #f2f2f7; vertical-align: middle; }
+.words { font-weight: 600; }
+ul.overrides { margin: .3rem 0 0; padding-left: 1.1rem; }
+details.toml summary { color: #6e6e73; cursor: pointer; font-size: 12px; margin-top: .3rem; }
+details.toml pre { background: #f2f2f7; padding: .4rem; margin: .3rem 0 0; }
+figure.chart { margin: 0; }
+figure.chart svg { display: block; background: white; }
+figure.chart text { font: 10px system-ui, sans-serif; fill: #3a3a3c; }
+figure.chart .axis-title { font-weight: 600; fill: #1d1d1f; }
+figure.chart figcaption { font-size: 12px; max-width: 440px; }
 .login { max-width: 22rem; margin: 4rem auto; background: white; padding: 1.5rem; border-radius: .6rem; }
 .login input { display: block; width: 100%; margin: .4rem 0 .8rem; padding: .4rem; box-sizing: border-box; }
 .problem { color: #8a1c17; }
@@ -38,6 +49,7 @@ ol { margin: 0; padding-left: 1.2rem; }
 pub(crate) async fn render(state: &State, base: &str) -> Markup {
     let health = health_of(state).await;
     let rules = state.rules_view();
+    let in_force = state.layer.rules();
     let mut rows = Vec::with_capacity(rules.rules.len());
     for rule in &rules.rules {
         let id = RuleId::new(&rule.id).ok();
@@ -46,8 +58,14 @@ pub(crate) async fn render(state: &State, base: &str) -> Markup {
             Some(id) => top_refused(state, id, TOP_SHOWN).await,
             None => None,
         };
+        // The view lists the first rule of each id, as `find` does.
+        let quota = in_force
+            .rules()
+            .find(|found| found.id().as_str() == rule.id)
+            .map(|found| QuotaCell::of(state, found));
         rows.push(row(
             rule,
+            quota.as_ref(),
             stats.map(|stats| stats.per_minute.into_iter().map(CountsView::from).collect()),
             top,
         ));
@@ -109,7 +127,7 @@ pub(crate) async fn render(state: &State, base: &str) -> Markup {
                 table #rules {
                     thead { tr {
                         th { "Rule" } th { "Source" } th { "Quota" } th { "Mode" } th { "On store failure" }
-                        th { "Checks / refusals per minute (last hour)" } th { "Last 5 minutes" } th { "Top refused callers" }
+                        th { "Decisions per minute, last hour" } th { "Last 5 minutes" } th { "Top refused callers" }
                     } }
                     tbody { @for row in &rows { (row) } }
                 }
@@ -119,7 +137,12 @@ pub(crate) async fn render(state: &State, base: &str) -> Markup {
     }
 }
 
-fn row(rule: &RuleView, per_minute: Option<Vec<CountsView>>, top: Option<TopView>) -> Markup {
+fn row(
+    rule: &RuleView,
+    quota: Option<&QuotaCell>,
+    per_minute: Option<Vec<CountsView>>,
+    top: Option<TopView>,
+) -> Markup {
     let last_five = per_minute.as_ref().map(|minutes| {
         minutes
             .iter()
@@ -137,10 +160,20 @@ fn row(rule: &RuleView, per_minute: Option<Vec<CountsView>>, top: Option<TopView
         tr id={ "rule-" (rule.id) } {
             td { code { (rule.id) } }
             td { (rule.source) }
-            td { code { (rule.quota) } }
+            td.quota {
+                @match quota {
+                    Some(quota) => (quota.render()),
+                    // Replaced between reading the view and the rules: the next refresh has it.
+                    None => code { (rule.quota) },
+                }
+            }
             td { (rule.mode) }
             td { (rule.on_store_failure) }
-            td { @if let Some(minutes) = &per_minute { (sparkline(minutes)) } }
+            td {
+                @if let (Some(minutes), Some(quota)) = (&per_minute, quota) {
+                    (chart(&rule.id, minutes, &minute_limit(&quota.enforced), quota.has_overrides()))
+                }
+            }
             td.counts {
                 @if let Some((allowed, refused, shadow)) = last_five {
                     (allowed) " allowed, " span.refused { (refused) " refused" }
@@ -157,40 +190,5 @@ fn row(rule: &RuleView, per_minute: Option<Vec<CountsView>>, top: Option<TopView
                 }
             }
         }
-    }
-}
-
-/// Sixty bars, one a minute: checks in grey, refusals (shadow too) in red over them.
-fn sparkline(minutes: &[CountsView]) -> Markup {
-    const WIDTH: usize = 2;
-    const HEIGHT: u64 = 24;
-    let checks = |counts: &CountsView| counts.allowed + counts.refused + counts.shadow_refused;
-    let peak = minutes.iter().map(checks).max().unwrap_or(0).max(1);
-    let height = |count: u64| (count * HEIGHT).div_ceil(peak);
-    let mut bars = String::new();
-    for (at, counts) in minutes.iter().enumerate() {
-        let x = at * WIDTH;
-        let (all, refused) = (
-            height(checks(counts)),
-            height(counts.refused + counts.shadow_refused),
-        );
-        bars.push_str(&format!(
-            "<rect x=\"{x}\" y=\"{}\" width=\"{WIDTH}\" height=\"{all}\" fill=\"#c7c7cc\"/><rect x=\"{x}\" y=\"{}\" width=\"{WIDTH}\" height=\"{refused}\" fill=\"#d70015\"/>",
-            HEIGHT - all,
-            HEIGHT - refused,
-        ));
-    }
-    let total: u64 = minutes.iter().map(checks).sum();
-    let refused: u64 = minutes
-        .iter()
-        .map(|counts| counts.refused + counts.shadow_refused)
-        .sum();
-    html! {
-        svg.sparkline width=(minutes.len() * WIDTH) height=(HEIGHT) role="img"
-            aria-label={ (total) " checks, " (refused) " refused in the last hour" } {
-            // Numbers only: nothing in the bars comes from a request.
-            (PreEscaped(bars))
-        }
-        " " span.muted { (total) " / " span.refused { (refused) } }
     }
 }

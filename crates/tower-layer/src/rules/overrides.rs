@@ -53,7 +53,8 @@ pub struct QuotaOverrides {
 #[derive(Clone)]
 struct PlanQuotas {
     extractor: Arc<dyn KeyExtractor>,
-    quotas: HashMap<Key, Quota>,
+    /// Each plan's quota by its name as a key, and the name as written (to show it).
+    quotas: HashMap<Key, (Arc<str>, Quota)>,
 }
 
 impl QuotaOverrides {
@@ -82,7 +83,7 @@ impl QuotaOverrides {
             extractor: crate::key::shared(plan),
             quotas: quotas
                 .into_iter()
-                .map(|(name, quota)| (Key::new(name), quota))
+                .map(|(name, quota)| (Key::new(name), (Arc::from(name), quota)))
                 .collect(),
         });
         self
@@ -95,9 +96,48 @@ impl QuotaOverrides {
 
     /// Every quota an entry names (to check a cost against each).
     pub fn quotas(&self) -> impl Iterator<Item = &Quota> {
-        self.by_key
-            .values()
-            .chain(self.plan.iter().flat_map(|plan| plan.quotas.values()))
+        self.by_key.values().chain(
+            self.plan
+                .iter()
+                .flat_map(|plan| plan.quotas.values().map(|(_, quota)| quota)),
+        )
+    }
+
+    /// The callers with quotas of their own, by key, in no particular order (to show them:
+    /// the admin status page says each one in words).
+    ///
+    /// ```
+    /// use tollgate_core::{Key, Quota};
+    /// use tollgate_tower::QuotaOverrides;
+    ///
+    /// let overrides = QuotaOverrides::new().key(Key::new("partner-acme"), Quota::concurrency(5)?);
+    /// let entries: Vec<_> = overrides.by_key().collect();
+    /// assert_eq!(entries, [(&Key::new("partner-acme"), &Quota::concurrency(5)?)]);
+    /// # Ok::<(), tollgate_core::QuotaError>(())
+    /// ```
+    pub fn by_key(&self) -> impl Iterator<Item = (&Key, &Quota)> {
+        self.by_key.iter()
+    }
+
+    /// The plans with quotas of their own, by the name [`plans`](Self::plans) was given, in no
+    /// particular order.
+    ///
+    /// ```
+    /// use tollgate_core::Quota;
+    /// use tollgate_tower::{QuotaOverrides, key::HeaderKey};
+    ///
+    /// let plan = HeaderKey::new(http::HeaderName::from_static("x-plan"));
+    /// let overrides = QuotaOverrides::new().plans(plan, [("pro", Quota::concurrency(5)?)]);
+    /// let entries: Vec<_> = overrides.by_plan().collect();
+    /// assert_eq!(entries, [("pro", &Quota::concurrency(5)?)]);
+    /// # Ok::<(), tollgate_core::QuotaError>(())
+    /// ```
+    pub fn by_plan(&self) -> impl Iterator<Item = (&str, &Quota)> {
+        self.plan.iter().flat_map(|plan| {
+            plan.quotas
+                .values()
+                .map(|(name, quota)| (name.as_ref(), quota))
+        })
     }
 
     /// The quota of the caller `key` names in `request`, if an entry covers it.
@@ -110,7 +150,7 @@ impl QuotaOverrides {
         if !plan.extractor.extract(request, &mut name) {
             return None;
         }
-        plan.quotas.get(&name.build()).copied()
+        plan.quotas.get(&name.build()).map(|(_, quota)| *quota)
     }
 }
 

@@ -482,6 +482,12 @@ impl Rule {
         &self.quota
     }
 
+    /// The quotas particular callers get instead of [`quota`](Self::quota) (set with
+    /// [`overrides`](Self::overrides)); `None` when there are none.
+    pub fn quota_overrides(&self) -> Option<&QuotaOverrides> {
+        self.overrides.as_deref()
+    }
+
     /// How many requests this rule (and every clone of it) has skipped because they had no key
     /// for it, since it was made. The first such skip is also logged at `warn`.
     pub fn keyless_skips(&self) -> u64 {
