@@ -48,7 +48,8 @@ impl RuleNotices {
             tracing::warn!(
                 target: "tollgate::rule",
                 rule = %rule,
-                "a response reported no actual cost for this settled rule; its estimate stands                  (later ones are not logged)"
+                "a response reported no actual cost for this settled rule; its estimate stands \
+                 (later ones are not logged)"
             );
         }
     }
