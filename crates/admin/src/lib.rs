@@ -1,7 +1,8 @@
 //! tollgate's admin API and status page: see and steer a running limiter.
 //!
 //! [`Admin`] builds an axum [`Router`](axum::Router) the service mounts where it wants (behind
-//! its own network policy: the admin port, or a path only operators reach):
+//! its own network policy: the admin port, [`Admin::router`], or a path only operators reach,
+//! [`Admin::router_at`]). The routes, relative to that mount point:
 //!
 //! | route | what it does |
 //! |---|---|
@@ -14,7 +15,7 @@
 //! | `POST /v1/rules/{id}/reset` | forgets what the rule counted for one caller, named by value (`{"key": "2001:db8::1"}`) |
 //! | `GET /v1/health` | the store (reachable, breaker), the rules' versions, the last config error |
 //! | `GET /v1/openapi.json` | this API as an OpenAPI 3.1 document |
-//! | `GET /` | the status page for the person on call (HTML, refreshes itself) |
+//! | `GET /` | the status page for the person on call (HTML, refreshes itself); mounted at `/admin`, it answers at `/admin` and `/admin/` |
 //! | `POST /login`, `POST /logout` | the status page's session cookie |
 //!
 //! **Authentication.** Every route but the login form needs a named token
@@ -51,11 +52,11 @@
 //! let layer = RateLimitLayer::new(MemoryStore::new()).track_top_refused(100);
 //! let watcher = RuleWatcher::start("rules.toml", Extractors::new(), &layer)?;
 //! let token = AdminToken::new("on-call", std::env::var("ADMIN_TOKEN")?)?;
-//! let admin = Admin::new(&layer, token).rule_file(&watcher).router();
+//! let admin = Admin::new(&layer, token).rule_file(&watcher).router_at("/admin");
 //! let app = axum::Router::new()
 //!     .route("/", axum::routing::get(|| async { "hello" }))
 //!     .layer(layer)
-//!     .nest("/admin", admin);
+//!     .merge(admin);
 //! # let _ = app;
 //! # Ok(()) }
 //! ```
@@ -164,9 +165,24 @@ impl Admin {
         self
     }
 
-    /// The router; mount it with `Router::nest` (or serve it on its own port).
+    /// The router, its routes at the root: serve it on a port of its own (or see
+    /// [`Admin::router_at`] to mount it under a path of the service's).
     pub fn router(self) -> axum::Router {
         router::router(Arc::new(self.state))
+    }
+
+    /// The router with every route under `path` (`"/admin"`), to merge into the service's:
+    /// `app.merge(admin.router_at("/admin"))`. The status page answers at `/admin` and
+    /// `/admin/` — the second is what the OpenAPI document's `/` names under that mount point,
+    /// and `Router::nest` would leave it to the service's fallback (a `404`). A trailing slash
+    /// on `path` is dropped; `""` or `"/"` is [`Admin::router`].
+    ///
+    /// # Panics
+    ///
+    /// When `path` is not a path axum can nest at (as `Router::nest` does): one that does not
+    /// start with `/`, or holds a wildcard (`{*rest}`).
+    pub fn router_at(self, path: &str) -> axum::Router {
+        router::router_at(Arc::new(self.state), path)
     }
 }
 

@@ -486,7 +486,7 @@ async fn rules_built_in_code_are_read_only() {
         &layer,
         tollgate_admin::AdminToken::new("on-call", ONCALL).expect("token"),
     );
-    let url = common::serve(layer, admin.router()).await;
+    let url = common::serve(layer, admin).await;
     let client = reqwest::Client::new();
     let (status, body) = Gateway::json(
         client
@@ -625,7 +625,7 @@ async fn the_page_escapes_what_callers_and_rule_files_write() {
         .key_logging(KeyLogging::Raw)
         .track_top_refused(100);
     let watcher = RuleWatcher::start(&path, Extractors::new(), &layer).expect("load");
-    let url = common::serve(layer.clone(), common::admin(&layer, &watcher).router()).await;
+    let url = common::serve(layer.clone(), common::admin(&layer, &watcher)).await;
     let client = reqwest::Client::new();
     for _ in 0..3 {
         client

@@ -57,8 +57,7 @@ impl FleetGateway {
         .expect("top");
         let admin = Admin::new(&layer, AdminToken::new("on-call", ONCALL).expect("token"))
             .fleet(&watcher, Arc::new(fleet))
-            .fleet_top_refused(Arc::new(top))
-            .router();
+            .fleet_top_refused(Arc::new(top));
         FleetGateway {
             url: common::serve(layer, admin).await,
             client: reqwest::Client::new(),
