@@ -230,7 +230,7 @@ fn changed_document(
 #[utoipa::path(get, path = "/v1/rules/{id}/stats", tag = "rules", security(("bearer" = [])),
     params(("id" = String, Path, description = "The rule's id"), TopQuery),
     responses((status = 200, description = "The rule's checks and refusals, and its top refused callers", body = StatsView),
-               (status = 400, description = "`top` is not a number", body = ErrorBody),
+               (status = 400, description = "`top` is not a whole number from 1 to 100", body = ErrorBody),
                (status = 401, description = "No token, or a wrong one", body = ErrorBody),
                (status = 404, description = "No rule in force has this id", body = ErrorBody)))]
 pub(crate) async fn rule_stats(
@@ -242,7 +242,15 @@ pub(crate) async fn rule_stats(
     let rule_id = RuleId::new(&id).map_err(|_| no_rule(&id))?;
     state.find_rule(&id).ok_or_else(|| no_rule(&id))?;
     let stats = state.layer.stats(&rule_id).ok_or_else(|| no_rule(&id))?;
-    let top = query.top.unwrap_or(10).clamp(1, MAX_TOP);
+    let top = match query.top {
+        None => 10,
+        Some(top) if (1..=MAX_TOP).contains(&top) => top,
+        Some(top) => {
+            return Err(ApiError::BadRequest(format!(
+                "`top` is from 1 to {MAX_TOP}, not {top}"
+            )));
+        }
+    };
     Ok(Json(StatsView::new(
         &id,
         stats,
@@ -254,7 +262,7 @@ pub(crate) async fn rule_stats(
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub(crate) struct TopQuery {
-    /// How many of the most refused callers to list (1–100, default 10; others are clamped).
+    /// How many of the most refused callers to list (1–100, default 10; others are `400`).
     #[param(minimum = 1, maximum = 100)]
     top: Option<usize>,
 }
