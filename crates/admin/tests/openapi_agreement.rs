@@ -64,3 +64,41 @@ async fn top_outside_its_documented_range_is_400() {
         }
     }
 }
+
+#[tokio::test]
+async fn a_login_that_is_not_a_form_is_415_and_one_without_a_token_422() {
+    let gateway = gateway(RULES).await;
+    let document = document(&gateway).await;
+    let login = gateway.client.post(format!("{}/admin/login", gateway.url));
+    for (request, status) in [
+        (
+            login
+                .try_clone()
+                .expect("clone")
+                .json(&serde_json::json!({"token": "x"})),
+            415,
+        ),
+        (login.try_clone().expect("clone"), 415),
+        (
+            login.try_clone().expect("clone").form(&[("password", "x")]),
+            422,
+        ),
+        (
+            login.try_clone().expect("clone").form(&[("token", "x")]),
+            401,
+        ),
+        (
+            login
+                .body(vec![b'a'; 100 * 1024])
+                .header("content-type", "application/x-www-form-urlencoded"),
+            413,
+        ),
+    ] {
+        let (got, body) = Gateway::json(request).await;
+        assert_eq!(got, status, "{body}");
+        assert_lists(&document, "POST", "/login", status);
+        if status != 401 {
+            assert!(body["error"].is_string(), "{status}: {body}");
+        }
+    }
+}
