@@ -11,9 +11,11 @@ use tollgate_config::{
 };
 use tollgate_core::RuleId;
 use tollgate_tower::ResetError;
+use tollgate_tower::key::KeyValueError;
 use utoipa::IntoParams;
 
 use crate::auth::{Operator, Viewer};
+use crate::bodies::RulePatch;
 use crate::changes::ChangeError;
 use crate::error::{ApiError, ErrorBody};
 use crate::page;
@@ -59,7 +61,8 @@ pub(crate) async fn get_rule(
     request_body(content = String, content_type = "application/toml",
         description = "A rule file holding exactly this one `[[rule]]` (what `GET /v1/rules/{id}` gives as `toml`)"),
     responses((status = 200, description = "The rule is in force", body = ChangeView),
-               (status = 400, description = "The rule has mistakes, each at its line and column; nothing changed", body = ErrorBody),
+               (status = 400, description = "The body is not UTF-8 text", body = ErrorBody),
+               (status = 422, description = "The rule has mistakes, each at its line and column; nothing changed", body = ErrorBody),
                (status = 413, description = "The body is over 64 KiB", body = ErrorBody),
                (status = 401, description = "No token, or a wrong one", body = ErrorBody),
                (status = 409, description = "Rules cannot be changed here (built in code, or a fleet document is in force)", body = ErrorBody),
@@ -85,10 +88,10 @@ pub(crate) async fn put_rule(
 /// Changes a rule's quota, mode or failure policy.
 #[utoipa::path(patch, path = "/v1/rules/{id}", tag = "rules", security(("bearer" = [])),
     params(("id" = String, Path, description = "The rule's id")),
-    request_body(content = Object, content_type = "application/json",
-        description = "The fields to change, as a rule file writes them: `algorithm`, `capacity`, `refill`, `limit`, `window`, `rate`, `max_delay`, `mode`, `on_store_failure` (e.g. `{\"limit\": 100}`; naming `algorithm` replaces the whole quota)"),
+    request_body(content = RulePatch, content_type = "application/json"),
     responses((status = 200, description = "The rule is in force", body = ChangeView),
-               (status = 400, description = "Not a JSON object of those fields, or the changed rule has mistakes (located in `document`); nothing changed", body = ErrorBody),
+               (status = 400, description = "Not a JSON object of at least one of those fields and no others, or a field is null; nothing changed", body = ErrorBody),
+               (status = 422, description = "The changed rule has mistakes, each at its line and column in `document` (the rule with the change made); nothing changed", body = ErrorBody),
                (status = 413, description = "The body is over 64 KiB", body = ErrorBody),
                (status = 401, description = "No token, or a wrong one", body = ErrorBody),
                (status = 404, description = "No rule in force has this id", body = ErrorBody),
@@ -272,7 +275,9 @@ pub(crate) struct TopQuery {
     params(("id" = String, Path, description = "The rule's id")),
     request_body(content = ResetRequest, content_type = "application/json"),
     responses((status = 200, description = "The caller's count (and an escalating rule's strikes and block) is gone; the caller gets through at once", body = ResetView),
-               (status = 400, description = "The body does not name a caller of this rule's key", body = ErrorBody),
+               (status = 400, description = "The body is not `{\"key\": \"<value>\"}` or `{\"key\": [\"<part>\", ...]}`", body = ErrorBody),
+               (status = 409, description = "The rule's key is built by code from requests (an extension or a closure): no value names its callers, so it cannot be reset here", body = ErrorBody),
+               (status = 422, description = "The values name no caller of this rule's key (not an IP address for an IP rule, fewer or more values than the key has parts)", body = ErrorBody),
                (status = 413, description = "The body is over 64 KiB", body = ErrorBody),
                (status = 401, description = "No token, or a wrong one", body = ErrorBody),
                (status = 404, description = "No rule in force has this id", body = ErrorBody),
@@ -304,7 +309,11 @@ pub(crate) async fn reset_caller(
         })?
         .map_err(|error| match error {
             ResetError::UnknownRule(_) => no_rule(&id),
-            ResetError::Key { .. } => ApiError::BadRequest(error.to_string()),
+            ResetError::Key {
+                error: KeyValueError::Unsupported,
+                ..
+            } => ApiError::Conflict(error.to_string()),
+            ResetError::Key { .. } => ApiError::Unprocessable(error.to_string()),
             other => ApiError::Unavailable(other.to_string()),
         })?;
     tracing::info!(target: "tollgate::admin", token = operator, rule = id, caller = done.caller, "caller reset through the admin API");

@@ -28,8 +28,8 @@
 //! need the bearer header. There is no way to build the router without a token.
 //!
 //! **Changes** are logged at `info` (target `tollgate::admin`) with the token's name, the rule
-//! and the rule before and after. They are checked exactly as a rule file is (`400` with each
-//! mistake's line and column when not) and put over the watched rule file as one document —
+//! and the rule before and after. They are checked exactly as a rule file is (`422` with each
+//! mistake's line and column when not; `400` is a body not of the documented shape) and put over the watched rule file as one document —
 //! on this gateway, or, with [`Admin::fleet`], published to every gateway through Redis. The
 //! precedence: **a changed rule stays changed when the rule file is reloaded**; the file's
 //! edits to that rule wait until the change is withdrawn (`DELETE /v1/rules/{id}`), while its
@@ -62,6 +62,7 @@
 //! ```
 
 mod auth;
+mod bodies;
 mod changes;
 mod error;
 mod handlers;

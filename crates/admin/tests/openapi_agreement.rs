@@ -3,9 +3,11 @@
 
 mod common;
 
-use common::{Gateway, RULES, gateway};
+use common::{Gateway, RULES, gateway, gateway_using};
 use reqwest::Method;
-use serde_json::Value;
+use serde_json::{Value, json};
+use tollgate_config::Extractors;
+use tollgate_tower::key::ExtensionKey;
 
 /// The document the gateway serves.
 async fn document(gateway: &Gateway) -> Value {
@@ -31,6 +33,23 @@ fn assert_lists(document: &Value, method: &str, path: &str, status: u16) {
         responses[status.to_string()].is_object(),
         "{method} {path} answers {status}, which the document does not list: {responses}"
     );
+}
+
+/// The schema of `method path`'s `media_type` request body, resolved.
+fn request_schema<'d>(
+    document: &'d Value,
+    method: &str,
+    path: &str,
+    media_type: &str,
+) -> &'d Value {
+    let schema = &operation(document, method, path)["requestBody"]["content"][media_type]["schema"];
+    match schema["$ref"].as_str() {
+        Some(reference) => {
+            &document["components"]["schemas"]
+                [reference.trim_start_matches("#/components/schemas/")]
+        }
+        None => schema,
+    }
 }
 
 #[tokio::test]
@@ -100,5 +119,68 @@ async fn a_login_that_is_not_a_form_is_415_and_one_without_a_token_422() {
         if status != 401 {
             assert!(body["error"].is_string(), "{status}: {body}");
         }
+    }
+}
+
+#[tokio::test]
+async fn a_patch_of_another_shape_is_400_and_a_rule_it_breaks_422() {
+    let gateway = gateway(RULES).await;
+    let document = document(&gateway).await;
+    let schema = request_schema(&document, "PATCH", "/v1/rules/{id}", "application/json");
+    assert_eq!(schema["minProperties"], 1, "{schema}");
+    assert_eq!(schema["additionalProperties"], false, "{schema}");
+    assert!(schema["properties"]["limit"].is_object(), "{schema}");
+    for patch in [
+        json!({}),
+        json!({"key": "global"}),
+        json!({"limit": null}),
+        json!([1]),
+    ] {
+        let (status, body) =
+            Gateway::json(gateway.admin(Method::PATCH, "/v1/rules/reads").json(&patch)).await;
+        assert_eq!(status, 400, "{patch}: {body}");
+        assert_lists(&document, "PATCH", "/v1/rules/{id}", 400);
+    }
+    // Of the documented shape, but a field the rule's algorithm does not take.
+    let (status, body) = Gateway::json(
+        gateway
+            .admin(Method::PATCH, "/v1/rules/reads")
+            .json(&json!({"capacity": 5})),
+    )
+    .await;
+    assert_eq!(status, 422, "{body}");
+    assert_lists(&document, "PATCH", "/v1/rules/{id}", 422);
+    assert!(body["errors"][0]["line"].is_u64(), "{body}");
+}
+
+/// The account a request is made for, set by the service's own authentication.
+#[derive(Clone)]
+struct Account(String);
+
+#[tokio::test]
+async fn a_reset_of_a_key_no_value_names_is_409_and_values_of_no_caller_422() {
+    let rules = format!(
+        "{RULES}\n[[rule]]\nid = \"per-account\"\nalgorithm = \"fixed_window\"\nlimit = 5\nwindow = \"1m\"\nkey = \"account\"\n"
+    );
+    let extractors = Extractors::new().with(
+        "account",
+        ExtensionKey::new(|account: &Account| account.0.clone()),
+    );
+    let gateway = gateway_using(&rules, extractors, common::admin).await;
+    let document = document(&gateway).await;
+    for (rule, key, status) in [
+        ("per-account", json!("acct-1"), 409),
+        ("reads", json!("not an address"), 422),
+        ("reads", json!(["127.0.0.1", "extra"]), 422),
+        ("reads", json!("127.0.0.1"), 200),
+    ] {
+        let (got, body) = Gateway::json(
+            gateway
+                .admin(Method::POST, &format!("/v1/rules/{rule}/reset"))
+                .json(&json!({ "key": key })),
+        )
+        .await;
+        assert_eq!(got, status, "{rule} {key}: {body}");
+        assert_lists(&document, "POST", "/v1/rules/{id}/reset", status);
     }
 }

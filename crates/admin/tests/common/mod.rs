@@ -91,11 +91,21 @@ pub async fn gateway_with(
     rules: &str,
     make_admin: impl FnOnce(&RateLimitLayer<MemoryStore>, &RuleWatcher) -> Admin,
 ) -> Gateway {
+    gateway_using(rules, Extractors::new(), make_admin).await
+}
+
+/// A gateway on a fresh rule file holding `rules`, which may name `extractors`, its admin API
+/// as `make_admin` builds it.
+pub async fn gateway_using(
+    rules: &str,
+    extractors: Extractors,
+    make_admin: impl FnOnce(&RateLimitLayer<MemoryStore>, &RuleWatcher) -> Admin,
+) -> Gateway {
     let dir = tempfile::tempdir().expect("tempdir");
     let rule_file = dir.path().join("rules.toml");
     std::fs::write(&rule_file, rules).expect("write rules");
     let layer = RateLimitLayer::new(MemoryStore::new()).track_top_refused(100);
-    let watcher = RuleWatcher::start(&rule_file, Extractors::new(), &layer).expect("rules load");
+    let watcher = RuleWatcher::start(&rule_file, extractors, &layer).expect("rules load");
     let url = serve(layer.clone(), make_admin(&layer, &watcher)).await;
     Gateway {
         url,

@@ -1,0 +1,313 @@
+//! The schemas of request bodies a derive cannot say — a `PATCH`'s fields, each typed as the
+//! rule file types it, at least one, no others — written as JSON Schema, so the document states
+//! exactly the shape the handlers take (what has another shape is `400`; a body of this shape
+//! whose rule then fails the rule file's checks is `422`).
+
+use std::borrow::Cow;
+
+use serde_json::{Value, json};
+use utoipa::openapi::RefOr;
+use utoipa::openapi::schema::Schema;
+use utoipa::{PartialSchema, ToSchema};
+
+/// The algorithms a rule file names (`tollgate_config` refuses any other, listing these).
+pub(crate) const ALGORITHMS: &[&str] = &[
+    "token_bucket",
+    "gcra",
+    "fixed_window",
+    "sliding_window_counter",
+    "sliding_window_log",
+    "pacing",
+    "concurrency",
+];
+
+/// `PATCH /v1/rules/{id}`'s body: the quota and policy fields to change.
+pub(crate) struct RulePatch;
+
+/// A whole number a rule file takes as a count: at least 1, a TOML integer at most.
+pub(crate) struct Count;
+
+/// A duration longer than zero, as a rule file writes it.
+pub(crate) struct Duration;
+
+/// An amount per period: `refill` and `rate`.
+pub(crate) struct Rate;
+
+/// `on_store_failure`: a word, or a local quota to answer within.
+pub(crate) struct StoreFailure;
+
+/// Any value a TOML document can hold: JSON without `null`.
+pub(crate) struct TomlValue;
+
+/// `value` as a schema. The unit tests check that every schema here survives utoipa's types
+/// unchanged, so a keyword they cannot hold is found there, not dropped from the document.
+fn schema(value: Value) -> RefOr<Schema> {
+    serde_json::from_value(value).unwrap_or_else(|_| RefOr::T(Schema::default()))
+}
+
+/// A reference to the component schema `T`.
+fn reference<T: ToSchema>() -> Value {
+    json!({ "$ref": format!("#/components/schemas/{}", T::name()) })
+}
+
+/// Adds `T` and what it refers to to `schemas`.
+fn with<T: ToSchema>(schemas: &mut Vec<(String, RefOr<Schema>)>) {
+    schemas.push((T::name().into_owned(), T::schema()));
+    T::schemas(schemas);
+}
+
+impl RulePatch {
+    /// The JSON Schema.
+    fn json() -> Value {
+        json!({
+            "type": "object",
+            "description": "The fields to change, as a rule file writes them (e.g. `{\"limit\": 100}`): at least one, and no others. Naming `algorithm` replaces the whole quota, so give every field it takes. A change whose rule then fails the rule file's checks (a field its algorithm does not take, say) is `422`.",
+            "minProperties": 1,
+            "additionalProperties": false,
+            "properties": {
+                "algorithm": {
+                    "type": "string",
+                    "enum": ALGORITHMS,
+                    "description": "The quota's algorithm: token_bucket and gcra take `capacity` and `refill`; the windows take `limit` and `window`; pacing takes `rate` and `max_delay`; concurrency takes `limit` (and `retry_after`, `slot_ttl`)."
+                },
+                "capacity": reference::<Count>(),
+                "refill": reference::<Rate>(),
+                "limit": reference::<Count>(),
+                "window": reference::<Duration>(),
+                "rate": reference::<Rate>(),
+                "max_delay": reference::<Duration>(),
+                "retry_after": reference::<Duration>(),
+                "slot_ttl": reference::<Duration>(),
+                "mode": {
+                    "type": "string",
+                    "enum": ["enforce", "shadow"],
+                    "description": "`shadow` counts and reports but never refuses."
+                },
+                "on_store_failure": reference::<StoreFailure>(),
+            }
+        })
+    }
+}
+
+impl PartialSchema for RulePatch {
+    fn schema() -> RefOr<Schema> {
+        schema(RulePatch::json())
+    }
+}
+
+impl ToSchema for RulePatch {
+    fn name() -> Cow<'static, str> {
+        Cow::Borrowed("RulePatch")
+    }
+
+    fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
+        with::<Count>(schemas);
+        with::<Duration>(schemas);
+        with::<Rate>(schemas);
+        with::<StoreFailure>(schemas);
+    }
+}
+
+impl Count {
+    fn json() -> Value {
+        json!({
+            "type": "integer",
+            "minimum": 1,
+            "maximum": i64::MAX,
+            "description": "A whole number, at least 1."
+        })
+    }
+}
+
+impl PartialSchema for Count {
+    fn schema() -> RefOr<Schema> {
+        schema(Count::json())
+    }
+}
+
+impl ToSchema for Count {
+    fn name() -> Cow<'static, str> {
+        Cow::Borrowed("Count")
+    }
+}
+
+impl Duration {
+    fn json() -> Value {
+        json!({
+            "type": "string",
+            "minLength": 1,
+            "description": "A duration longer than zero: \"500ms\", \"30s\", \"15m\", \"1h\", \"1d\", \"1h 30m\"."
+        })
+    }
+}
+
+impl PartialSchema for Duration {
+    fn schema() -> RefOr<Schema> {
+        schema(Duration::json())
+    }
+}
+
+impl ToSchema for Duration {
+    fn name() -> Cow<'static, str> {
+        Cow::Borrowed("Duration")
+    }
+}
+
+impl Rate {
+    fn json() -> Value {
+        json!({
+            "type": "object",
+            "description": "`amount` per `per`: `{\"amount\": 30, \"per\": \"1h\"}`.",
+            "required": ["amount", "per"],
+            "additionalProperties": false,
+            "properties": {
+                "amount": reference::<Count>(),
+                "per": reference::<Duration>(),
+            }
+        })
+    }
+}
+
+impl PartialSchema for Rate {
+    fn schema() -> RefOr<Schema> {
+        schema(Rate::json())
+    }
+}
+
+impl ToSchema for Rate {
+    fn name() -> Cow<'static, str> {
+        Cow::Borrowed("Rate")
+    }
+
+    fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
+        with::<Count>(schemas);
+        with::<Duration>(schemas);
+    }
+}
+
+impl StoreFailure {
+    fn json() -> Value {
+        json!({
+            "description": "What the rule answers while its store fails: `open`, `local`, `closed`, or `{\"open_within\": {<a quota: algorithm and its fields>}}`.",
+            "oneOf": [
+                { "type": "string", "enum": ["open", "local", "closed"] },
+                {
+                    "type": "object",
+                    "required": ["open_within"],
+                    "additionalProperties": false,
+                    "properties": {
+                        "open_within": {
+                            "type": "object",
+                            "required": ["algorithm"],
+                            "additionalProperties": reference::<TomlValue>(),
+                        }
+                    }
+                }
+            ]
+        })
+    }
+}
+
+impl PartialSchema for StoreFailure {
+    fn schema() -> RefOr<Schema> {
+        schema(StoreFailure::json())
+    }
+}
+
+impl ToSchema for StoreFailure {
+    fn name() -> Cow<'static, str> {
+        Cow::Borrowed("StoreFailure")
+    }
+
+    fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
+        with::<TomlValue>(schemas);
+    }
+}
+
+impl TomlValue {
+    fn json() -> Value {
+        json!({
+            "description": "A value a rule file can hold: a string, number, boolean, array or object of them (TOML has no null).",
+            "oneOf": [
+                { "type": "string" },
+                { "type": "number" },
+                { "type": "boolean" },
+                { "type": "array", "items": reference::<TomlValue>() },
+                { "type": "object", "additionalProperties": reference::<TomlValue>() }
+            ]
+        })
+    }
+}
+
+impl PartialSchema for TomlValue {
+    fn schema() -> RefOr<Schema> {
+        schema(TomlValue::json())
+    }
+}
+
+impl ToSchema for TomlValue {
+    fn name() -> Cow<'static, str> {
+        Cow::Borrowed("TomlValue")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_schema_survives_utoipas_types_unchanged() {
+        for (name, json) in [
+            ("RulePatch", RulePatch::json()),
+            ("Count", Count::json()),
+            ("Duration", Duration::json()),
+            ("Rate", Rate::json()),
+            ("StoreFailure", StoreFailure::json()),
+            ("TomlValue", TomlValue::json()),
+        ] {
+            let parsed: RefOr<Schema> = serde_json::from_value(json.clone()).expect(name);
+            let written = serde_json::to_value(&parsed).expect(name);
+            assert_eq!(
+                written, json,
+                "{name} lost a keyword on the way through utoipa"
+            );
+        }
+    }
+
+    #[test]
+    fn a_patch_names_exactly_the_fields_the_config_lets_it_change() {
+        let json = RulePatch::json();
+        let mut named: Vec<&str> = json["properties"]
+            .as_object()
+            .expect("properties")
+            .keys()
+            .map(String::as_str)
+            .collect();
+        let mut patchable: Vec<&str> = tollgate_config::QUOTA_FIELDS
+            .iter()
+            .chain(tollgate_config::POLICY_FIELDS)
+            .copied()
+            .collect();
+        named.sort_unstable();
+        patchable.sort_unstable();
+        assert_eq!(named, patchable);
+    }
+
+    #[test]
+    fn the_algorithms_are_the_ones_a_rule_file_takes() {
+        let text = "[[rule]]\nid = \"r\"\nalgorithm = \"nope\"\nkey = \"peer_ip\"\n";
+        let errors =
+            tollgate_config::RuleFile::parse("r", text, &tollgate_config::Extractors::new())
+                .expect_err("an unknown algorithm is refused");
+        let message = errors.to_string();
+        let listed = message
+            .split_once("one of: ")
+            .map(|(_, names)| names.lines().next().unwrap_or_default())
+            .expect("the message lists the algorithms");
+        assert_eq!(
+            listed.split(", ").collect::<Vec<_>>(),
+            ALGORITHMS,
+            "{message}"
+        );
+    }
+}
