@@ -1,11 +1,11 @@
 //! The schemas of request bodies a derive cannot say — a `PATCH`'s fields, each typed as the
-//! rule file types it, at least one, no others — written as JSON Schema, so the document states
-//! exactly the shape the handlers take (what has another shape is `400`; a body of this shape
-//! whose rule then fails the rule file's checks is `422`).
+//! rule file types it, at least one, no others; a rule as a JSON object — written as JSON
+//! Schema, so the document states the shape the handlers take (what has another shape is `400`;
+//! a body of this shape whose rule then fails the rule file's checks is `422`).
 
 use std::borrow::Cow;
 
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 use utoipa::openapi::RefOr;
 use utoipa::openapi::schema::Schema;
 use utoipa::{PartialSchema, ToSchema};
@@ -23,6 +23,9 @@ pub(crate) const ALGORITHMS: &[&str] = &[
 
 /// `PATCH /v1/rules/{id}`'s body: the quota and policy fields to change.
 pub(crate) struct RulePatch;
+
+/// `PUT /v1/rules/{id}`'s body as JSON: the rule's fields, as its `[[rule]]` table holds them.
+pub(crate) struct RuleObject;
 
 /// A whole number a rule file takes as a count: at least 1, a TOML integer at most.
 pub(crate) struct Count;
@@ -56,6 +59,43 @@ fn with<T: ToSchema>(schemas: &mut Vec<(String, RefOr<Schema>)>) {
     T::schemas(schemas);
 }
 
+/// The quota's fields and the policy fields, each typed as a rule file types it.
+fn quota_and_policy() -> Map<String, Value> {
+    let fields = json!({
+        "algorithm": {
+            "type": "string",
+            "enum": ALGORITHMS,
+            "description": "The quota's algorithm: token_bucket and gcra take `capacity` and `refill`; the windows take `limit` and `window`; pacing takes `rate` and `max_delay`; concurrency takes `limit` (and `retry_after`, `slot_ttl`)."
+        },
+        "capacity": reference::<Count>(),
+        "refill": reference::<Rate>(),
+        "limit": reference::<Count>(),
+        "window": reference::<Duration>(),
+        "rate": reference::<Rate>(),
+        "max_delay": reference::<Duration>(),
+        "retry_after": reference::<Duration>(),
+        "slot_ttl": reference::<Duration>(),
+        "mode": {
+            "type": "string",
+            "enum": ["enforce", "shadow"],
+            "description": "`shadow` counts and reports but never refuses."
+        },
+        "on_store_failure": reference::<StoreFailure>(),
+    });
+    match fields {
+        Value::Object(fields) => fields,
+        _ => Map::new(),
+    }
+}
+
+/// The component schemas the quota and policy fields refer to.
+fn quota_and_policy_schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
+    with::<Count>(schemas);
+    with::<Duration>(schemas);
+    with::<Rate>(schemas);
+    with::<StoreFailure>(schemas);
+}
+
 impl RulePatch {
     /// The JSON Schema.
     fn json() -> Value {
@@ -64,27 +104,40 @@ impl RulePatch {
             "description": "The fields to change, as a rule file writes them (e.g. `{\"limit\": 100}`): at least one, and no others. Naming `algorithm` replaces the whole quota, so give every field it takes. A change whose rule then fails the rule file's checks (a field its algorithm does not take, say) is `422`.",
             "minProperties": 1,
             "additionalProperties": false,
-            "properties": {
-                "algorithm": {
-                    "type": "string",
-                    "enum": ALGORITHMS,
-                    "description": "The quota's algorithm: token_bucket and gcra take `capacity` and `refill`; the windows take `limit` and `window`; pacing takes `rate` and `max_delay`; concurrency takes `limit` (and `retry_after`, `slot_ttl`)."
-                },
-                "capacity": reference::<Count>(),
-                "refill": reference::<Rate>(),
-                "limit": reference::<Count>(),
-                "window": reference::<Duration>(),
-                "rate": reference::<Rate>(),
-                "max_delay": reference::<Duration>(),
-                "retry_after": reference::<Duration>(),
-                "slot_ttl": reference::<Duration>(),
-                "mode": {
-                    "type": "string",
-                    "enum": ["enforce", "shadow"],
-                    "description": "`shadow` counts and reports but never refuses."
-                },
-                "on_store_failure": reference::<StoreFailure>(),
-            }
+            "properties": quota_and_policy(),
+        })
+    }
+}
+
+impl RuleObject {
+    /// The JSON Schema.
+    fn json() -> Value {
+        let mut properties = quota_and_policy();
+        properties.insert(
+            "id".to_owned(),
+            json!({"type": "string", "minLength": 1, "description": "The rule's id: the one in the path."}),
+        );
+        properties.insert(
+            "match".to_owned(),
+            json!({
+                "type": "object",
+                "description": "Where the rule applies: `{\"method\": \"GET\", \"path\": \"/posts/{id}\"}` (without it, every request).",
+                "additionalProperties": reference::<TomlValue>(),
+            }),
+        );
+        properties.insert(
+            "key".to_owned(),
+            json!({
+                "$ref": format!("#/components/schemas/{}", TomlValue::name()),
+                "description": "Who the rule counts: `\"peer_ip\"`, `\"global\"`, `\"endpoint\"`, a name the service registered, `{\"header\": \"x-api-key\"}`, `{\"client_ip\": {...}}`, or an array of them.",
+            }),
+        );
+        json!({
+            "type": "object",
+            "description": "The rule as a JSON object of the fields its `[[rule]]` table holds, with the same names and values: `{\"id\": \"reads\", \"match\": {\"method\": \"GET\", \"path\": \"/posts\"}, \"algorithm\": \"fixed_window\", \"limit\": 50, \"window\": \"1m\", \"key\": \"peer_ip\"}`. Objects are written as tables, arrays as arrays; TOML has no null. The fields typed here are the ones every rule has, its quota's and its policies'; the rule file's others (`cost`, `escalate`, `overrides`, `on_refusal`, ... — see the guide's rule-file chapter) are taken as a rule file writes them. The table is checked exactly as the TOML body is.",
+            "required": ["id", "algorithm", "key"],
+            "properties": properties,
+            "additionalProperties": reference::<TomlValue>(),
         })
     }
 }
@@ -101,10 +154,24 @@ impl ToSchema for RulePatch {
     }
 
     fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
-        with::<Count>(schemas);
-        with::<Duration>(schemas);
-        with::<Rate>(schemas);
-        with::<StoreFailure>(schemas);
+        quota_and_policy_schemas(schemas);
+    }
+}
+
+impl PartialSchema for RuleObject {
+    fn schema() -> RefOr<Schema> {
+        schema(RuleObject::json())
+    }
+}
+
+impl ToSchema for RuleObject {
+    fn name() -> Cow<'static, str> {
+        Cow::Borrowed("RuleObject")
+    }
+
+    fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
+        quota_and_policy_schemas(schemas);
+        with::<TomlValue>(schemas);
     }
 }
 
@@ -259,6 +326,7 @@ mod tests {
     fn every_schema_survives_utoipas_types_unchanged() {
         for (name, json) in [
             ("RulePatch", RulePatch::json()),
+            ("RuleObject", RuleObject::json()),
             ("Count", Count::json()),
             ("Duration", Duration::json()),
             ("Rate", Rate::json()),

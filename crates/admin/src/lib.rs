@@ -8,7 +8,7 @@
 //! |---|---|
 //! | `GET /v1/rules` | the rules in force as the rule file would write them, each with its source, and the versions |
 //! | `GET /v1/rules/{id}` | one rule |
-//! | `PUT /v1/rules/{id}` | replaces a rule: the body is the rule as TOML (what `GET` gives), checked exactly as a rule file is |
+//! | `PUT /v1/rules/{id}` | replaces a rule: the body is the rule as TOML (what `GET` gives), or with `Content-Type: application/json` a JSON object of the same fields (written as that `[[rule]]` table), checked exactly as a rule file is |
 //! | `PATCH /v1/rules/{id}` | changes a rule's quota fields, `mode` or `on_store_failure` (a JSON object) |
 //! | `DELETE /v1/rules/{id}` | withdraws this API's change to a rule: the rule file's version is back |
 //! | `GET /v1/rules/{id}/stats` | checks and refusals since start, over the last 5 minutes and hour, per minute, and the top refused callers |
@@ -67,6 +67,7 @@ mod changes;
 mod error;
 mod handlers;
 mod health;
+mod json_toml;
 mod openapi;
 mod page;
 mod report;

@@ -184,3 +184,89 @@ async fn a_reset_of_a_key_no_value_names_is_409_and_values_of_no_caller_422() {
         assert_lists(&document, "POST", "/v1/rules/{id}/reset", status);
     }
 }
+
+#[tokio::test]
+async fn a_rule_put_as_json_is_its_toml_table_and_both_are_documented() {
+    let gateway = gateway(RULES).await;
+    let document = document(&gateway).await;
+    let content = &operation(&document, "PUT", "/v1/rules/{id}")["requestBody"]["content"];
+    assert!(content["application/toml"].is_object(), "{content}");
+    let schema = request_schema(&document, "PUT", "/v1/rules/{id}", "application/json");
+    assert_eq!(schema["type"], "object", "{schema}");
+    assert_eq!(
+        schema["required"],
+        json!(["id", "algorithm", "key"]),
+        "{schema}"
+    );
+
+    let one_an_hour = json!({
+        "id": "reads",
+        "match": {"method": "GET", "path": "/hello"},
+        "algorithm": "fixed_window",
+        "limit": 1,
+        "window": "1h",
+        "key": "peer_ip",
+    });
+    let (status, body) = Gateway::json(
+        gateway
+            .admin(Method::PUT, "/v1/rules/reads")
+            .json(&one_an_hour),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert_lists(&document, "PUT", "/v1/rules/{id}", 200);
+    let toml = body["rule"]["toml"].as_str().expect("toml");
+    assert!(toml.contains("limit = 1\n"), "{toml}");
+    assert_eq!(gateway.hello().await, 200);
+    assert_eq!(gateway.hello().await, 429, "the JSON rule is in force");
+
+    // A mistake is located in the table the JSON was written as, which the answer carries.
+    let mut bad = one_an_hour.clone();
+    bad["limit"] = json!(0);
+    let (status, body) =
+        Gateway::json(gateway.admin(Method::PUT, "/v1/rules/reads").json(&bad)).await;
+    assert_eq!(status, 422, "{body}");
+    assert_lists(&document, "PUT", "/v1/rules/{id}", 422);
+    let written = body["document"].as_str().expect("document");
+    let line = usize::try_from(body["errors"][0]["line"].as_u64().expect("line")).expect("small");
+    assert!(
+        written
+            .lines()
+            .nth(line - 1)
+            .expect("the line")
+            .starts_with("limit = 0"),
+        "{body}"
+    );
+
+    // What TOML cannot hold, or not an object: 400.
+    let mut null = one_an_hour.clone();
+    null["match"]["method"] = Value::Null;
+    for body in [null, json!(["reads"]), json!("reads")] {
+        let (status, answer) =
+            Gateway::json(gateway.admin(Method::PUT, "/v1/rules/reads").json(&body)).await;
+        assert_eq!(status, 400, "{body}: {answer}");
+        assert_lists(&document, "PUT", "/v1/rules/{id}", 400);
+    }
+    let (_, answer) = Gateway::json(gateway.admin(Method::PUT, "/v1/rules/reads").json(&json!({
+        "id": "reads", "algorithm": "fixed_window", "key": "peer_ip", "match": {"method": null}
+    })))
+    .await;
+    assert!(
+        answer["error"]
+            .as_str()
+            .expect("error")
+            .contains("`match.method`"),
+        "{answer}"
+    );
+
+    // TOML as before: said so, or said nothing.
+    let toml = "[[rule]]\nid = \"reads\"\nmatch = { method = \"GET\", path = \"/hello\" }\nalgorithm = \"fixed_window\"\nlimit = 7\nwindow = \"1h\"\nkey = \"peer_ip\"\n";
+    for content_type in [Some("application/toml"), None] {
+        let mut request = gateway.admin(Method::PUT, "/v1/rules/reads").body(toml);
+        if let Some(content_type) = content_type {
+            request = request.header("content-type", content_type);
+        }
+        let (status, body) = Gateway::json(request).await;
+        assert_eq!(status, 200, "{content_type:?}: {body}");
+    }
+}
