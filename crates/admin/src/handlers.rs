@@ -146,8 +146,10 @@ pub(crate) async fn patch_rule_fields(
     change(&state, &operator, &id, Edit::Patch(fields)).await
 }
 
-/// Withdraws this API's change to a rule.
-#[utoipa::path(delete, path = "/v1/rules/{id}", tag = "rules", security(("bearer" = [])),
+/// Withdraws this API's change to a rule. The change is the resource deleted, not the rule:
+/// the rule file's version of the rule, if it has one, is in force again (a `DELETE` of
+/// `/v1/rules/{id}` would promise a rule gone that is still there).
+#[utoipa::path(delete, path = "/v1/rules/{id}/change", tag = "rules", security(("bearer" = [])),
     params(("id" = String, Path, description = "The rule's id")),
     responses((status = 200, description = "The change is withdrawn: the rule file's version of the rule (if any) is in force", body = ChangeView),
                (status = 401, description = "No token, or a wrong one", body = ErrorBody),

@@ -10,7 +10,7 @@
 //! | `GET /v1/rules/{id}` | one rule |
 //! | `PUT /v1/rules/{id}` | replaces a rule: the body is the rule as TOML (what `GET` gives), or with `Content-Type: application/json` a JSON object of the same fields (written as that `[[rule]]` table), checked exactly as a rule file is |
 //! | `PATCH /v1/rules/{id}` | changes a rule's quota fields, `mode` or `on_store_failure` (a JSON object) |
-//! | `DELETE /v1/rules/{id}` | withdraws this API's change to a rule: the rule file's version is back |
+//! | `DELETE /v1/rules/{id}/change` | withdraws this API's change to a rule: the rule file's version is back (the change is what is deleted; the rule stays, unless only the change made it) |
 //! | `GET /v1/rules/{id}/stats` | checks and refusals since start, over the last 5 minutes and hour, per minute, and the top refused callers |
 //! | `POST /v1/rules/{id}/reset` | forgets what the rule counted for one caller, named by value (`{"key": "2001:db8::1"}`) |
 //! | `GET /v1/health` | the store (reachable, breaker), the rules' versions, the last config error |
@@ -32,7 +32,7 @@
 //! mistake's line and column when not; `400` is a body not of the documented shape) and put over the watched rule file as one document —
 //! on this gateway, or, with [`Admin::fleet`], published to every gateway through Redis. The
 //! precedence: **a changed rule stays changed when the rule file is reloaded**; the file's
-//! edits to that rule wait until the change is withdrawn (`DELETE /v1/rules/{id}`), while its
+//! edits to that rule wait until the change is withdrawn (`DELETE /v1/rules/{id}/change`), while its
 //! other rules reload as usual. So a limit loosened during an incident is not undone by a
 //! deploy, and going back to the file is one explicit request.
 //!

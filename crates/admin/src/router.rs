@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
-use axum::routing::{get, post};
+use axum::routing::{delete, get, post};
 
 use crate::error::ApiError;
 use crate::handlers::{
@@ -25,11 +25,9 @@ pub(crate) fn router(state: Arc<State>) -> Router {
         .route("/v1/rules", get(list_rules))
         .route(
             "/v1/rules/{id}",
-            get(get_rule)
-                .put(put_rule)
-                .patch(patch_rule_fields)
-                .delete(withdraw_rule),
+            get(get_rule).put(put_rule).patch(patch_rule_fields),
         )
+        .route("/v1/rules/{id}/change", delete(withdraw_rule))
         .route("/v1/rules/{id}/stats", get(rule_stats))
         .route("/v1/rules/{id}/reset", post(reset_caller))
         .route("/v1/health", get(health))

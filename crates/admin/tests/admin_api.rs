@@ -14,7 +14,7 @@ const ROUTES: &[(&str, &str)] = &[
     ("GET", "/v1/rules/reads"),
     ("PUT", "/v1/rules/reads"),
     ("PATCH", "/v1/rules/reads"),
-    ("DELETE", "/v1/rules/reads"),
+    ("DELETE", "/v1/rules/reads/change"),
     ("GET", "/v1/rules/reads/stats"),
     ("POST", "/v1/rules/reads/reset"),
     ("GET", "/v1/health"),
@@ -430,7 +430,8 @@ async fn a_change_outlives_file_reloads_until_it_is_withdrawn() {
         "{rules}"
     );
     // Withdrawn: the file's version is back.
-    let (status, body) = Gateway::json(gateway.admin(Method::DELETE, "/v1/rules/reads")).await;
+    let (status, body) =
+        Gateway::json(gateway.admin(Method::DELETE, "/v1/rules/reads/change")).await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["rule"]["source"], "file");
     assert!(
@@ -439,7 +440,7 @@ async fn a_change_outlives_file_reloads_until_it_is_withdrawn() {
             .expect("quota")
             .contains("limit = 4")
     );
-    let (status, _) = Gateway::json(gateway.admin(Method::DELETE, "/v1/rules/reads")).await;
+    let (status, _) = Gateway::json(gateway.admin(Method::DELETE, "/v1/rules/reads/change")).await;
     assert_eq!(status, 404, "nothing left to withdraw");
 }
 
@@ -517,7 +518,7 @@ async fn rules_built_in_code_are_read_only() {
 async fn two_patches_at_once_are_both_in_force() {
     let gateway = gateway(RULES).await;
     for round in 0..20 {
-        let _ = Gateway::json(gateway.admin(Method::DELETE, "/v1/rules/reads")).await;
+        let _ = Gateway::json(gateway.admin(Method::DELETE, "/v1/rules/reads/change")).await;
         let limit = 1_000 + round;
         let (a, b) = tokio::join!(
             Gateway::json(

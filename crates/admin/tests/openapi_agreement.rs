@@ -270,3 +270,84 @@ async fn a_rule_put_as_json_is_its_toml_table_and_both_are_documented() {
         assert_eq!(status, 200, "{content_type:?}: {body}");
     }
 }
+
+#[tokio::test]
+async fn a_method_a_path_does_not_list_is_405_with_allow_naming_the_listed_ones() {
+    let gateway = gateway(RULES).await;
+    let document = document(&gateway).await;
+    let every = ["GET", "PUT", "POST", "PATCH", "DELETE", "OPTIONS", "TRACE"];
+    for (path, operations) in document["paths"].as_object().expect("paths") {
+        let mut listed: Vec<String> = operations
+            .as_object()
+            .expect("operations")
+            .keys()
+            .map(|method| method.to_uppercase())
+            .collect();
+        if listed.iter().any(|method| method == "GET") {
+            listed.push("HEAD".to_owned());
+        }
+        listed.sort();
+        // Under the mount point, as a client joins them: `/` is `/admin/`.
+        let address = path.replace("{id}", "reads");
+        for method in every
+            .iter()
+            .filter(|method| !listed.iter().any(|m| m == *method))
+        {
+            let response = gateway
+                .admin(
+                    Method::from_bytes(method.as_bytes()).expect("method"),
+                    &address,
+                )
+                .send()
+                .await
+                .expect("send");
+            assert_eq!(response.status(), 405, "{method} {path}");
+            let mut allowed: Vec<String> = response.headers()["allow"]
+                .to_str()
+                .expect("text")
+                .split(',')
+                .map(|method| method.trim().to_owned())
+                .collect();
+            allowed.sort();
+            assert_eq!(allowed, listed, "{method} {path}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn withdrawing_a_change_deletes_the_change_not_the_rule() {
+    let gateway = gateway(RULES).await;
+    let document = document(&gateway).await;
+    assert!(
+        document["paths"]["/v1/rules/{id}"]["delete"].is_null(),
+        "a DELETE of the rule would promise it gone"
+    );
+    let (status, body) = Gateway::json(
+        gateway
+            .admin(Method::PATCH, "/v1/rules/reads")
+            .json(&json!({"limit": 9})),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let response = gateway
+        .admin(Method::DELETE, "/v1/rules/reads")
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(response.status(), 405);
+
+    let (status, body) =
+        Gateway::json(gateway.admin(Method::DELETE, "/v1/rules/reads/change")).await;
+    assert_eq!(status, 200, "{body}");
+    assert_lists(&document, "DELETE", "/v1/rules/{id}/change", 200);
+    // The rule is still there, as the file has it; the change is gone.
+    let (status, rule) = Gateway::json(gateway.admin(Method::GET, "/v1/rules/reads")).await;
+    assert_eq!(
+        (status, rule["source"].as_str()),
+        (200, Some("file")),
+        "{rule}"
+    );
+    let (status, _) = Gateway::json(gateway.admin(Method::DELETE, "/v1/rules/reads/change")).await;
+    assert_eq!(status, 404);
+    assert_lists(&document, "DELETE", "/v1/rules/{id}/change", 404);
+}
