@@ -42,6 +42,15 @@ pub(crate) struct StoreFailure;
 /// Any value a TOML document can hold: JSON without `null`.
 pub(crate) struct TomlValue;
 
+/// A rule's `match`: a path and methods, or a gRPC method.
+pub(crate) struct RuleMatch;
+
+/// A rule's `key`: one key kind, or several combined.
+pub(crate) struct RuleKey;
+
+/// One key kind: a name, or a one-entry object of a kind and its settings.
+pub(crate) struct KeyKind;
+
 /// `value` as a schema. The unit tests check that every schema here survives utoipa's types
 /// unchanged, so a keyword they cannot hold is found there, not dropped from the document.
 fn schema(value: Value) -> RefOr<Schema> {
@@ -117,21 +126,8 @@ impl RuleObject {
             "id".to_owned(),
             json!({"type": "string", "minLength": 1, "description": "The rule's id: the one in the path."}),
         );
-        properties.insert(
-            "match".to_owned(),
-            json!({
-                "type": "object",
-                "description": "Where the rule applies: `{\"method\": \"GET\", \"path\": \"/posts/{id}\"}` (without it, every request).",
-                "additionalProperties": reference::<TomlValue>(),
-            }),
-        );
-        properties.insert(
-            "key".to_owned(),
-            json!({
-                "$ref": format!("#/components/schemas/{}", TomlValue::name()),
-                "description": "Who the rule counts: `\"peer_ip\"`, `\"global\"`, `\"endpoint\"`, a name the service registered, `{\"header\": \"x-api-key\"}`, `{\"client_ip\": {...}}`, or an array of them.",
-            }),
-        );
+        properties.insert("match".to_owned(), reference::<RuleMatch>());
+        properties.insert("key".to_owned(), reference::<RuleKey>());
         json!({
             "type": "object",
             "description": "The rule as a JSON object of the fields its `[[rule]]` table holds, with the same names and values: `{\"id\": \"reads\", \"match\": {\"method\": \"GET\", \"path\": \"/posts\"}, \"algorithm\": \"fixed_window\", \"limit\": 50, \"window\": \"1m\", \"key\": \"peer_ip\"}`. Objects are written as tables, arrays as arrays; TOML has no null. The fields typed here are the ones every rule has, its quota's and its policies'; the rule file's others (`cost`, `escalate`, `overrides`, `on_refusal`, ... — see the guide's rule-file chapter) are taken as a rule file writes them. The table is checked exactly as the TOML body is.",
@@ -158,6 +154,96 @@ impl ToSchema for RulePatch {
     }
 }
 
+impl RuleMatch {
+    fn json() -> Value {
+        json!({
+            "type": "object",
+            "description": "Where the rule applies: `{\"method\": \"GET\", \"path\": \"/posts/{id}\"}`, or `{\"grpc\": \"/feed.Feed/Publish\"}` (without `match`, every request).",
+            "additionalProperties": false,
+            "properties": {
+                "path": {
+                    "type": "string",
+                    "description": "A path pattern: `/posts/{id}`, `/static/{*rest}`."
+                },
+                "method": {
+                    "description": "One HTTP method or several (without it, any method).",
+                    "anyOf": [
+                        { "type": "string" },
+                        { "type": "array", "minItems": 1, "items": { "type": "string" } }
+                    ]
+                },
+                "grpc": {
+                    "type": "string",
+                    "description": "A gRPC method, `/package.Service/Method` (instead of `path` and `method`)."
+                }
+            }
+        })
+    }
+}
+
+impl RuleKey {
+    fn json() -> Value {
+        json!({
+            "description": "Who the rule counts: one key kind, or an array of them combined (`[\"account\", \"endpoint\"]`).",
+            "anyOf": [
+                reference::<KeyKind>(),
+                { "type": "array", "minItems": 1, "items": reference::<KeyKind>() }
+            ]
+        })
+    }
+}
+
+impl KeyKind {
+    fn json() -> Value {
+        let prefix = |bits: u8| json!({ "type": "integer", "minimum": 1, "maximum": bits });
+        json!({
+            "description": "`\"peer_ip\"`, `\"client_ip\"`, `\"endpoint\"`, `\"global\"` or a name the service registered in code; or `{\"header\": \"x-api-key\"}`, `{\"peer_ip\": {\"ipv6_prefix\": 48}}`, `{\"client_ip\": {\"trusted_proxies\": [\"10.0.0.0/8\"], \"header\": \"x-forwarded-for\"}}`.",
+            "anyOf": [
+                { "type": "string" },
+                {
+                    "type": "object",
+                    "required": ["header"],
+                    "additionalProperties": false,
+                    "properties": { "header": { "type": "string" } }
+                },
+                {
+                    "type": "object",
+                    "required": ["peer_ip"],
+                    "additionalProperties": false,
+                    "properties": {
+                        "peer_ip": {
+                            "type": "object",
+                            "additionalProperties": false,
+                            "properties": { "ipv4_prefix": prefix(32), "ipv6_prefix": prefix(128) }
+                        }
+                    }
+                },
+                {
+                    "type": "object",
+                    "required": ["client_ip"],
+                    "additionalProperties": false,
+                    "properties": {
+                        "client_ip": {
+                            "type": "object",
+                            "required": ["trusted_proxies", "header"],
+                            "additionalProperties": false,
+                            "properties": {
+                                "trusted_proxies": { "type": "array", "items": { "type": "string" } },
+                                "header": {
+                                    "type": "string",
+                                    "description": "`x-forwarded-for`, `forwarded` or `x-real-ip`."
+                                },
+                                "ipv4_prefix": prefix(32),
+                                "ipv6_prefix": prefix(128)
+                            }
+                        }
+                    }
+                }
+            ]
+        })
+    }
+}
+
 impl PartialSchema for RuleObject {
     fn schema() -> RefOr<Schema> {
         schema(RuleObject::json())
@@ -171,7 +257,49 @@ impl ToSchema for RuleObject {
 
     fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
         quota_and_policy_schemas(schemas);
+        with::<RuleMatch>(schemas);
+        with::<RuleKey>(schemas);
         with::<TomlValue>(schemas);
+    }
+}
+
+impl PartialSchema for RuleMatch {
+    fn schema() -> RefOr<Schema> {
+        schema(RuleMatch::json())
+    }
+}
+
+impl ToSchema for RuleMatch {
+    fn name() -> Cow<'static, str> {
+        Cow::Borrowed("RuleMatch")
+    }
+}
+
+impl PartialSchema for RuleKey {
+    fn schema() -> RefOr<Schema> {
+        schema(RuleKey::json())
+    }
+}
+
+impl ToSchema for RuleKey {
+    fn name() -> Cow<'static, str> {
+        Cow::Borrowed("RuleKey")
+    }
+
+    fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
+        with::<KeyKind>(schemas);
+    }
+}
+
+impl PartialSchema for KeyKind {
+    fn schema() -> RefOr<Schema> {
+        schema(KeyKind::json())
+    }
+}
+
+impl ToSchema for KeyKind {
+    fn name() -> Cow<'static, str> {
+        Cow::Borrowed("KeyKind")
     }
 }
 
@@ -332,6 +460,9 @@ mod tests {
             ("Rate", Rate::json()),
             ("StoreFailure", StoreFailure::json()),
             ("TomlValue", TomlValue::json()),
+            ("RuleMatch", RuleMatch::json()),
+            ("RuleKey", RuleKey::json()),
+            ("KeyKind", KeyKind::json()),
         ] {
             let parsed: RefOr<Schema> = serde_json::from_value(json.clone()).expect(name);
             let written = serde_json::to_value(&parsed).expect(name);

@@ -351,3 +351,46 @@ async fn withdrawing_a_change_deletes_the_change_not_the_rule() {
     assert_eq!(status, 404);
     assert_lists(&document, "DELETE", "/v1/rules/{id}/change", 404);
 }
+
+#[tokio::test]
+async fn a_json_rules_match_and_key_are_typed_as_the_rule_file_takes_them() {
+    let gateway = gateway(RULES).await;
+    let document = document(&gateway).await;
+    let schemas = &document["components"]["schemas"];
+    assert_eq!(schemas["RuleMatch"]["additionalProperties"], false);
+    assert!(
+        schemas["KeyKind"]["anyOf"].is_array(),
+        "{}",
+        schemas["KeyKind"]
+    );
+    let rule = |key: Value, method: Value| {
+        json!({
+            "id": "reads",
+            "match": {"method": method, "path": "/hello"},
+            "algorithm": "fixed_window",
+            "limit": 3,
+            "window": "1h",
+            "key": key,
+        })
+    };
+    for (key, method, status) in [
+        (json!({"header": "x-api-key"}), json!(["GET", "HEAD"]), 200),
+        (json!(["peer_ip", "endpoint"]), json!("GET"), 200),
+        (json!({"peer_ip": {"ipv6_prefix": 48}}), json!("GET"), 200),
+        (
+            json!({"client_ip": {"trusted_proxies": ["10.0.0.0/8"], "header": "x-forwarded-for"}}),
+            json!("GET"),
+            200,
+        ),
+        // What the schema refuses, the server refuses too.
+        (json!({"header": "x-api-key", "also": 1}), json!("GET"), 422),
+        (json!({"peer_ip": {"ipv4_prefix": 33}}), json!("GET"), 422),
+        (json!([]), json!("GET"), 422),
+        (json!("peer_ip"), json!([]), 422),
+    ] {
+        let body = rule(key, method);
+        let (got, answer) =
+            Gateway::json(gateway.admin(Method::PUT, "/v1/rules/reads").json(&body)).await;
+        assert_eq!(got, status, "{body}: {answer}");
+    }
+}
