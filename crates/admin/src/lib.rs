@@ -9,10 +9,10 @@
 //! | `GET /v1/rules` | the rules in force as the rule file would write them, each with its source, and the versions |
 //! | `GET /v1/rules/{id}` | one rule |
 //! | `PUT /v1/rules/{id}` | replaces a rule: the body is the rule as TOML (what `GET` gives), or with `Content-Type: application/json` a JSON object of the same fields (written as that `[[rule]]` table), checked exactly as a rule file is |
-//! | `PATCH /v1/rules/{id}` | changes a rule's quota fields, `mode` or `on_store_failure` (a JSON object) |
+//! | `PATCH /v1/rules/{id}` | changes a rule's quota fields, `mode` or `on_store_failure` (a JSON object of at least one of them, and no others) |
 //! | `DELETE /v1/rules/{id}/change` | withdraws this API's change to a rule: the rule file's version is back (the change is what is deleted; the rule stays, unless only the change made it) |
-//! | `GET /v1/rules/{id}/stats` | checks and refusals since start, over the last 5 minutes and hour, per minute, and the top refused callers |
-//! | `POST /v1/rules/{id}/reset` | forgets what the rule counted for one caller, named by value (`{"key": "2001:db8::1"}`) |
+//! | `GET /v1/rules/{id}/stats` | checks and refusals since start, over the last 5 minutes and hour, per minute, and the top refused callers (`?top=` 1–100, default 10) |
+//! | `POST /v1/rules/{id}/reset` | forgets what the rule counted for one caller, named by value (`{"key": "2001:db8::1"}`); `409` for a rule whose key is built by code from requests, which no value names |
 //! | `GET /v1/health` | the store (reachable, breaker), the rules' versions, the last config error |
 //! | `GET /v1/openapi.json` | this API as an OpenAPI 3.1 document |
 //! | `GET /` | the status page for the person on call (HTML, refreshes itself); mounted at `/admin`, it answers at `/admin` and `/admin/` |
@@ -29,12 +29,23 @@
 //!
 //! **Changes** are logged at `info` (target `tollgate::admin`) with the token's name, the rule
 //! and the rule before and after. They are checked exactly as a rule file is (`422` with each
-//! mistake's line and column when not; `400` is a body not of the documented shape) and put over the watched rule file as one document —
-//! on this gateway, or, with [`Admin::fleet`], published to every gateway through Redis. The
+//! mistake's line and column when not) and put over the watched rule file as one document — on
+//! this gateway, or, with [`Admin::fleet`], published to every gateway through Redis. The
 //! precedence: **a changed rule stays changed when the rule file is reloaded**; the file's
-//! edits to that rule wait until the change is withdrawn (`DELETE /v1/rules/{id}/change`), while its
-//! other rules reload as usual. So a limit loosened during an incident is not undone by a
-//! deploy, and going back to the file is one explicit request.
+//! edits to that rule wait until the change is withdrawn (`DELETE /v1/rules/{id}/change`),
+//! while its other rules reload as usual. So a limit loosened during an incident is not undone
+//! by a deploy, and going back to the file is one explicit request.
+//!
+//! **Answers** are what the OpenAPI document lists, and the tests hold the server to it with a
+//! property-based fuzzer (schemathesis) against a live router. Every error is a JSON body
+//! (`{"error": "...", "errors": [{"file", "line", "column", "message"}], "document"?}`): `400`
+//! for a request not of the documented shape (a body of other fields, a `null`, `top` outside
+//! 1–100); `422` for one of that shape the rule file's checks refuse, each mistake located (in
+//! `document` when it is not the body as sent: a `PATCH` merged into the rule, a JSON rule
+//! written as TOML), or reset values that name no caller of the rule's key; `409` for what
+//! cannot be done here (rules built in code, a fleet document in force, a key no value
+//! names); `404` for no such rule or change; `405` with `Allow` for a method a path does not
+//! take; `413` for a body over 64 KiB; `415` for a login that is not a form.
 //!
 //! **What it sees**: the layer's rules. Typed limits in handlers (`[[limit]]` tables) appear in
 //! the listed rule file but are not rows of `/v1/rules`, have no stats and cannot be reset or
