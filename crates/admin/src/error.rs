@@ -84,9 +84,13 @@ pub(crate) enum ApiError {
     Unauthorized { wrong: bool },
     /// No such rule (or change).
     NotFound(String),
-    /// A body that is not what the endpoint takes.
+    /// A request that is not what the endpoint takes (not the body's documented shape, a
+    /// query out of its range): `400`.
     BadRequest(String),
-    /// A rule with mistakes; nothing changed.
+    /// A body of the documented shape that still cannot be carried out (values that name no
+    /// caller of the rule's key): `422`.
+    Unprocessable(String),
+    /// A rule with mistakes, each at its line and column; nothing changed: `422`.
     Invalid {
         errors: ConfigErrors,
         document: Option<String>,
@@ -142,8 +146,11 @@ impl IntoResponse for ApiError {
             }
             ApiError::NotFound(message) => (StatusCode::NOT_FOUND, message, Vec::new(), None),
             ApiError::BadRequest(message) => (StatusCode::BAD_REQUEST, message, Vec::new(), None),
+            ApiError::Unprocessable(message) => {
+                (StatusCode::UNPROCESSABLE_ENTITY, message, Vec::new(), None)
+            }
             ApiError::Invalid { errors, document } => (
-                StatusCode::BAD_REQUEST,
+                StatusCode::UNPROCESSABLE_ENTITY,
                 format!("the rule has {} mistake(s); nothing changed", errors.len()),
                 errors
                     .iter()

@@ -5,17 +5,21 @@ use std::sync::Arc;
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::{Path, Query, State as Shared};
+use axum::http::{HeaderMap, header};
 use serde::Deserialize;
 use tollgate_config::{
     POLICY_FIELDS, QUOTA_FIELDS, RuleFile, is_patchable, parse_rule, patch_rule,
 };
 use tollgate_core::RuleId;
 use tollgate_tower::ResetError;
+use tollgate_tower::key::KeyValueError;
 use utoipa::IntoParams;
 
 use crate::auth::{Operator, Viewer};
+use crate::bodies::{RuleObject, RulePatch};
 use crate::changes::ChangeError;
 use crate::error::{ApiError, ErrorBody};
+use crate::json_toml::{NullAt, rule_table, toml_value};
 use crate::page;
 use crate::report::{health_of, top_refused};
 use crate::state::State;
@@ -56,10 +60,15 @@ pub(crate) async fn get_rule(
 /// Replaces (or adds) a rule.
 #[utoipa::path(put, path = "/v1/rules/{id}", tag = "rules", security(("bearer" = [])),
     params(("id" = String, Path, description = "The rule's id")),
-    request_body(content = String, content_type = "application/toml",
-        description = "A rule file holding exactly this one `[[rule]]` (what `GET /v1/rules/{id}` gives as `toml`)"),
+    request_body(
+        content(
+            (String = "application/toml"),
+            (RuleObject = "application/json"),
+        ),
+        description = "The rule: as TOML, a rule file holding exactly this one `[[rule]]` (what `GET /v1/rules/{id}` gives as `toml`); or as JSON, an object of the same fields, written as that table and checked the same way. A body of any other content type is read as TOML."),
     responses((status = 200, description = "The rule is in force", body = ChangeView),
-               (status = 400, description = "The rule has mistakes, each at its line and column; nothing changed", body = ErrorBody),
+               (status = 400, description = "A TOML body that is not UTF-8 text, or a JSON body that is not an object of values TOML can hold (no `null`)", body = ErrorBody),
+               (status = 422, description = "The rule has mistakes, each at its line and column (for a JSON body, in `document`: the rule as the table it was written as); nothing changed", body = ErrorBody),
                (status = 413, description = "The body is over 64 KiB", body = ErrorBody),
                (status = 401, description = "No token, or a wrong one", body = ErrorBody),
                (status = 409, description = "Rules cannot be changed here (built in code, or a fleet document is in force)", body = ErrorBody),
@@ -68,27 +77,59 @@ pub(crate) async fn put_rule(
     Operator(operator): Operator,
     Shared(state): Shared<Arc<State>>,
     Path(id): Path<String>,
+    headers: HeaderMap,
     body: Bytes,
 ) -> Answer<ChangeView> {
     let overlay = changeable(&state)?;
-    let text = std::str::from_utf8(&body)
-        .map_err(|_| ApiError::BadRequest("the body is not UTF-8 text".to_owned()))?;
-    let rule = parse_rule("request body", text, &id, overlay.extractors()).map_err(|errors| {
-        ApiError::Invalid {
+    let (name, text, written) = if is_json(&headers) {
+        let table = rule_from_json(&body)?;
+        ("request body as TOML", table.clone(), Some(table))
+    } else {
+        let text = std::str::from_utf8(&body)
+            .map_err(|_| ApiError::BadRequest("the body is not UTF-8 text".to_owned()))?;
+        ("request body", text.to_owned(), None)
+    };
+    let rule =
+        parse_rule(name, &text, &id, overlay.extractors()).map_err(|errors| ApiError::Invalid {
             errors,
-            document: None,
-        }
-    })?;
+            document: written,
+        })?;
     change(&state, &operator, &id, Edit::Put(Box::new(rule))).await
+}
+
+/// Whether the request says its body is JSON (`application/json`, or any `+json` type).
+fn is_json(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.split(';').next())
+        .map(|essence| essence.trim().to_ascii_lowercase())
+        .is_some_and(|essence| essence == "application/json" || essence.ends_with("+json"))
+}
+
+/// A rule sent as a JSON object, as its `[[rule]]` table.
+fn rule_from_json(body: &[u8]) -> Result<String, ApiError> {
+    let value: serde_json::Value = serde_json::from_slice(body)
+        .map_err(|error| ApiError::BadRequest(format!("the body is not JSON: {error}")))?;
+    let serde_json::Value::Object(fields) = value else {
+        return Err(ApiError::BadRequest(
+            "the body is a JSON object of the rule's fields, e.g. {\"id\": \"reads\", \"algorithm\": \"fixed_window\", ...}".to_owned(),
+        ));
+    };
+    rule_table(&fields).map_err(|NullAt(at)| {
+        ApiError::BadRequest(format!(
+            "`{at}` is null: a rule file has no null; leave the field out or give a value"
+        ))
+    })
 }
 
 /// Changes a rule's quota, mode or failure policy.
 #[utoipa::path(patch, path = "/v1/rules/{id}", tag = "rules", security(("bearer" = [])),
     params(("id" = String, Path, description = "The rule's id")),
-    request_body(content = Object, content_type = "application/json",
-        description = "The fields to change, as a rule file writes them: `algorithm`, `capacity`, `refill`, `limit`, `window`, `rate`, `max_delay`, `mode`, `on_store_failure` (e.g. `{\"limit\": 100}`; naming `algorithm` replaces the whole quota)"),
+    request_body(content = RulePatch, content_type = "application/json"),
     responses((status = 200, description = "The rule is in force", body = ChangeView),
-               (status = 400, description = "Not a JSON object of those fields, or the changed rule has mistakes (located in `document`); nothing changed", body = ErrorBody),
+               (status = 400, description = "Not a JSON object of at least one of those fields and no others, or a field is null; nothing changed", body = ErrorBody),
+               (status = 422, description = "The changed rule has mistakes, each at its line and column in `document` (the rule with the change made); nothing changed", body = ErrorBody),
                (status = 413, description = "The body is over 64 KiB", body = ErrorBody),
                (status = 401, description = "No token, or a wrong one", body = ErrorBody),
                (status = 404, description = "No rule in force has this id", body = ErrorBody),
@@ -105,8 +146,10 @@ pub(crate) async fn patch_rule_fields(
     change(&state, &operator, &id, Edit::Patch(fields)).await
 }
 
-/// Withdraws this API's change to a rule.
-#[utoipa::path(delete, path = "/v1/rules/{id}", tag = "rules", security(("bearer" = [])),
+/// Withdraws this API's change to a rule. The change is the resource deleted, not the rule:
+/// the rule file's version of the rule, if it has one, is in force again (a `DELETE` of
+/// `/v1/rules/{id}` would promise a rule gone that is still there).
+#[utoipa::path(delete, path = "/v1/rules/{id}/change", tag = "rules", security(("bearer" = [])),
     params(("id" = String, Path, description = "The rule's id")),
     responses((status = 200, description = "The change is withdrawn: the rule file's version of the rule (if any) is in force", body = ChangeView),
                (status = 401, description = "No token, or a wrong one", body = ErrorBody),
@@ -230,7 +273,7 @@ fn changed_document(
 #[utoipa::path(get, path = "/v1/rules/{id}/stats", tag = "rules", security(("bearer" = [])),
     params(("id" = String, Path, description = "The rule's id"), TopQuery),
     responses((status = 200, description = "The rule's checks and refusals, and its top refused callers", body = StatsView),
-               (status = 400, description = "`top` is not a number", body = ErrorBody),
+               (status = 400, description = "`top` is not a whole number from 1 to 100", body = ErrorBody),
                (status = 401, description = "No token, or a wrong one", body = ErrorBody),
                (status = 404, description = "No rule in force has this id", body = ErrorBody)))]
 pub(crate) async fn rule_stats(
@@ -242,7 +285,15 @@ pub(crate) async fn rule_stats(
     let rule_id = RuleId::new(&id).map_err(|_| no_rule(&id))?;
     state.find_rule(&id).ok_or_else(|| no_rule(&id))?;
     let stats = state.layer.stats(&rule_id).ok_or_else(|| no_rule(&id))?;
-    let top = query.top.unwrap_or(10).clamp(1, MAX_TOP);
+    let top = match query.top {
+        None => 10,
+        Some(top) if (1..=MAX_TOP).contains(&top) => top,
+        Some(top) => {
+            return Err(ApiError::BadRequest(format!(
+                "`top` is from 1 to {MAX_TOP}, not {top}"
+            )));
+        }
+    };
     Ok(Json(StatsView::new(
         &id,
         stats,
@@ -254,7 +305,7 @@ pub(crate) async fn rule_stats(
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub(crate) struct TopQuery {
-    /// How many of the most refused callers to list (1–100, default 10; others are clamped).
+    /// How many of the most refused callers to list (1–100, default 10; others are `400`).
     #[param(minimum = 1, maximum = 100)]
     top: Option<usize>,
 }
@@ -264,7 +315,9 @@ pub(crate) struct TopQuery {
     params(("id" = String, Path, description = "The rule's id")),
     request_body(content = ResetRequest, content_type = "application/json"),
     responses((status = 200, description = "The caller's count (and an escalating rule's strikes and block) is gone; the caller gets through at once", body = ResetView),
-               (status = 400, description = "The body does not name a caller of this rule's key", body = ErrorBody),
+               (status = 400, description = "The body is not `{\"key\": \"<value>\"}` or `{\"key\": [\"<part>\", ...]}`", body = ErrorBody),
+               (status = 409, description = "The rule's key is built by code from requests (an extension or a closure): no value names its callers, so it cannot be reset here", body = ErrorBody),
+               (status = 422, description = "The values name no caller of this rule's key (not an IP address for an IP rule, fewer or more values than the key has parts)", body = ErrorBody),
                (status = 413, description = "The body is over 64 KiB", body = ErrorBody),
                (status = 401, description = "No token, or a wrong one", body = ErrorBody),
                (status = 404, description = "No rule in force has this id", body = ErrorBody),
@@ -296,7 +349,11 @@ pub(crate) async fn reset_caller(
         })?
         .map_err(|error| match error {
             ResetError::UnknownRule(_) => no_rule(&id),
-            ResetError::Key { .. } => ApiError::BadRequest(error.to_string()),
+            ResetError::Key {
+                error: KeyValueError::Unsupported,
+                ..
+            } => ApiError::Conflict(error.to_string()),
+            ResetError::Key { .. } => ApiError::Unprocessable(error.to_string()),
             other => ApiError::Unavailable(other.to_string()),
         })?;
     tracing::info!(target: "tollgate::admin", token = operator, rule = id, caller = done.caller, "caller reset through the admin API");
@@ -357,42 +414,13 @@ fn patch_fields(body: &[u8]) -> Result<Vec<(String, String)>, ApiError> {
                     patchable()
                 )));
             }
-            Ok((name.clone(), toml_value(value).ok_or_else(|| ApiError::BadRequest(format!("{name:?} is null; give a value")))?))
+            let value = toml_value(value).map_err(|null| {
+                let NullAt(at) = null.under(name);
+                ApiError::BadRequest(format!("`{at}` is null; give a value"))
+            })?;
+            Ok((name.clone(), value))
         })
         .collect()
-}
-
-/// A JSON value as a TOML inline value (`None` for a null anywhere in it). JSON string
-/// escapes are valid in TOML basic strings, so strings and keys are written as JSON writes
-/// them.
-fn toml_value(value: &serde_json::Value) -> Option<String> {
-    use serde_json::Value;
-    Some(match value {
-        Value::Null => return None,
-        Value::Bool(flag) => flag.to_string(),
-        Value::Number(number) => number.to_string(),
-        Value::String(_) => value.to_string(),
-        Value::Array(items) => format!(
-            "[{}]",
-            items
-                .iter()
-                .map(toml_value)
-                .collect::<Option<Vec<_>>>()?
-                .join(", ")
-        ),
-        Value::Object(fields) => format!(
-            "{{ {} }}",
-            fields
-                .iter()
-                .map(|(key, value)| Some(format!(
-                    "{} = {}",
-                    Value::String(key.clone()),
-                    toml_value(value)?
-                )))
-                .collect::<Option<Vec<_>>>()?
-                .join(", ")
-        ),
-    })
 }
 
 /// The fields a PATCH may change, for messages.

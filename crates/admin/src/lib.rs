@@ -1,20 +1,21 @@
 //! tollgate's admin API and status page: see and steer a running limiter.
 //!
 //! [`Admin`] builds an axum [`Router`](axum::Router) the service mounts where it wants (behind
-//! its own network policy: the admin port, or a path only operators reach):
+//! its own network policy: the admin port, [`Admin::router`], or a path only operators reach,
+//! [`Admin::router_at`]). The routes, relative to that mount point:
 //!
 //! | route | what it does |
 //! |---|---|
 //! | `GET /v1/rules` | the rules in force as the rule file would write them, each with its source, and the versions |
 //! | `GET /v1/rules/{id}` | one rule |
-//! | `PUT /v1/rules/{id}` | replaces a rule: the body is the rule as TOML (what `GET` gives), checked exactly as a rule file is |
-//! | `PATCH /v1/rules/{id}` | changes a rule's quota fields, `mode` or `on_store_failure` (a JSON object) |
-//! | `DELETE /v1/rules/{id}` | withdraws this API's change to a rule: the rule file's version is back |
-//! | `GET /v1/rules/{id}/stats` | checks and refusals since start, over the last 5 minutes and hour, per minute, and the top refused callers |
-//! | `POST /v1/rules/{id}/reset` | forgets what the rule counted for one caller, named by value (`{"key": "2001:db8::1"}`) |
+//! | `PUT /v1/rules/{id}` | replaces a rule: the body is the rule as TOML (what `GET` gives), or with `Content-Type: application/json` a JSON object of the same fields (written as that `[[rule]]` table), checked exactly as a rule file is |
+//! | `PATCH /v1/rules/{id}` | changes a rule's quota fields, `mode` or `on_store_failure` (a JSON object of at least one of them, and no others) |
+//! | `DELETE /v1/rules/{id}/change` | withdraws this API's change to a rule: the rule file's version is back (the change is what is deleted; the rule stays, unless only the change made it) |
+//! | `GET /v1/rules/{id}/stats` | checks and refusals since start, over the last 5 minutes and hour, per minute, and the top refused callers (`?top=` 1–100, default 10) |
+//! | `POST /v1/rules/{id}/reset` | forgets what the rule counted for one caller, named by value (`{"key": "2001:db8::1"}`); `409` for a rule whose key is built by code from requests, which no value names |
 //! | `GET /v1/health` | the store (reachable, breaker), the rules' versions, the last config error |
 //! | `GET /v1/openapi.json` | this API as an OpenAPI 3.1 document |
-//! | `GET /` | the status page for the person on call (HTML, refreshes itself) |
+//! | `GET /` | the status page for the person on call (HTML, refreshes itself); mounted at `/admin`, it answers at `/admin` and `/admin/` |
 //! | `POST /login`, `POST /logout` | the status page's session cookie |
 //!
 //! **Authentication.** Every route but the login form needs a named token
@@ -27,13 +28,24 @@
 //! need the bearer header. There is no way to build the router without a token.
 //!
 //! **Changes** are logged at `info` (target `tollgate::admin`) with the token's name, the rule
-//! and the rule before and after. They are checked exactly as a rule file is (`400` with each
-//! mistake's line and column when not) and put over the watched rule file as one document —
-//! on this gateway, or, with [`Admin::fleet`], published to every gateway through Redis. The
+//! and the rule before and after. They are checked exactly as a rule file is (`422` with each
+//! mistake's line and column when not) and put over the watched rule file as one document — on
+//! this gateway, or, with [`Admin::fleet`], published to every gateway through Redis. The
 //! precedence: **a changed rule stays changed when the rule file is reloaded**; the file's
-//! edits to that rule wait until the change is withdrawn (`DELETE /v1/rules/{id}`), while its
-//! other rules reload as usual. So a limit loosened during an incident is not undone by a
-//! deploy, and going back to the file is one explicit request.
+//! edits to that rule wait until the change is withdrawn (`DELETE /v1/rules/{id}/change`),
+//! while its other rules reload as usual. So a limit loosened during an incident is not undone
+//! by a deploy, and going back to the file is one explicit request.
+//!
+//! **Answers** are what the OpenAPI document lists, and the tests hold the server to it with a
+//! property-based fuzzer (schemathesis) against a live router. Every error is a JSON body
+//! (`{"error": "...", "errors": [{"file", "line", "column", "message"}], "document"?}`): `400`
+//! for a request not of the documented shape (a body of other fields, a `null`, `top` outside
+//! 1–100); `422` for one of that shape the rule file's checks refuse, each mistake located (in
+//! `document` when it is not the body as sent: a `PATCH` merged into the rule, a JSON rule
+//! written as TOML), or reset values that name no caller of the rule's key; `409` for what
+//! cannot be done here (rules built in code, a fleet document in force, a key no value
+//! names); `404` for no such rule or change; `405` with `Allow` for a method a path does not
+//! take; `413` for a body over 64 KiB; `415` for a login that is not a form.
 //!
 //! **What it sees**: the layer's rules. Typed limits in handlers (`[[limit]]` tables) appear in
 //! the listed rule file but are not rows of `/v1/rules`, have no stats and cannot be reset or
@@ -51,11 +63,11 @@
 //! let layer = RateLimitLayer::new(MemoryStore::new()).track_top_refused(100);
 //! let watcher = RuleWatcher::start("rules.toml", Extractors::new(), &layer)?;
 //! let token = AdminToken::new("on-call", std::env::var("ADMIN_TOKEN")?)?;
-//! let admin = Admin::new(&layer, token).rule_file(&watcher).router();
+//! let admin = Admin::new(&layer, token).rule_file(&watcher).router_at("/admin");
 //! let app = axum::Router::new()
 //!     .route("/", axum::routing::get(|| async { "hello" }))
 //!     .layer(layer)
-//!     .nest("/admin", admin);
+//!     .merge(admin);
 //! # let _ = app;
 //! # Ok(()) }
 //! ```
@@ -65,10 +77,12 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod auth;
+mod bodies;
 mod changes;
 mod error;
 mod handlers;
 mod health;
+mod json_toml;
 mod openapi;
 mod page;
 mod report;
@@ -169,9 +183,24 @@ impl Admin {
         self
     }
 
-    /// The router; mount it with `Router::nest` (or serve it on its own port).
+    /// The router, its routes at the root: serve it on a port of its own (or see
+    /// [`Admin::router_at`] to mount it under a path of the service's).
     pub fn router(self) -> axum::Router {
         router::router(Arc::new(self.state))
+    }
+
+    /// The router with every route under `path` (`"/admin"`), to merge into the service's:
+    /// `app.merge(admin.router_at("/admin"))`. The status page answers at `/admin` and
+    /// `/admin/` — the second is what the OpenAPI document's `/` names under that mount point,
+    /// and `Router::nest` would leave it to the service's fallback (a `404`). A trailing slash
+    /// on `path` is dropped; `""` or `"/"` is [`Admin::router`].
+    ///
+    /// # Panics
+    ///
+    /// When `path` is not a path axum can nest at (as `Router::nest` does): one that does not
+    /// start with `/`, or holds a wildcard (`{*rest}`).
+    pub fn router_at(self, path: &str) -> axum::Router {
+        router::router_at(Arc::new(self.state), path)
     }
 }
 

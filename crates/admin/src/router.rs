@@ -1,10 +1,11 @@
-//! The admin router: each route and its handler.
+//! The admin router: each route and its handler, and the status page's second address when
+//! the router is mounted under a path.
 
 use std::sync::Arc;
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
-use axum::routing::{get, post};
+use axum::routing::{delete, get, post};
 
 use crate::error::ApiError;
 use crate::handlers::{
@@ -24,11 +25,9 @@ pub(crate) fn router(state: Arc<State>) -> Router {
         .route("/v1/rules", get(list_rules))
         .route(
             "/v1/rules/{id}",
-            get(get_rule)
-                .put(put_rule)
-                .patch(patch_rule_fields)
-                .delete(withdraw_rule),
+            get(get_rule).put(put_rule).patch(patch_rule_fields),
         )
+        .route("/v1/rules/{id}/change", delete(withdraw_rule))
         .route("/v1/rules/{id}/stats", get(rule_stats))
         .route("/v1/rules/{id}/reset", post(reset_caller))
         .route("/v1/health", get(health))
@@ -40,4 +39,25 @@ pub(crate) fn router(state: Arc<State>) -> Router {
         .layer(DefaultBodyLimit::max(MAX_BODY))
         .layer(axum::middleware::map_response(crate::error::as_json))
         .with_state(state)
+}
+
+/// The router over `state` with every route under `path` (`/admin`), and the status page at
+/// `path/` too: the address OpenAPI's `/` names under that mount point, which `Router::nest`
+/// leaves to the service's fallback (it serves `path`, not `path/`).
+pub(crate) fn router_at(state: Arc<State>, path: &str) -> Router {
+    let path = path.trim_end_matches('/');
+    if path.is_empty() {
+        return router(state);
+    }
+    // Nested at `path/`, the page router's `/` is exactly `path/`; the page sees the mount point
+    // as it does at `path` (`page::base_of` drops the trailing slash). No fallback of its own:
+    // `path/<anything else>` is the API router's, and a method other than GET is answered `405`
+    // with `Allow` by the method router.
+    let page = Router::new()
+        .route("/", get(status_page))
+        .layer(axum::middleware::map_response(crate::error::as_json))
+        .with_state(state.clone());
+    Router::new()
+        .nest(path, router(state))
+        .nest(&format!("{path}/"), page)
 }

@@ -57,8 +57,7 @@ impl FleetGateway {
         .expect("top");
         let admin = Admin::new(&layer, AdminToken::new("on-call", ONCALL).expect("token"))
             .fleet(&watcher, Arc::new(fleet))
-            .fleet_top_refused(Arc::new(top))
-            .router();
+            .fleet_top_refused(Arc::new(top));
         FleetGateway {
             url: common::serve(layer, admin).await,
             client: reqwest::Client::new(),
@@ -179,7 +178,7 @@ async fn two_gateways_see_each_others_changes_and_the_fleets_top_refused_callers
     );
 
     // Withdrawn through west: both are back on their files' rule.
-    let (status, body) = Gateway::json(west.admin(Method::DELETE, "/v1/rules/reads")).await;
+    let (status, body) = Gateway::json(west.admin(Method::DELETE, "/v1/rules/reads/change")).await;
     assert_eq!(status, 200, "{body}");
     east.until("/v1/rules/reads", "withdrawn on east", |rule| {
         rule["source"] == "file"
@@ -238,7 +237,7 @@ async fn a_gateway_that_missed_an_announcement_still_changes_what_the_fleet_has(
     let (status, body) = Gateway::json(east.admin(Method::PUT, "/v1/rules/x").body(rule)).await;
     assert_eq!(status, 200, "{body}");
     // West reads the fleet's document before deciding: the change it withdraws is there.
-    let (status, body) = Gateway::json(west.admin(Method::DELETE, "/v1/rules/x")).await;
+    let (status, body) = Gateway::json(west.admin(Method::DELETE, "/v1/rules/x/change")).await;
     assert_eq!(status, 200, "{body}");
     east.until("/v1/rules", "x withdrawn on east", |rules| {
         rules["rules"]
@@ -279,7 +278,7 @@ async fn changes_go_on_after_the_document_is_lost_in_redis() {
         "{body}"
     );
     // Both changes' rules are in the document Redis holds again.
-    let (status, body) = Gateway::json(east.admin(Method::DELETE, "/v1/rules/reads")).await;
+    let (status, body) = Gateway::json(east.admin(Method::DELETE, "/v1/rules/reads/change")).await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["rule"]["source"], "file");
 }

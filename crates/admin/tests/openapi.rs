@@ -72,7 +72,7 @@ async fn the_served_document_is_valid_openapi_3_1_and_lists_every_route() {
         ("GET", "/v1/rules/{id}"),
         ("PUT", "/v1/rules/{id}"),
         ("PATCH", "/v1/rules/{id}"),
-        ("DELETE", "/v1/rules/{id}"),
+        ("DELETE", "/v1/rules/{id}/change"),
         ("GET", "/v1/rules/{id}/stats"),
         ("POST", "/v1/rules/{id}/reset"),
         ("GET", "/v1/health"),

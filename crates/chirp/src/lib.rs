@@ -110,7 +110,7 @@ async fn serve<St: Store + StoreHealth>(
         let admin = Admin::new(&layer, AdminToken::new("admin", token)?)
             .rule_file(&watcher)
             .insecure_cookie();
-        app = app.nest("/admin", admin.router());
+        app = app.merge(admin.router_at("/admin"));
         if let Ok(handle) = metrics_exporter_prometheus::PrometheusBuilder::new().install_recorder()
         {
             let _ = layer.clone().metrics();

@@ -146,6 +146,16 @@ async fn an_admin_token_mounts_the_admin_api_and_metrics() {
         .await
         .expect("rules");
     assert_eq!(rules.status(), 200);
+    // The status page at the mount point, and at `/admin/`: the OpenAPI document's `/` there.
+    for page in ["/admin", "/admin/"] {
+        let page = client
+            .get(format!("{base}{page}"))
+            .bearer_auth("chirp-admin-token-0123456789")
+            .send()
+            .await
+            .expect("page");
+        assert_eq!(page.status(), 200, "{}", page.url());
+    }
     let unauthorized = client
         .get(format!("{base}/admin/v1/rules"))
         .send()

@@ -11,6 +11,7 @@ use serde::Deserialize;
 use utoipa::ToSchema;
 
 use super::{MountPoint, page_path};
+use crate::error::ErrorBody;
 use crate::session::{COOKIE, SESSION_LIFETIME, cookie_of};
 use crate::state::State;
 
@@ -65,7 +66,10 @@ pub(crate) async fn login_form(MountPoint(base): MountPoint) -> Markup {
 #[utoipa::path(post, path = "/login", tag = "page",
     request_body(content = LoginForm, content_type = "application/x-www-form-urlencoded"),
     responses((status = 303, description = "Logged in: a session cookie (`HttpOnly`, `SameSite=Strict`) and a redirect to the page"),
-              (status = 401, description = "The token was not accepted: the login form again", content_type = "text/html")))]
+              (status = 401, description = "The token was not accepted: the login form again", content_type = "text/html"),
+              (status = 413, description = "The body is over 64 KiB", body = ErrorBody),
+              (status = 415, description = "The body is not a form (`Content-Type: application/x-www-form-urlencoded`, as a browser sends it)", body = ErrorBody),
+              (status = 422, description = "The form has no `token` field", body = ErrorBody)))]
 pub(crate) async fn log_in(
     Shared(state): Shared<Arc<State>>,
     MountPoint(base): MountPoint,

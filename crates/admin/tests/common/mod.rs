@@ -53,10 +53,11 @@ pub fn admin(layer: &RateLimitLayer<MemoryStore>, watcher: &RuleWatcher) -> Admi
         .insecure_cookie()
 }
 
-/// Serves `/hello` behind `layer` and `admin` at `/admin`; the base URL.
+/// Serves `/hello` behind `layer` and `admin` at `/admin` (as `Admin::router_at` mounts it);
+/// the base URL.
 pub async fn serve<St: tollgate_core::Store + Send + Sync + 'static>(
     layer: RateLimitLayer<St>,
-    admin: axum::Router,
+    admin: Admin,
 ) -> String {
     let app = axum::Router::new()
         .route(
@@ -64,7 +65,7 @@ pub async fn serve<St: tollgate_core::Store + Send + Sync + 'static>(
             axum::routing::get(|| async { "hello" }).post(|| async { "posted" }),
         )
         .layer(layer)
-        .nest("/admin", admin);
+        .merge(admin.router_at("/admin"));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind");
@@ -90,13 +91,22 @@ pub async fn gateway_with(
     rules: &str,
     make_admin: impl FnOnce(&RateLimitLayer<MemoryStore>, &RuleWatcher) -> Admin,
 ) -> Gateway {
+    gateway_using(rules, Extractors::new(), make_admin).await
+}
+
+/// A gateway on a fresh rule file holding `rules`, which may name `extractors`, its admin API
+/// as `make_admin` builds it.
+pub async fn gateway_using(
+    rules: &str,
+    extractors: Extractors,
+    make_admin: impl FnOnce(&RateLimitLayer<MemoryStore>, &RuleWatcher) -> Admin,
+) -> Gateway {
     let dir = tempfile::tempdir().expect("tempdir");
     let rule_file = dir.path().join("rules.toml");
     std::fs::write(&rule_file, rules).expect("write rules");
     let layer = RateLimitLayer::new(MemoryStore::new()).track_top_refused(100);
-    let watcher = RuleWatcher::start(&rule_file, Extractors::new(), &layer).expect("rules load");
-    let router = make_admin(&layer, &watcher).router();
-    let url = serve(layer.clone(), router).await;
+    let watcher = RuleWatcher::start(&rule_file, extractors, &layer).expect("rules load");
+    let url = serve(layer.clone(), make_admin(&layer, &watcher)).await;
     Gateway {
         url,
         layer,
