@@ -177,6 +177,31 @@ impl Drop for Driver {
     }
 }
 
+/// The element `locator` finds once the page a submit, a click or a `goto` started has loaded,
+/// waiting up to 10 s. A lookup that lands while the browser is still navigating is aborted
+/// (WebDriver's "aborted by navigation", seen on a loaded machine) and asked again; any other
+/// error fails the test, naming `what`.
+async fn after_navigation(
+    client: &Client,
+    locator: Locator<'_>,
+    what: &str,
+) -> fantoccini::elements::Element {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let found = client
+            .wait()
+            .at_most(Duration::from_secs(10))
+            .for_element(locator)
+            .await;
+        match found {
+            Ok(element) => return element,
+            Err(error) if error.to_string().contains("navigation") && Instant::now() < deadline => {
+            }
+            Err(error) => panic!("{what}: {error}"),
+        }
+    }
+}
+
 async fn browser(driver: &Driver, profile: &std::path::Path) -> Client {
     let mut capabilities = serde_json::Map::new();
     capabilities.insert(
@@ -254,12 +279,7 @@ async fn the_status_page_in_headless_chromium() {
         .await
         .expect("type");
     form.submit().await.expect("submit");
-    let problem = client
-        .wait()
-        .at_most(Duration::from_secs(10))
-        .for_element(Locator::Css(".problem"))
-        .await
-        .expect("refused");
+    let problem = after_navigation(&client, Locator::Css(".problem"), "refused").await;
     assert!(problem.text().await.expect("text").contains("not accepted"));
 
     let form = client
@@ -268,12 +288,7 @@ async fn the_status_page_in_headless_chromium() {
         .expect("the login form");
     form.set_by_name("token", ONCALL).await.expect("type");
     form.submit().await.expect("submit");
-    let rules = client
-        .wait()
-        .at_most(Duration::from_secs(10))
-        .for_element(Locator::Id("rules"))
-        .await
-        .expect("the page");
+    let rules = after_navigation(&client, Locator::Id("rules"), "the page").await;
     assert_eq!(client.current_url().await.expect("url").path(), "/admin");
 
     // The cookie: HttpOnly, SameSite=Strict, Secure.
@@ -379,12 +394,12 @@ async fn the_status_page_in_headless_chromium() {
         .click()
         .await
         .expect("click");
-    client
-        .wait()
-        .at_most(Duration::from_secs(10))
-        .for_element(Locator::Css("form[action='/admin/login']"))
-        .await
-        .expect("the login form again");
+    after_navigation(
+        &client,
+        Locator::Css("form[action='/admin/login']"),
+        "the login form again",
+    )
+    .await;
 
     // HTTP Basic, the token as password (the browser answers the page's Basic challenge).
     let address = url.trim_start_matches("http://");
@@ -394,12 +409,7 @@ async fn the_status_page_in_headless_chromium() {
         ))
         .await
         .expect("open with Basic");
-    client
-        .wait()
-        .at_most(Duration::from_secs(10))
-        .for_element(Locator::Id("rules"))
-        .await
-        .expect("the page over Basic");
+    after_navigation(&client, Locator::Id("rules"), "the page over Basic").await;
 
     client.close().await.expect("close the browser");
     drop(driver);
