@@ -35,9 +35,19 @@ const CONFIG: &str = r#"
 expected-statuses = ["2xx", "3xx", "401", "403", "404", "409", "422", "429", "5xx"]
 "#;
 
-/// The fuzzer's `st` command: `$SCHEMATHESIS` (set by `scripts/test`), else `st` on the path.
+/// The fuzzer's `st` command: `$SCHEMATHESIS` (set by `scripts/test`), else the one
+/// `scripts/test` installed in the workspace's test-tools virtualenv (a later `cargo test` of
+/// this crate alone finds it there), else `st` on the path.
 fn schemathesis() -> String {
-    std::env::var("SCHEMATHESIS").unwrap_or_else(|_| "st".to_owned())
+    if let Ok(st) = std::env::var("SCHEMATHESIS") {
+        return st;
+    }
+    let installed =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/test-tools/python-venv/bin/st");
+    if installed.is_file() {
+        return installed.display().to_string();
+    }
+    "st".to_owned()
 }
 
 /// Runs `st` with `args` in `dir`, failing the test, with how to get it, when it cannot run.
