@@ -487,6 +487,18 @@ impl BatchDecision {
         BatchDecision { allowed, items }
     }
 
+    /// The answers, for a store that builds them in place.
+    #[inline]
+    pub(crate) fn items_mut(&mut self) -> &mut SmallVec<[ItemDecision; 3]> {
+        &mut self.items
+    }
+
+    /// Sets whether the request may go ahead, once a store building the answer in place knows.
+    #[inline]
+    pub(crate) fn set_allowed(&mut self, allowed: bool) {
+        self.allowed = allowed;
+    }
+
     /// The answer to a request of one item.
     #[inline]
     pub(crate) fn one(allowed: bool, item: ItemDecision) -> Self {
