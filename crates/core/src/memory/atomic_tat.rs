@@ -25,45 +25,6 @@ fn unpack(word: u64) -> (Timestamp, Meta) {
     (Timestamp::from_micros(tat), meta)
 }
 
-/// What one check of a word decided, and what it writes.
-enum Checked {
-    /// The word to write: the charge.
-    Charged((Decision, Option<Charge>), u64),
-    /// Nothing to write, but maybe the refused mark.
-    Unchanged((Decision, Option<Charge>), bool),
-}
-
-/// Checks the word `seen` for an item whose quota is in `slot`; `None` when the state was
-/// written under another quota or must be rewritten first.
-#[inline(always)]
-fn check_word(
-    seen: u64,
-    quota: &Quota,
-    slot: u16,
-    now: Timestamp,
-    cost: u64,
-    enforcing: bool,
-) -> Option<Checked> {
-    let (tat, meta) = unpack(seen);
-    let mut state = GcraState::new(tat, quota.interval_micros());
-    if meta.slot != slot || state.needs_rewrite(quota, now) {
-        return None;
-    }
-    let outcome = state.check_normalized(quota, now, cost, now);
-    if outcome.1.is_none() {
-        let limited = outcome.0.refusal() == Some(RefusalReason::LimitReached);
-        return Some(Checked::Unchanged(
-            outcome,
-            limited && enforcing && !meta.refused,
-        ));
-    }
-    let meta = Meta {
-        slot,
-        refused: false,
-    };
-    Some(Checked::Charged(outcome, pack(state.tat(), meta)))
-}
-
 impl AtomicTat {
     /// The check through a shared reference, for an item whose quota is in `slot`: evaluate a
     /// snapshot and publish a charge only if nobody changed the word meanwhile (otherwise
@@ -86,50 +47,32 @@ impl AtomicTat {
     ) -> Option<(Decision, Option<Charge>)> {
         let mut seen = self.0.load(Ordering::Acquire);
         loop {
-            match check_word(seen, quota, slot, now, cost, enforcing)? {
-                Checked::Unchanged(outcome, mark) => {
-                    if mark {
-                        self.0.fetch_or(Meta::REFUSED_BIT, Ordering::AcqRel);
-                    }
-                    return Some(outcome);
+            let (tat, meta) = unpack(seen);
+            let mut state = GcraState::new(tat, quota.interval_micros());
+            if meta.slot != slot || state.needs_rewrite(quota, now) {
+                return None;
+            }
+            let outcome = state.check_normalized(quota, now, cost, now);
+            if outcome.1.is_none() {
+                let limited = outcome.0.refusal() == Some(RefusalReason::LimitReached);
+                if limited && enforcing && !meta.refused {
+                    self.0.fetch_or(Meta::REFUSED_BIT, Ordering::AcqRel);
                 }
-                Checked::Charged(outcome, charged) => match self.0.compare_exchange_weak(
-                    seen,
-                    charged,
-                    Ordering::AcqRel,
-                    Ordering::Acquire,
-                ) {
-                    Ok(_) => return Some(outcome),
-                    Err(current) => seen = current,
+                return Some(outcome);
+            }
+            let charged = pack(
+                state.tat(),
+                Meta {
+                    slot,
+                    refused: false,
                 },
-            }
-        }
-    }
-
-    /// [`check_shared`](Self::check_shared) for a caller holding the shard's **write** lock:
-    /// nothing else can change the word meanwhile, so it is written with a plain store rather
-    /// than a compare-and-swap (a batch checks several items under that lock, and the swaps took
-    /// about 8 % of a three-rule batch's time in `perf`).
-    #[inline(always)]
-    pub(crate) fn check_exclusive(
-        &self,
-        quota: &Quota,
-        slot: u16,
-        now: Timestamp,
-        cost: u64,
-        enforcing: bool,
-    ) -> Option<(Decision, Option<Charge>)> {
-        let seen = self.0.load(Ordering::Relaxed);
-        match check_word(seen, quota, slot, now, cost, enforcing)? {
-            Checked::Unchanged(outcome, mark) => {
-                if mark {
-                    self.0.store(seen | Meta::REFUSED_BIT, Ordering::Relaxed);
-                }
-                Some(outcome)
-            }
-            Checked::Charged(outcome, charged) => {
-                self.0.store(charged, Ordering::Relaxed);
-                Some(outcome)
+            );
+            match self
+                .0
+                .compare_exchange_weak(seen, charged, Ordering::AcqRel, Ordering::Acquire)
+            {
+                Ok(_) => return Some(outcome),
+                Err(current) => seen = current,
             }
         }
     }
