@@ -34,8 +34,8 @@ impl AtomicTat {
     /// clock that stepped back, a smaller capacity): the exclusive path does that.
     ///
     /// Always inlined: called, it returns its answer through memory that the caller reads back
-    /// at once, and the one-rule check was slower for it (about 75 against 66 ns on the `check`
-    /// bench's hot key, interleaved runs).
+    /// at once, and the one-rule check was slower for it (78 against 68 ns on the `check`
+    /// bench's hot key, medians of seven interleaved runs).
     #[inline(always)]
     pub(crate) fn check_shared(
         &self,
