@@ -4,9 +4,7 @@
 
 mod common;
 
-use std::net::SocketAddr;
-
-use common::{Gateway, ONCALL, RULES, gateway};
+use common::{Gateway, ONCALL, RULES, gateway, serve_app};
 use reqwest::Method;
 use reqwest::header::{ALLOW, CONTENT_TYPE, LOCATION, WWW_AUTHENTICATE};
 
@@ -16,23 +14,6 @@ fn not_following() -> reqwest::Client {
         .redirect(reqwest::redirect::Policy::none())
         .build()
         .expect("client")
-}
-
-/// Serves `app` alone on 127.0.0.1:0; the base URL.
-async fn serve_alone(app: axum::Router) -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let address = listener.local_addr().expect("address");
-    tokio::spawn(async move {
-        axum::serve(
-            listener,
-            app.into_make_service_with_connect_info::<SocketAddr>(),
-        )
-        .await
-        .expect("serve");
-    });
-    format!("http://{address}")
 }
 
 #[tokio::test]
@@ -116,7 +97,7 @@ async fn a_deeper_mount_point_and_the_root_serve_every_route() {
     let client = not_following();
 
     // A trailing slash on the mount point is dropped.
-    let deep = serve_alone(common::admin(&layer, &watcher).router_at("/ops/admin/")).await;
+    let deep = serve_app(common::admin(&layer, &watcher).router_at("/ops/admin/")).await;
     for address in ["/ops/admin", "/ops/admin/", "/ops/admin/v1/rules"] {
         let response = client
             .get(format!("{deep}{address}"))
@@ -134,7 +115,7 @@ async fn a_deeper_mount_point_and_the_root_serve_every_route() {
     assert_eq!(anonymous.headers()[LOCATION], "/ops/admin/login");
 
     // At the root, the router is `Admin::router`: `/` is the page.
-    let root = serve_alone(common::admin(&layer, &watcher).router_at("/")).await;
+    let root = serve_app(common::admin(&layer, &watcher).router_at("/")).await;
     for address in ["/", "/v1/rules"] {
         let response = client
             .get(format!("{root}{address}"))

@@ -66,6 +66,11 @@ pub async fn serve<St: tollgate_core::Store + Send + Sync + 'static>(
         )
         .layer(layer)
         .merge(admin.router_at("/admin"));
+    serve_app(app).await
+}
+
+/// Serves `app` on 127.0.0.1:0, with each connection's peer address; the base URL.
+pub async fn serve_app(app: axum::Router) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind");
