@@ -6,20 +6,10 @@
 use std::borrow::Cow;
 
 use serde_json::{Map, Value, json};
+use tollgate_config::ALGORITHMS;
 use utoipa::openapi::RefOr;
 use utoipa::openapi::schema::Schema;
 use utoipa::{PartialSchema, ToSchema};
-
-/// The algorithms a rule file names (`tollgate_config` refuses any other, listing these).
-pub(crate) const ALGORITHMS: &[&str] = &[
-    "token_bucket",
-    "gcra",
-    "fixed_window",
-    "sliding_window_counter",
-    "sliding_window_log",
-    "pacing",
-    "concurrency",
-];
 
 /// `PATCH /v1/rules/{id}`'s body: the quota and policy fields to change.
 pub(crate) struct RulePatch;

@@ -67,7 +67,7 @@ pub use self::error::{ConfigError, ConfigErrors};
 use self::fields::Fields;
 pub use self::key::Extractors;
 pub use self::live::RuleOverlay;
-pub use self::quota::QUOTA_FIELDS;
+pub use self::quota::{ALGORITHMS, QUOTA_FIELDS};
 use self::rule::Applies;
 pub use self::watch::{RuleWatcher, WatchError, WatchStatus};
 pub use self::write::rules_to_toml;

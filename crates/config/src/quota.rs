@@ -26,8 +26,13 @@ use toml_span::Value;
 use super::error::Report;
 use super::fields::{Fields, duration, positive, string};
 
-/// The algorithms a file may name.
-pub(crate) const ALGORITHMS: &[&str] = &[
+/// The algorithms a rule file may name as `algorithm`; any other is a located error listing
+/// these.
+///
+/// ```
+/// assert!(tollgate_config::ALGORITHMS.contains(&"token_bucket"));
+/// ```
+pub const ALGORITHMS: &[&str] = &[
     "token_bucket",
     "gcra",
     "fixed_window",
