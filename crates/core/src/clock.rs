@@ -114,6 +114,7 @@ impl Default for SystemClock {
 }
 
 impl Clock for SystemClock {
+    #[inline]
     fn now(&self) -> Timestamp {
         // Raw counter ticks scaled to nanoseconds: no `Instant` or `Duration` arithmetic here.
         let elapsed_nanos = self

@@ -2,8 +2,9 @@
 //! checked one at a time would under all-or-nothing: every item is peeked first, and only a
 //! request whose every item fits is charged, item by item. Random requests of one to three
 //! token-bucket rules over a few callers, on a manual clock, so each batch is compared with its
-//! one-at-a-time twin step by step (the batch path decides known keys by the compare-and-swap
-//! path under its locks, new keys by the general one: both are exercised).
+//! one-at-a-time twin step by step. The batch path decides a batch of known keys that is
+//! allowed whole from the words as they stand, writing them only at the end; a batch with a new
+//! key, a refusal or one key twice goes the general way (all are exercised).
 
 use std::time::Duration;
 

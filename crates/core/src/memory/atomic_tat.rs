@@ -16,10 +16,12 @@ use crate::{Charge, Decision, Quota, RefusalReason, Timestamp};
 #[derive(Debug, Default)]
 pub(crate) struct AtomicTat(AtomicU64);
 
+#[inline]
 fn pack(tat: Timestamp, meta: Meta) -> u64 {
     meta.pack(tat.as_micros())
 }
 
+#[inline]
 fn unpack(word: u64) -> (Timestamp, Meta) {
     let (tat, meta) = Meta::unpack(word);
     (Timestamp::from_micros(tat), meta)
@@ -75,6 +77,44 @@ impl AtomicTat {
                 Err(current) => seen = current,
             }
         }
+    }
+
+    /// The check's plan for a caller holding the shard exclusively: the allowed decision, its
+    /// charge and the word to store for it (`None`: the word stays), written by
+    /// [`set`](Self::set) only once every item of the batch is allowed. `None` when the check
+    /// refuses, or the state was written under another quota or must be rewritten first.
+    #[inline(always)]
+    pub(crate) fn plan(
+        &self,
+        quota: &Quota,
+        slot: u16,
+        now: Timestamp,
+        cost: u64,
+    ) -> Option<(Decision, Option<Charge>, Option<u64>)> {
+        let (tat, meta) = unpack(self.0.load(Ordering::Relaxed));
+        let mut state = GcraState::new(tat, quota.interval_micros());
+        if meta.slot != slot || state.needs_rewrite(quota, now) {
+            return None;
+        }
+        let (decision, charge) = state.check_normalized(quota, now, cost, now);
+        if !decision.is_allowed() {
+            return None;
+        }
+        let word = charge.is_some().then(|| {
+            let meta = Meta {
+                slot,
+                refused: false,
+            };
+            pack(state.tat(), meta)
+        });
+        Some((decision, charge, word))
+    }
+
+    /// Stores a word [`plan`](Self::plan) made, under the shard's write lock (whose release
+    /// publishes it).
+    #[inline(always)]
+    pub(crate) fn set(&self, word: u64) {
+        self.0.store(word, Ordering::Relaxed);
     }
 
     fn state(&self, quota: &Quota) -> GcraState {

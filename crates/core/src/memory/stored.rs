@@ -26,6 +26,7 @@ impl Meta {
     /// One word: the refused mark (top bit), the slot (10 bits) and a value below 2^53 (a
     /// timestamp in µs until the year 2255, or a count: limits are at most 2^40). Packing keeps
     /// entries as small as they were before states named their quotas.
+    #[inline]
     pub(crate) fn pack(self, value: u64) -> u64 {
         let refused = if self.refused { REFUSED } else { 0 };
         let slot = (u64::from(self.slot) << VALUE_BITS) & SLOT_MASK;
@@ -33,6 +34,7 @@ impl Meta {
     }
 
     /// The value and meta of a packed word.
+    #[inline]
     pub(crate) fn unpack(word: u64) -> (u64, Meta) {
         let slot = u16::try_from((word & SLOT_MASK) >> VALUE_BITS).unwrap_or_default();
         let meta = Meta {
