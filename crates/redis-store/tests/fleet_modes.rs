@@ -606,3 +606,89 @@ fn a_push_that_timed_out_never_lands_late_so_synced_spend_counts_once() {
         );
     });
 }
+
+/// How many scripts `server` has run (`EVALSHA` calls).
+fn script_calls(server: &tollgate_redis_harness::RedisServer) -> u64 {
+    let info = server
+        .cli(&["INFO", "commandstats"])
+        .expect("INFO commandstats");
+    info.lines()
+        .find_map(|line| line.strip_prefix("cmdstat_evalsha:calls="))
+        .and_then(|rest| rest.split(',').next()?.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// A check that must push first (its key's M unsynced units are spent) whose caller stops
+/// waiting while Redis is stalled (SIGSTOP): the push was written to the connection, whose
+/// deadline is far off, so it lands when Redis wakes. The push runs to its end on the runtime
+/// and its answer is applied, so its units are not pushed a second time: the shared count
+/// comes out exactly what the gateway admitted. (Before, the dropped check gave the push up and
+/// the same units went out again, counted twice; found by the review of issue 25.)
+#[test]
+fn a_push_whose_caller_stops_waiting_still_lands_once() {
+    let server = tollgate_redis_harness::RedisServer::start().expect("start redis-server");
+    common::block_on(async {
+        let settings = tollgate_redis::ConnectionSettings {
+            response_timeout: Duration::from_secs(30),
+            ..tollgate_redis::ConnectionSettings::default()
+        };
+        let connection = RedisConnection::connect_with(&server.url(), settings)
+            .await
+            .expect("connect to redis-server");
+        let store = RedisStore::builder()
+            .prefix(common::unique_prefix())
+            .build(connection)
+            .expect("a valid prefix");
+        let gateway = FleetStore::new(store);
+        let sync = Counting::Sync(
+            SyncSettings::new()
+                .every(Duration::from_secs(3_600))
+                .max_unsynced(5),
+        );
+        let (rule, key) = (RuleId::new("reads").expect("valid"), Key::new("acme"));
+        let limit = 100_000;
+        let daily = Quota::fixed_window(limit, Duration::from_secs(86_400)).expect("valid");
+        let item =
+            Item::new(&rule, daily, &key).with_fleet_modes(FleetModes::new().with_counting(sync));
+        let mut admitted = 0u64;
+        loop {
+            assert!(gateway.check(&[item]).await.expect("answers").is_allowed());
+            admitted += 1;
+            assert!(admitted < 50, "the gateway never held unsynced spend");
+            gateway.background_done().await;
+            if gateway.stats().unsynced_units >= 2 {
+                break;
+            }
+        }
+        let calls_before = script_calls(&server);
+
+        server.pause().expect("SIGSTOP redis-server");
+        // What is unsynced and this cost pass M (5): the check pushes before it decides.
+        let waited = tokio::time::timeout(
+            Duration::from_millis(100),
+            gateway.check(&[item.with_cost(4)]),
+        )
+        .await;
+        assert!(waited.is_err(), "the caller stopped waiting");
+        server.resume().expect("SIGCONT redis-server");
+
+        // The stalled push runs, well inside its deadline, and is answered.
+        gateway.background_done().await;
+        assert!(script_calls(&server) > calls_before, "the push ran");
+        assert_eq!(declined_late(&server), 0, "inside its deadline");
+
+        assert!(gateway.check(&[item]).await.expect("answers").is_allowed());
+        admitted += 1;
+        gateway.background_done().await;
+        gateway.settle().await;
+        assert_eq!(gateway.stats().unsynced_units, 0, "the spend is pushed");
+        let probe = Item::new(&rule, daily, &key).with_cost(0);
+        let left = gateway
+            .shared()
+            .peek(&probe)
+            .await
+            .expect("peeks")
+            .remaining();
+        assert_eq!(limit - left, admitted, "every admitted unit counted once");
+    });
+}

@@ -95,7 +95,7 @@ pub(super) struct Inner<S, C: Clock> {
     pub(super) leases: Leases,
     pub(super) syncs: Syncs<C>,
     /// One push at a time: a check that must push first waits for the push on its way.
-    pub(super) pushing: tokio::sync::Mutex<()>,
+    pub(super) pushing: Arc<tokio::sync::Mutex<()>>,
     /// Background jobs (top-ups, give-backs, pushes) running, and their end.
     pub(super) background: std::sync::atomic::AtomicUsize,
     pub(super) idle: tokio::sync::Notify,
@@ -124,7 +124,7 @@ impl<S: Store, C: Clock + Clone> FleetStore<S, C> {
                 syncs: Syncs::new(clock.clone()),
                 clock,
                 leases: Leases::default(),
-                pushing: tokio::sync::Mutex::new(()),
+                pushing: Arc::new(tokio::sync::Mutex::new(())),
                 push_queued: std::sync::atomic::AtomicBool::new(false),
                 background: std::sync::atomic::AtomicUsize::new(0),
                 idle: tokio::sync::Notify::new(),

@@ -123,8 +123,8 @@ impl Synced {
     /// failed may still land once the store answers, so until one answers, pushes only ask —
     /// the spend goes once it has, and the count comes out stricter by one push at most; a
     /// store that declines calls started after their deadline, as Redis does, never lets a push
-    /// held up before it ran land late, so only a push whose answer alone was lost counts
-    /// twice).
+    /// held up before it ran land late, and a push whose caller stops waiting runs on to its
+    /// answer, so only a push whose answer alone was lost counts twice).
     fn units_to_push(&self) -> u64 {
         if self.down { 0 } else { self.unsynced }
     }
@@ -523,8 +523,9 @@ impl<C: Clock + Clone> Syncs<C> {
         }
     }
 
-    /// Ends pushes that will not be answered (the check that made them stopped waiting): their
-    /// units stay unsynced and the keys may be pushed again.
+    /// Ends pushes that will not be answered (the check running them stopped waiting, which
+    /// happens only without a runtime to run them on): their units stay unsynced and the keys
+    /// may be pushed again.
     pub(crate) fn abandon(&self, pushes: &[Push]) {
         let mut table = self.table.lock();
         for push in pushes {

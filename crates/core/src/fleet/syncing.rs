@@ -87,10 +87,29 @@ impl<S: Store, C: Clock + Clone> Inner<S, C> {
     /// Pushes every synced key with unsynced spend or a view an interval old (or only the one
     /// named) in one batch of debt items,
     /// and starts each key's local copy again from the shared count it brings back.
-    pub(super) async fn push(&self, only: Option<&Item<'_>>) {
-        let _one_at_a_time = self.pushing.lock().await;
+    ///
+    /// Once sent, a push runs to its end on the runtime even if the caller stops waiting (a
+    /// client gone, a timeout layer): its answer, however late, is applied, so its units are
+    /// never pushed a second time while the first push may still land. Without a runtime the
+    /// caller runs it, and a caller that stops waiting gives it up (see `send`).
+    pub(super) async fn push(self: &Arc<Self>, only: Option<&Item<'_>>) {
+        let one_at_a_time = Arc::clone(&self.pushing).lock_owned().await;
         let pushes = self.syncs.start_push(self.clock.now(), only);
-        self.send(pushes).await;
+        if pushes.is_empty() {
+            return;
+        }
+        let (done, finished) = tokio::sync::oneshot::channel();
+        let inner = Arc::clone(self);
+        let job = async move {
+            let _one_at_a_time = one_at_a_time;
+            inner.send(pushes).await;
+            let _ = done.send(());
+        };
+        match self.start(job) {
+            Some(job) => job.await,
+            // Spawned: wait for its end, which comes whether or not this caller stays.
+            None => drop(finished.await),
+        }
     }
 
     /// Sends `pushes` as one batch of debt items, and starts each key's local copy again from
@@ -99,8 +118,9 @@ impl<S: Store, C: Clock + Clone> Inner<S, C> {
         if pushes.is_empty() {
             return;
         }
-        // Should the caller stop waiting (a client gone, a timeout layer), the keys are not
-        // left marked as on their way: they are pushed again later.
+        // Should the caller running this stop waiting (only without a runtime: see `push`),
+        // the keys are not left marked as on their way: they are pushed again later, and the
+        // push given up may still land (stricter by that push's units, never looser).
         let pending = Pending {
             syncs: &self.syncs,
             pushes: &pushes,
