@@ -161,10 +161,33 @@ impl RedisStore {
         }
     }
 
+    /// [`timing`](Self::timing) for a call that charges. On the server's clock, a store that
+    /// has had no answer yet first asks the server its `TIME` (once; every answer after teaches
+    /// the clock), so its first scripts carry a deadline too: a gateway just started whose
+    /// checks stall behind a stopped server is not charged for them once it wakes. Should that
+    /// `TIME` itself stall, the caller stops waiting before any script was sent.
+    async fn charging_timing(&self) -> Timing {
+        if matches!(self.inner.time, TimeSource::Server) && self.deadline().is_none() {
+            let asked = self
+                .inner
+                .connection
+                .query::<(i64, i64)>(&redis::cmd("TIME"))
+                .await;
+            if let Ok((seconds, micros)) = asked {
+                let now = seconds.saturating_mul(1_000_000).saturating_add(micros);
+                self.inner
+                    .server_clock
+                    .observe(now, std::time::Instant::now());
+            }
+        }
+        self.timing()
+    }
+
     /// When the script must have started to charge, on the server's clock: the caller's
     /// deadline ([`call_deadline`](tollgate_core::store_kit::call_deadline), a `FallbackStore`'s
     /// timeout), or the connection's response timeout if sooner, after which nothing waits for
-    /// the answer. `None` until an answer has taught the server's clock.
+    /// the answer. `None` until an answer (or [`charging_timing`](Self::charging_timing)'s
+    /// `TIME`) has taught the server's clock.
     fn deadline(&self) -> Option<u64> {
         self.inner.server_clock.server_time(self.local_deadline())
     }
@@ -458,7 +481,7 @@ impl Store for RedisStore {
             .iter()
             .map(|item| self.plan(item))
             .collect::<Result<_, _>>()?;
-        let timing = self.timing();
+        let timing = self.charging_timing().await;
         let groups = if self.inner.connection.is_cluster() {
             split::by_slot(planned.iter().map(|item| layout::slot_of(&item.key)))
         } else {
@@ -483,8 +506,9 @@ impl Store for RedisStore {
 
     async fn check_one(&self, item: &Item<'_>) -> Result<ItemDecision, StoreError> {
         let planned = [self.plan(item)?];
+        let timing = self.charging_timing().await;
         let answer = self
-            .check_group(Operation::Check, &planned, &[0], self.timing())
+            .check_group(Operation::Check, &planned, &[0], timing)
             .await?;
         answer.items.into_iter().next().ok_or_else(|| {
             StoreError::new(

@@ -311,6 +311,77 @@ fn a_check_that_timed_out_is_never_charged_when_the_stalled_server_wakes_up() {
     });
 }
 
+/// A gateway just started (its Redis store has had no answer yet, so it does not know the
+/// server's clock) whose first checks stall behind a stopped server (SIGSTOP): each times out
+/// and is answered by its rule's policy. The store asked the server's `TIME` before its first
+/// script, so once the server wakes no script of those checks charges: none was sent before
+/// its `TIME` came back, or each starts after its deadline and declines. (Before, a fresh
+/// store sent no deadline, and every stalled check was charged in Redis as well; found by the
+/// review of issue 25.)
+#[test]
+fn a_fresh_store_is_not_charged_for_checks_that_timed_out_before_its_first_answer() {
+    let server = RedisServer::start().expect("start redis-server");
+    common::block_on(async {
+        let redis = RedisStore::builder()
+            .prefix(common::unique_prefix())
+            .settings(ConnectionSettings {
+                connect_timeout: Duration::from_millis(200),
+                response_timeout: Duration::from_secs(10),
+            })
+            .connect(&server.url())
+            .await
+            .expect("connect");
+        let store = FallbackStore::builder(redis.clone())
+            .timeout(TIMEOUT)
+            .failure_threshold(1_000)
+            .build();
+        let rule = RuleId::new("payments").expect("id");
+        let key = Key::new("payer-8");
+        let quota = Quota::fixed_window(1_000, Duration::from_secs(86_400)).expect("valid");
+        let item = Item::new(&rule, quota, &key).with_store_failure(OnStoreFailure::Local);
+        // Another gateway (a store of its own) has loaded the script on the server already, so
+        // this one's first scripts would run as sent.
+        let other = RedisStore::builder()
+            .prefix(common::unique_prefix())
+            .connect(&server.url())
+            .await
+            .expect("connect");
+        other.check_one(&item).await.expect("answered");
+        let before = stat(&server, "commandstats", "cmdstat_evalsha:", "calls=");
+
+        server.pause().expect("SIGSTOP redis-server");
+        let stalled: Vec<_> = (0..20).map(|_| store.check_one(&item)).collect();
+        for answer in futures_util::future::join_all(stalled).await {
+            let answer = answer.expect("answered by the rule's policy");
+            assert!(answer.decision().is_allowed(), "counted on the gateway");
+        }
+        assert_eq!(store.stats().timeouts, 20, "{:?}", store.stats());
+        server.resume().expect("SIGCONT redis-server");
+
+        // Once the server has run what the 20 checks queued (a `TIME` each, or a script where
+        // no deadline could be sent), a peek reports what is left, charging nothing.
+        let queued = || {
+            stat(&server, "commandstats", "cmdstat_time:", "calls=")
+                + stat(&server, "commandstats", "cmdstat_evalsha:", "calls=")
+                - before
+        };
+        let deadline = Instant::now() + BACK_WITHIN;
+        while queued() < 20 {
+            assert!(Instant::now() < deadline, "the queued calls never ran");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let left = redis
+            .peek(&item.with_cost(0))
+            .await
+            .expect("Redis answers again");
+        assert_eq!(
+            left.remaining(),
+            1_000,
+            "no check that timed out is charged in Redis"
+        );
+    });
+}
+
 /// A proxy in front of `server` that holds each answer on its way back for `delay` ms (read
 /// at each answer): a slow network after the script has run.
 async fn slow_answers(server: &RedisServer, delay: Arc<AtomicU64>) -> String {

@@ -78,8 +78,9 @@ use crate::{
 /// Redis as well. What it cannot cover: a script that started in time and whose **answer**
 /// came back too late (a slow network on the way back, the last round trip before the
 /// timeout) has charged, and its caller was answered by its policy too — charged twice, at
-/// most once per call in flight. Until the Redis store has had one answer it does not know the
-/// server's clock and sends no deadline, and the deadline it sends is early by about the best
+/// most once per call in flight. A Redis store that has had no answer yet asks the server its
+/// `TIME` before its first check, so that check carries a deadline too (should the `TIME`
+/// stall, no script is sent before the caller gives up). The deadline it sends is early by about the best
 /// round trip it has seen, so a check that reaches the script in the last round trip before
 /// the timeout is declined (the caller, still waiting, gets a timeout and its policy). A
 /// primary that ignores the deadline may charge any timed-out call when it runs.
