@@ -232,6 +232,26 @@ fn stat(server: &RedisServer, section: &str, prefix: &str, field: &str) -> u64 {
         .unwrap_or(0)
 }
 
+/// A Redis store on `server` that waits 10 s for an answer, and a `FallbackStore` over it that
+/// gives up after [`TIMEOUT`] and whose breaker stays closed: every check is sent, and queues
+/// behind a stalled server.
+async fn stalling_fallback(server: &RedisServer) -> (RedisStore, FallbackStore<RedisStore>) {
+    let redis = RedisStore::builder()
+        .prefix(common::unique_prefix())
+        .settings(ConnectionSettings {
+            connect_timeout: Duration::from_millis(200),
+            response_timeout: Duration::from_secs(10),
+        })
+        .connect(&server.url())
+        .await
+        .expect("connect");
+    let store = FallbackStore::builder(redis.clone())
+        .timeout(TIMEOUT)
+        .failure_threshold(1_000)
+        .build();
+    (redis, store)
+}
+
 /// A server stalled with checks queued (SIGSTOP): each check times out and is answered by its
 /// rule's policy (`Local`, counted on the gateway). When the server wakes up it runs the queued
 /// scripts, which start after their callers' deadlines: each declines (`TOLLGATE_LATE`) and
@@ -240,20 +260,7 @@ fn stat(server: &RedisServer, section: &str, prefix: &str, field: &str) -> u64 {
 fn a_check_that_timed_out_is_never_charged_when_the_stalled_server_wakes_up() {
     let server = RedisServer::start().expect("start redis-server");
     common::block_on(async {
-        let redis = RedisStore::builder()
-            .prefix(common::unique_prefix())
-            .settings(ConnectionSettings {
-                connect_timeout: Duration::from_millis(200),
-                response_timeout: Duration::from_secs(10),
-            })
-            .connect(&server.url())
-            .await
-            .expect("connect");
-        // A breaker that stays closed: every check is sent, and queues behind the stall.
-        let store = FallbackStore::builder(redis.clone())
-            .timeout(TIMEOUT)
-            .failure_threshold(1_000)
-            .build();
+        let (redis, store) = stalling_fallback(&server).await;
         let rule = RuleId::new("payments").expect("id");
         let key = Key::new("payer-7");
         let quota = Quota::fixed_window(1_000, Duration::from_secs(86_400)).expect("valid");
@@ -322,19 +329,7 @@ fn a_check_that_timed_out_is_never_charged_when_the_stalled_server_wakes_up() {
 fn a_fresh_store_is_not_charged_for_checks_that_timed_out_before_its_first_answer() {
     let server = RedisServer::start().expect("start redis-server");
     common::block_on(async {
-        let redis = RedisStore::builder()
-            .prefix(common::unique_prefix())
-            .settings(ConnectionSettings {
-                connect_timeout: Duration::from_millis(200),
-                response_timeout: Duration::from_secs(10),
-            })
-            .connect(&server.url())
-            .await
-            .expect("connect");
-        let store = FallbackStore::builder(redis.clone())
-            .timeout(TIMEOUT)
-            .failure_threshold(1_000)
-            .build();
+        let (redis, store) = stalling_fallback(&server).await;
         let rule = RuleId::new("payments").expect("id");
         let key = Key::new("payer-8");
         let quota = Quota::fixed_window(1_000, Duration::from_secs(86_400)).expect("valid");

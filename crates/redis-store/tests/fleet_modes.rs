@@ -517,16 +517,45 @@ fn gateways_learn_the_fleet_and_a_limit_too_small_for_it_is_counted_exactly() {
     });
 }
 
+/// The first number after `prefix` on the line of `INFO section` that starts with it (0 when
+/// the server has no such line yet).
+fn info_number(server: &tollgate_redis_harness::RedisServer, section: &str, prefix: &str) -> u64 {
+    let info = server.cli(&["INFO", section]).expect("INFO");
+    info.lines()
+        .find_map(|line| line.strip_prefix(prefix))
+        .and_then(|rest| rest.split(',').next()?.trim().parse().ok())
+        .unwrap_or(0)
+}
+
 /// How many scripts `server` declined as late (`TOLLGATE_LATE`: started after their caller
 /// stopped waiting).
 fn declined_late(server: &tollgate_redis_harness::RedisServer) -> u64 {
-    let info = server
-        .cli(&["INFO", "errorstats"])
-        .expect("INFO errorstats");
-    info.lines()
-        .find_map(|line| line.strip_prefix("errorstat_TOLLGATE_LATE:count="))
-        .and_then(|count| count.trim().parse().ok())
-        .unwrap_or(0)
+    info_number(server, "errorstats", "errorstat_TOLLGATE_LATE:count=")
+}
+
+/// How many scripts `server` has run (`EVALSHA` calls).
+fn script_calls(server: &tollgate_redis_harness::RedisServer) -> u64 {
+    info_number(server, "commandstats", "cmdstat_evalsha:calls=")
+}
+
+/// A gateway on a connection of its own to `server`, which waits `response_timeout` for each
+/// answer.
+async fn gateway_on(
+    server: &tollgate_redis_harness::RedisServer,
+    response_timeout: Duration,
+) -> FleetStore<RedisStore> {
+    let settings = tollgate_redis::ConnectionSettings {
+        response_timeout,
+        ..tollgate_redis::ConnectionSettings::default()
+    };
+    let connection = RedisConnection::connect_with(&server.url(), settings)
+        .await
+        .expect("connect to redis-server");
+    let store = RedisStore::builder()
+        .prefix(common::unique_prefix())
+        .build(connection)
+        .expect("a valid prefix");
+    FleetStore::new(store)
 }
 
 /// On the server's clock, a push that timed out while Redis was stalled (SIGSTOP) never lands
@@ -537,18 +566,7 @@ fn declined_late(server: &tollgate_redis_harness::RedisServer) -> u64 {
 fn a_push_that_timed_out_never_lands_late_so_synced_spend_counts_once() {
     let server = tollgate_redis_harness::RedisServer::start().expect("start redis-server");
     common::block_on(async {
-        let settings = tollgate_redis::ConnectionSettings {
-            response_timeout: Duration::from_millis(100),
-            ..tollgate_redis::ConnectionSettings::default()
-        };
-        let connection = RedisConnection::connect_with(&server.url(), settings)
-            .await
-            .expect("connect to redis-server");
-        let store = RedisStore::builder()
-            .prefix(common::unique_prefix())
-            .build(connection)
-            .expect("a valid prefix");
-        let gateway = FleetStore::new(store);
+        let gateway = gateway_on(&server, Duration::from_millis(100)).await;
         let sync = Counting::Sync(SyncSettings::new().every(Duration::from_millis(50)));
         let (rule, key) = (RuleId::new("reads").expect("valid"), Key::new("acme"));
         let limit = 100_000;
@@ -607,17 +625,6 @@ fn a_push_that_timed_out_never_lands_late_so_synced_spend_counts_once() {
     });
 }
 
-/// How many scripts `server` has run (`EVALSHA` calls).
-fn script_calls(server: &tollgate_redis_harness::RedisServer) -> u64 {
-    let info = server
-        .cli(&["INFO", "commandstats"])
-        .expect("INFO commandstats");
-    info.lines()
-        .find_map(|line| line.strip_prefix("cmdstat_evalsha:calls="))
-        .and_then(|rest| rest.split(',').next()?.trim().parse().ok())
-        .unwrap_or(0)
-}
-
 /// A check that must push first (its key's M unsynced units are spent) whose caller stops
 /// waiting while Redis is stalled (SIGSTOP): the push was written to the connection, whose
 /// deadline is far off, so it lands when Redis wakes. The push runs to its end on the runtime
@@ -628,18 +635,7 @@ fn script_calls(server: &tollgate_redis_harness::RedisServer) -> u64 {
 fn a_push_whose_caller_stops_waiting_still_lands_once() {
     let server = tollgate_redis_harness::RedisServer::start().expect("start redis-server");
     common::block_on(async {
-        let settings = tollgate_redis::ConnectionSettings {
-            response_timeout: Duration::from_secs(30),
-            ..tollgate_redis::ConnectionSettings::default()
-        };
-        let connection = RedisConnection::connect_with(&server.url(), settings)
-            .await
-            .expect("connect to redis-server");
-        let store = RedisStore::builder()
-            .prefix(common::unique_prefix())
-            .build(connection)
-            .expect("a valid prefix");
-        let gateway = FleetStore::new(store);
+        let gateway = gateway_on(&server, Duration::from_secs(30)).await;
         let sync = Counting::Sync(
             SyncSettings::new()
                 .every(Duration::from_secs(3_600))
