@@ -167,18 +167,20 @@ impl RedisStore {
     /// checks stall behind a stopped server is not charged for them once it wakes. Should that
     /// `TIME` itself stall, the caller stops waiting before any script was sent.
     async fn charging_timing(&self) -> Timing {
-        if matches!(self.inner.time, TimeSource::Server) && self.deadline().is_none() {
-            let asked = self
-                .inner
-                .connection
-                .query::<(i64, i64)>(&redis::cmd("TIME"))
-                .await;
-            if let Ok((seconds, micros)) = asked {
-                let now = seconds.saturating_mul(1_000_000).saturating_add(micros);
-                self.inner
-                    .server_clock
-                    .observe(now, std::time::Instant::now());
-            }
+        let timing = self.timing();
+        if timing.deadline != 0 || !matches!(self.inner.time, TimeSource::Server) {
+            return timing;
+        }
+        let asked = self
+            .inner
+            .connection
+            .query::<(i64, i64)>(&redis::cmd("TIME"))
+            .await;
+        if let Ok((seconds, micros)) = asked {
+            let now = seconds.saturating_mul(1_000_000).saturating_add(micros);
+            self.inner
+                .server_clock
+                .observe(now, std::time::Instant::now());
         }
         self.timing()
     }
