@@ -8,7 +8,7 @@
 //! than compared and swapped, and a batch that would be refused has written nothing to take
 //! back. Kept apart from the general path for speed: three rules on one hot key took 282–323 ns
 //! through the general path and 188–193 ns through this one (the `check` bench's
-//! `tollgate_batch3`, the two builds run in turn five times each).
+//! `tollgate_batch3`, each build run in turn five times with the same intermediate one).
 
 use smallvec::SmallVec;
 
