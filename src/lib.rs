@@ -35,7 +35,19 @@
 //! shows it at work, task by task.
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
-pub use tollgate_core as core;
+/// Everything of `tollgate-core` (the contract, quotas, keys, clocks, the algorithms and the
+/// in-memory store) and, with feature `testing`, the testing kit as `core::testing`.
+pub mod core {
+    pub use tollgate_core::*;
+
+    /// The testing kit (feature `testing`): a manual clock, the store conformance suite, an
+    /// allocation counter and a recorder of `tracing` events.
+    #[cfg(feature = "testing")]
+    pub use tollgate_testing as testing;
+
+    #[cfg(feature = "testing")]
+    pub use tollgate_testing::conformance_suite;
+}
 pub use tollgate_core::{
     Algorithm, BatchDecision, BlockedCache, BlockedStats, Capabilities, Clock, Counting, Decision,
     FallbackStore, FleetModes, FleetStats, FleetStore, Item, ItemDecision, Key, LeaseSettings,

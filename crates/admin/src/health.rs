@@ -151,9 +151,9 @@ impl StoreHealth for tollgate_redis::RedisStore {
 mod tests {
     use std::time::Duration;
 
-    use tollgate_core::testing::ManualClock;
     use tollgate_core::{Counting, FleetModes, FleetStore, Item, Key, MemoryStore, Quota, RuleId};
     use tollgate_core::{Store, SyncSettings, Timestamp};
+    use tollgate_testing::ManualClock;
 
     use super::StoreHealth;
 

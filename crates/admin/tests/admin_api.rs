@@ -6,7 +6,7 @@ mod common;
 use common::{DEPLOY, Gateway, ONCALL, RULES, gateway};
 use reqwest::Method;
 use serde_json::json;
-use tollgate_core::testing::EventRecorder;
+use tollgate_testing::EventRecorder;
 
 /// Every route of the API, as `(method, path)`.
 const ROUTES: &[(&str, &str)] = &[

@@ -26,11 +26,11 @@ use serde::Deserialize;
 use serde_json::Value;
 use tokio::task::JoinSet;
 use tollgate_axum::{Limit, LimitRejection, Limited, Limiter, Tollgate};
-use tollgate_core::testing::ManualClock;
 use tollgate_core::{
     BatchDecision, Decision, FallbackStore, Item, Key, MemoryStore, Mode, OnStoreFailure, Quota,
     QuotaError, Receipt, RefundError, RuleId, Store, StoreError, Timestamp,
 };
+use tollgate_testing::ManualClock;
 use tollgate_tower::key::HeaderKey;
 use tollgate_tower::{QuotaRegistry, RateLimitLayer, Rule};
 use tower::ServiceExt;

@@ -15,8 +15,8 @@ use common::server::{Reply, TestServer};
 use http::StatusCode;
 use http::request::Parts;
 use tollgate_axum::{Limit, LimitRejection, Limited, Limiter, Tollgate};
-use tollgate_core::testing::ManualClock;
 use tollgate_core::{Item, Key, MemoryStore, Quota, QuotaError, Rate, RuleId, Store};
+use tollgate_testing::ManualClock;
 
 const LIMIT: u64 = 500;
 
@@ -61,7 +61,7 @@ async fn extracted(limit: Limited<TokensPerHour>, Path(used): Path<u64>) -> &'st
 }
 
 fn start() -> (ManualClock, MemoryStore<ManualClock>, Router) {
-    let clock = ManualClock::new(tollgate_core::testing::conformance::START);
+    let clock = ManualClock::new(tollgate_testing::conformance::START);
     let store = MemoryStore::builder().clock(clock.clone()).build();
     let app = Router::new()
         .route("/complete/{used}", get(complete))

@@ -223,7 +223,7 @@ fn fleet_mode_mistakes_are_reported_at_their_line() {
 }
 
 /// A store every gateway shares and that knows nothing of fleet modes (as the Redis store).
-use tollgate_core::testing::SharedMemory as Shared;
+use tollgate_testing::SharedMemory as Shared;
 
 /// A rule of 8 a second on one global key, with `extra` fields from line 7 on.
 fn asking(extra: &str) -> String {

@@ -11,8 +11,8 @@ use bytes::Bytes;
 use http::{Request, Response, StatusCode};
 use http_body_util::Empty;
 use tollgate_config::{Extractors, RuleFile};
-use tollgate_core::testing::ManualClock;
 use tollgate_core::{Item, Key, MemoryStore, RuleId, Store};
+use tollgate_testing::ManualClock;
 use tollgate_tower::{ActualCost, RateLimitLayer};
 use tower::{Layer, ServiceExt, service_fn};
 
@@ -89,7 +89,7 @@ async fn left_after(
 }
 
 fn store() -> Store_ {
-    let clock = ManualClock::new(tollgate_core::testing::conformance::START);
+    let clock = ManualClock::new(tollgate_testing::conformance::START);
     MemoryStore::builder().clock(clock).build()
 }
 

@@ -48,8 +48,6 @@
 //!
 //! ## Features
 //!
-//! * `testing` — the [`testing`] module: a manual clock and the store conformance suite every
-//!   store runs.
 //! * `store-kit` — the `store_kit` module, for crates that implement [`Store`] on another
 //!   backend: the only way outside this crate to report a charge. Applications never need it.
 //!
@@ -86,8 +84,6 @@ mod store;
 pub mod store_kit;
 mod stores;
 mod sub_buckets;
-#[cfg(feature = "testing")]
-pub mod testing;
 
 pub use blocked::{BlockedCache, BlockedStats, DEFAULT_MAX_BLOCKED};
 pub use capabilities::{Capabilities, Unsupported};

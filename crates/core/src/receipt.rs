@@ -128,7 +128,7 @@ pub struct Receipt {
     charge: Charge,
     id: u64,
     /// Set by the first refund that reaches an in-process store; shared with the copies that
-    /// stand for retries (`testing::replay`), so a retry that reaches such a store again is a
+    /// stand for retries (`tollgate_testing::replay`), so a retry that reaches such a store again is a
     /// no-op.
     spent: Arc<Shared>,
 }

@@ -14,7 +14,7 @@ use crate::{
 /// Keeps the counts and decides, on its own clock.
 ///
 /// Every store — in-memory, Redis, Redis Cluster, leased, with-fallback — passes the same
-/// conformance suite (`tollgate_core::testing::conformance`, feature `testing`), so a rule gives
+/// conformance suite (`tollgate_testing::conformance`, feature `testing`), so a rule gives
 /// the same decision wherever its state lives.
 ///
 /// * [`check`](Store::check) takes **all** items of one request in one call and answers

@@ -15,7 +15,7 @@
 //! assert_eq!(answer.charge(), Some(&charge));
 //! ```
 
-use crate::{Charge, Decision, ItemDecision, Timestamp};
+use crate::{Charge, Decision, ItemDecision, Receipt, Timestamp};
 
 /// An item's decision and what it charged.
 pub fn charged(decision: Decision, charge: Charge) -> ItemDecision {
@@ -68,4 +68,37 @@ pub fn held(id: u64, slots: u64) -> Charge {
 /// ```
 pub fn call_deadline() -> Option<std::time::Instant> {
     crate::call_deadline::current()
+}
+
+/// The same receipt again, sharing its id and its spent mark: what a retried refund sends, and
+/// what a wrapper keeps while the original is away at another store. Refunding both gives back
+/// once (the store checks the shared mark, or its own record of the id), so a copy cannot undo
+/// a charge twice; it exists for stores and the conformance suite, never for applications.
+///
+/// ```
+/// use futures_executor::block_on;
+/// use tollgate_core::{store_kit, Item, Key, MemoryStore, Quota, Rate, RuleId, Store};
+///
+/// let rule = RuleId::new("posting")?;
+/// let store = MemoryStore::new();
+/// let key = Key::new("account-1");
+/// let quota = Quota::token_bucket(1, Rate::per_hour(1))?;
+/// let items = [Item::new(&rule, quota, &key)];
+/// let receipt = block_on(store.check(&items))?.into_receipts(&items).remove(0);
+/// let copy = store_kit::retry_copy(&receipt);
+/// block_on(store.refund(receipt))?;
+/// block_on(store.refund(copy))?; // gives back nothing more
+/// assert!(block_on(store.check(&items))?.is_allowed(), "the one token is back");
+/// assert!(!block_on(store.check(&items))?.is_allowed(), "and only one");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn retry_copy(receipt: &Receipt) -> Receipt {
+    receipt.retry_copy()
+}
+
+/// The same receipt for only `units` of its charge, the last ones charged (a lease giving back
+/// what it did not spend): a schedule's last `units` emission intervals, a window's or a log
+/// entry's `units` of cost. Never more than the charge itself.
+pub fn narrowed(receipt: Receipt, units: u64) -> Receipt {
+    receipt.narrowed(units)
 }

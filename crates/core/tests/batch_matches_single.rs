@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use futures_util::FutureExt;
 use proptest::prelude::*;
-use tollgate_core::testing::ManualClock;
 use tollgate_core::{Item, Key, MemoryStore, Quota, Rate, RuleId, Store, Timestamp};
+use tollgate_testing::ManualClock;
 
 fn store(clock: &ManualClock) -> MemoryStore<ManualClock> {
     MemoryStore::builder().clock(clock.clone()).build()

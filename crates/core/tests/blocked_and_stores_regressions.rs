@@ -5,10 +5,10 @@
 use std::time::Duration;
 
 use futures_executor::block_on;
-use tollgate_core::testing::ManualClock;
 use tollgate_core::{
     BlockedCache, FleetModes, Item, Key, MemoryStore, Quota, RuleId, Store, Timestamp,
 };
+use tollgate_testing::ManualClock;
 
 /// A refund (a `count_only_when` response, a `Stores` share taken back, a FleetStore give-back)
 /// puts units back in the store and forgets the caller's cached refusal: the store is asked
@@ -51,11 +51,11 @@ mod counting {
     use std::sync::Arc;
     use std::sync::atomic::{AtomicU64, Ordering};
 
-    use tollgate_core::testing::ManualClock;
     use tollgate_core::{
         BatchDecision, Decision, Item, ItemDecision, Key, MemoryStore, Receipt, RefundError,
         RuleId, Store, StoreError,
     };
+    use tollgate_testing::ManualClock;
 
     /// A store that counts every call reaching it (checks, refunds, peeks).
     #[derive(Clone)]

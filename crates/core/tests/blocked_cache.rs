@@ -8,11 +8,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use futures_executor::block_on;
-use tollgate_core::testing::ManualClock;
 use tollgate_core::{
     BatchDecision, BlockedCache, CountedIn, Decision, FleetModes, Item, ItemDecision, Key,
     MemoryStore, Mode, Quota, Rate, Receipt, RefundError, RuleId, Store, StoreError, Timestamp,
 };
+use tollgate_testing::ManualClock;
 
 /// A store that counts the checks reaching it.
 #[derive(Clone)]

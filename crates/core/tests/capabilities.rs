@@ -15,7 +15,7 @@ use tollgate_core::{
 
 /// A store every gateway shares, that knows nothing of fleet modes and can wait for a replica
 /// (as the Redis store).
-use tollgate_core::testing::SharedMemory as Shared;
+use tollgate_testing::SharedMemory as Shared;
 
 /// What an item can ask, by the name the tables below use.
 fn ask(name: &'static str) -> FleetModes<'static> {

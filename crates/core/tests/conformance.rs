@@ -2,21 +2,21 @@
 //! store behind a type-erased `DynStore` pass the store conformance suite.
 
 use tollgate_core::MemoryStore;
-use tollgate_core::testing::ManualClock;
+use tollgate_testing::ManualClock;
 
 fn memory_store(clock: ManualClock) -> MemoryStore<ManualClock> {
     MemoryStore::builder().clock(clock).build()
 }
 
-tollgate_core::conformance_suite!(block_on = futures_executor::block_on, store = memory_store);
+tollgate_testing::conformance_suite!(block_on = futures_executor::block_on, store = memory_store);
 
 /// A [`FallbackStore`](tollgate_core::FallbackStore) decides exactly as its primary while the
 /// primary answers.
 mod fallback_store {
     use std::future::Future;
 
-    use tollgate_core::testing::ManualClock;
     use tollgate_core::{FallbackStore, MemoryStore};
+    use tollgate_testing::ManualClock;
 
     fn fallback_store(clock: ManualClock) -> FallbackStore<MemoryStore<ManualClock>, ManualClock> {
         FallbackStore::builder(super::memory_store(clock.clone()))
@@ -33,17 +33,17 @@ mod fallback_store {
             .block_on(future)
     }
 
-    tollgate_core::conformance_suite!(block_on = block_on, store = fallback_store);
+    tollgate_testing::conformance_suite!(block_on = block_on, store = fallback_store);
 }
 
 /// A [`DynStore`](tollgate_core::DynStore) decides exactly as the store it erases.
 mod dyn_store {
     use tollgate_core::DynStore;
-    use tollgate_core::testing::ManualClock;
+    use tollgate_testing::ManualClock;
 
     fn dyn_store(clock: ManualClock) -> DynStore {
         DynStore::new(super::memory_store(clock))
     }
 
-    tollgate_core::conformance_suite!(block_on = futures_executor::block_on, store = dyn_store);
+    tollgate_testing::conformance_suite!(block_on = futures_executor::block_on, store = dyn_store);
 }

@@ -11,12 +11,12 @@ use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 use std::time::Duration;
 
 use futures_executor::block_on;
-use tollgate_core::testing::{EventRecorder, ManualClock};
 use tollgate_core::{
     BatchDecision, CountedIn, Decision, FallbackStats, FallbackStore, Item, ItemDecision, Key,
     MemoryStore, Mode, OnStoreFailure, Quota, Rate, Receipt, RefundError, RefundNow, RefusalReason,
     RuleId, Store, StoreError, Timestamp,
 };
+use tollgate_testing::{EventRecorder, ManualClock};
 
 // ---------------------------------------------------------------------------------------------
 // A primary that can be told to fail or hang.

@@ -10,11 +10,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use futures_executor::block_on;
-use tollgate_core::testing::ManualClock;
 use tollgate_core::{
     BatchDecision, Decision, FallbackStore, Item, Key, MemoryStore, OnStoreFailure, Quota, Receipt,
     RefundError, RuleId, Store, StoreError, StoreErrorKind,
 };
+use tollgate_testing::ManualClock;
 
 /// A primary of nodes `a` and `b`: a key's node is its first letter; node `b` can be down.
 #[derive(Clone, Default)]
@@ -84,7 +84,7 @@ fn answered(store: &FallbackStore<TwoNodes, ManualClock>, keys: &[&str]) -> bool
 
 #[test]
 fn a_dead_node_opens_its_own_breaker_and_its_sets_only() {
-    let clock = ManualClock::new(tollgate_core::testing::conformance::START);
+    let clock = ManualClock::new(tollgate_testing::conformance::START);
     let primary = TwoNodes::default();
     let store = guarded(primary.clone(), &clock);
     primary.b_down.store(true, Ordering::Relaxed);
@@ -115,7 +115,7 @@ fn a_dead_node_opens_its_own_breaker_and_its_sets_only() {
 
 #[test]
 fn a_node_no_call_is_about_any_more_is_forgotten() {
-    let clock = ManualClock::new(tollgate_core::testing::conformance::START);
+    let clock = ManualClock::new(tollgate_testing::conformance::START);
     let primary = TwoNodes::default();
     let store = guarded(primary.clone(), &clock);
     primary.b_down.store(true, Ordering::Relaxed);

@@ -11,11 +11,11 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
-use tollgate_core::testing::ManualClock;
 use tollgate_core::{
     BatchDecision, Counting, Decision, FleetModes, FleetStore, Item, Key, LeaseSettings,
     MemoryStore, Quota, Receipt, RefundError, RuleId, Store, StoreError, Timestamp,
 };
+use tollgate_testing::ManualClock;
 
 /// How long a check may take before the test calls it stuck.
 const STUCK: Duration = Duration::from_secs(30);

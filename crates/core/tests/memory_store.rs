@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use futures_executor::block_on;
-use tollgate_core::testing::ManualClock;
 use tollgate_core::{Item, Key, MemoryStore, Quota, Rate, RefundNow, RuleId, Store, Timestamp};
+use tollgate_testing::ManualClock;
 
 fn store_with(clock: &ManualClock, max_keys: usize) -> MemoryStore<ManualClock> {
     MemoryStore::builder()

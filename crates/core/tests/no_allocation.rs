@@ -5,8 +5,8 @@
 use std::time::Duration;
 
 use futures_util::FutureExt;
-use tollgate_core::testing::CountingAllocator;
 use tollgate_core::{Item, Key, MemoryStore, Mode, Quota, Rate, RuleId, Store};
+use tollgate_testing::CountingAllocator;
 
 #[global_allocator]
 static ALLOCATOR: CountingAllocator = CountingAllocator::new();

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use futures_executor::block_on;
 use proptest::prelude::*;
-use tollgate_core::testing::ManualClock;
 use tollgate_core::{Estimate, Item, Key, MemoryStore, Quota, Rate, RuleId, Store, Take};
+use tollgate_testing::ManualClock;
 
 const LIMIT: u64 = 100;
 /// 10 units a second.
@@ -42,7 +42,7 @@ proptest! {
         plan in (1usize..8, 0u64..=220).prop_flat_map(|(k, max)| rounds(k, max)),
     ) {
         let max_actual = estimate + excess;
-        let clock = ManualClock::new(tollgate_core::testing::conformance::START);
+        let clock = ManualClock::new(tollgate_testing::conformance::START);
         let store = MemoryStore::builder().clock(clock.clone()).build();
         let (rule, key) = (RuleId::new("tokens").expect("valid"), Key::new("acct"));
         let quota = Quota::token_bucket(LIMIT, Rate::per_second(PER_SECOND)).expect("valid");

@@ -2,11 +2,11 @@
 
 use std::time::Duration;
 
-use tollgate_core::testing::ManualClock;
 use tollgate_core::{
     Counting, FleetModes, FleetStore, Item, Key, MemoryStore, Quota, Rate, RuleId, SplitSettings,
     Store, Timestamp,
 };
+use tollgate_testing::ManualClock;
 
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()

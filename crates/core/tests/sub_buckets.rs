@@ -3,10 +3,10 @@
 
 use std::time::Duration;
 
-use tollgate_core::testing::ManualClock;
 use tollgate_core::{
     FleetModes, Item, Key, MemoryStore, Quota, Rate, RuleId, Store, SubBuckets, Timestamp,
 };
+use tollgate_testing::ManualClock;
 
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()

@@ -11,10 +11,10 @@ mod common;
 
 use std::time::Duration;
 
-use tollgate_core::testing::ManualClock;
-use tollgate_core::testing::conformance::START;
 use tollgate_core::{Algorithm, Item, Key, Quota, Receipt, RuleId, Store};
 use tollgate_redis::RedisStore;
+use tollgate_testing::ManualClock;
+use tollgate_testing::conformance::START;
 
 const TTL: Duration = Duration::from_secs(60);
 

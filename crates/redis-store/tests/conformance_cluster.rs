@@ -3,4 +3,4 @@
 
 mod common;
 
-tollgate_core::conformance_suite!(block_on = common::block_on, store = common::cluster_store);
+tollgate_testing::conformance_suite!(block_on = common::block_on, store = common::cluster_store);

@@ -3,7 +3,7 @@
 
 mod common;
 
-tollgate_core::conformance_suite!(
+tollgate_testing::conformance_suite!(
     block_on = common::block_on,
     store = common::standalone_store
 );

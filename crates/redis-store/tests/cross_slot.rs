@@ -114,8 +114,8 @@ fn a_cluster_never_over_admits_cross_slot_batches_and_reports_its_over_refusal()
 /// refused cross-slot request behind: the check finishes, refunds included, on its own.
 #[test]
 fn a_cross_slot_check_dropped_midway_still_refunds_what_it_charged() {
-    use tollgate_core::testing::ManualClock;
-    use tollgate_core::testing::conformance::START;
+    use tollgate_testing::ManualClock;
+    use tollgate_testing::conformance::START;
 
     let store = common::cluster_store(ManualClock::new(START));
     let (open, full) = (

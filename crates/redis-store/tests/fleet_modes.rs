@@ -8,12 +8,12 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tollgate_core::testing::ManualClock;
 use tollgate_core::{
     Counting, FleetModes, FleetStore, Item, Key, LeaseSettings, Quota, Rate, RuleId, Store,
     SyncSettings,
 };
 use tollgate_redis::{RedisConnection, RedisStore};
+use tollgate_testing::ManualClock;
 
 const GATEWAYS: usize = 10;
 const TASKS: usize = 50;
@@ -177,7 +177,7 @@ fn report(mode: &str, measured: &Measured, over_bound: u64, under_bound: u64) {
 
 fn leases_keep_their_bounds(connect: fn() -> RedisConnection) {
     common::block_on(async {
-        let clock = ManualClock::new(tollgate_core::testing::conformance::START);
+        let clock = ManualClock::new(tollgate_testing::conformance::START);
         let gateways = gateways(&clock, connect);
         let settings = lease_settings();
         let measured = flood(&gateways, &clock, Counting::Lease(settings)).await;
@@ -213,7 +213,7 @@ fn leases_over_the_cluster_admit_within_their_bounds() {
 #[test]
 fn local_then_sync_over_redis_admits_within_g_times_m() {
     common::block_on(async {
-        let clock = ManualClock::new(tollgate_core::testing::conformance::START);
+        let clock = ManualClock::new(tollgate_testing::conformance::START);
         let gateways = gateways(&clock, standalone_connection);
         let settings = SyncSettings::new()
             .every(Duration::from_millis(50))
@@ -239,7 +239,7 @@ fn local_then_sync_over_redis_admits_within_g_times_m() {
 #[test]
 fn a_quiet_gateway_gives_its_lease_back() {
     common::block_on(async {
-        let clock = ManualClock::new(tollgate_core::testing::conformance::START);
+        let clock = ManualClock::new(tollgate_testing::conformance::START);
         let gateway = gateways(&clock, standalone_connection).remove(0);
         let (rule, key) = (RuleId::new("partner").expect("valid"), Key::new("quiet"));
         let item = Item::new(&rule, quota(), &key)
@@ -283,7 +283,7 @@ fn a_quiet_gateway_gives_its_lease_back() {
 #[test]
 fn a_gateway_killed_mid_lease_strands_at_most_h_units() {
     common::block_on(async {
-        let clock = ManualClock::new(tollgate_core::testing::conformance::START);
+        let clock = ManualClock::new(tollgate_testing::conformance::START);
         let mut gateways = gateways(&clock, standalone_connection);
         let (rule, key) = (RuleId::new("partner").expect("valid"), Key::new("killed"));
         let settings = lease_settings();
@@ -330,7 +330,7 @@ fn a_gateway_killed_mid_lease_strands_at_most_h_units() {
 fn while_redis_is_down_synced_spend_waits_and_each_rule_fails_as_planned() {
     let server = tollgate_redis_harness::RedisServer::start().expect("start redis-server");
     common::block_on(async {
-        let clock = ManualClock::new(tollgate_core::testing::conformance::START);
+        let clock = ManualClock::new(tollgate_testing::conformance::START);
         let settings = tollgate_redis::ConnectionSettings {
             response_timeout: Duration::from_millis(100),
             ..tollgate_redis::ConnectionSettings::default()
@@ -458,7 +458,7 @@ fn while_redis_is_down_synced_spend_waits_and_each_rule_fails_as_planned() {
 #[test]
 fn gateways_learn_the_fleet_and_a_limit_too_small_for_it_is_counted_exactly() {
     common::block_on(async {
-        let clock = ManualClock::new(tollgate_core::testing::conformance::START);
+        let clock = ManualClock::new(tollgate_testing::conformance::START);
         let fleet = gateways(&clock, standalone_connection);
         let sync = Counting::Sync(SyncSettings::new().every(Duration::from_millis(100)));
         let (roomy, tight) = (

@@ -214,9 +214,8 @@ fn one_call_at_a_time_per_key_however_many_tasks_find_the_lease_short() {
 #[test]
 fn a_quiet_key_leases_one_unit_and_holds_none() {
     let server = RedisServer::start().expect("start redis-server");
-    let clock = tollgate_core::testing::ManualClock::new(tollgate_core::Timestamp::from_secs(
-        1_800_000_000,
-    ));
+    let clock =
+        tollgate_testing::ManualClock::new(tollgate_core::Timestamp::from_secs(1_800_000_000));
     current_thread().block_on(async {
         let connection = RedisConnection::connect(&server.url())
             .await

@@ -6,10 +6,10 @@ mod common;
 
 use std::time::Duration;
 
-use tollgate_core::testing::ManualClock;
-use tollgate_core::testing::conformance::START;
 use tollgate_core::{Item, Key, Quota, Rate, RuleId, Store};
 use tollgate_redis::RedisStore;
+use tollgate_testing::ManualClock;
+use tollgate_testing::conformance::START;
 
 fn cli(args: &[&str]) -> String {
     common::server().cli(args).expect("redis-cli answers")

@@ -6,9 +6,9 @@ mod common;
 
 use std::collections::HashSet;
 
-use tollgate_core::testing::ManualClock;
-use tollgate_core::testing::conformance::START;
 use tollgate_core::{Algorithm, Item, Key, Quota, Rate, RuleId, Store};
+use tollgate_testing::ManualClock;
+use tollgate_testing::conformance::START;
 
 fn hostile_keys() -> Vec<Key> {
     vec![

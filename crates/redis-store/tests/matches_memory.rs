@@ -20,13 +20,13 @@ mod common;
 use std::collections::HashMap;
 use std::time::Duration;
 
-use tollgate_core::testing::conformance::START;
-use tollgate_core::testing::{ManualClock, replay};
 use tollgate_core::{
     Algorithm, Charge, Clock, Item, Key, MemoryStore, Mode, Quota, Rate, Receipt, RuleId, Store,
     Timestamp,
 };
 use tollgate_redis::RedisStore;
+use tollgate_testing::conformance::START;
+use tollgate_testing::{ManualClock, replay};
 
 /// A small deterministic generator (no dependency, the same sequence every run).
 struct Sequence(u64);

@@ -8,10 +8,10 @@ mod common;
 use std::time::Duration;
 
 use redis::aio::MultiplexedConnection;
-use tollgate_core::testing::ManualClock;
-use tollgate_core::testing::conformance::START;
 use tollgate_core::{Item, Key, Quota, Rate, RuleId, Store};
 use tollgate_redis::RedisStore;
+use tollgate_testing::ManualClock;
+use tollgate_testing::conformance::START;
 
 const PRELUDE: &str = include_str!("../src/lua/prelude.lua");
 const STATE: &str = include_str!("../src/lua/state.lua");

@@ -8,11 +8,11 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use tollgate_core::testing::ManualClock;
-use tollgate_core::testing::conformance::START;
 use tollgate_core::{Item, Key, Quota, Rate, RuleId, Store};
 use tollgate_redis::{ConnectionSettings, RedisStore};
 use tollgate_redis_harness::RedisServer;
+use tollgate_testing::ManualClock;
+use tollgate_testing::conformance::START;
 
 /// How long a refund waits for its answer here.
 const DEADLINE: Duration = Duration::from_millis(200);

@@ -5,10 +5,10 @@ mod common;
 
 use std::time::Duration;
 
-use tollgate_core::testing::ManualClock;
-use tollgate_core::testing::conformance::START;
 use tollgate_core::{Item, Key, Quota, Rate, RefusalReason, RuleId, Store};
 use tollgate_redis::{RedisConnection, RedisStore};
+use tollgate_testing::ManualClock;
+use tollgate_testing::conformance::START;
 
 fn rule(id: &str) -> RuleId {
     RuleId::new(id).expect("valid rule id")

@@ -7,9 +7,9 @@ mod common;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use tollgate_core::testing::ManualClock;
 use tollgate_core::{FleetModes, Item, Key, Quota, Rate, RuleId, Store, SubBuckets};
 use tollgate_redis::RedisStore;
+use tollgate_testing::ManualClock;
 
 /// Script calls (`EVALSHA` and `EVAL`) each master has answered since its stats were reset.
 fn script_calls_per_master() -> Vec<u64> {
@@ -92,7 +92,7 @@ fn a_hot_key_spread_over_sub_buckets_reaches_every_master() {
         .unwrap_or_else(|poisoned| poisoned.into_inner());
     common::block_on(async {
         let store = Arc::new(SubBuckets::new(common::cluster_store(ManualClock::new(
-            tollgate_core::testing::conformance::START,
+            tollgate_testing::conformance::START,
         ))));
         let mut shares = Vec::new();
         for sub_buckets in [6, 1] {
@@ -147,7 +147,7 @@ fn the_cluster_admits_at_most_the_limit_and_refuses_early_only_within_the_bound(
     common::block_on(async {
         for cost in [1_u64, 2] {
             let store = SubBuckets::new(common::cluster_store(ManualClock::new(
-                tollgate_core::testing::conformance::START,
+                tollgate_testing::conformance::START,
             )));
             let spec = ItemSpec {
                 rule: RuleId::new("trending").expect("valid"),
@@ -177,7 +177,7 @@ fn the_cluster_admits_at_most_the_limit_and_refuses_early_only_within_the_bound(
             );
         }
         let store = Arc::new(SubBuckets::new(common::cluster_store(ManualClock::new(
-            tollgate_core::testing::conformance::START,
+            tollgate_testing::conformance::START,
         ))));
         let spec = ItemSpec {
             rule: RuleId::new("trending").expect("valid"),

@@ -6,12 +6,12 @@ mod common;
 
 use std::time::Duration;
 
-use tollgate_core::testing::ManualClock;
 use tollgate_core::{FleetModes, Item, Key, Quota, Rate, RuleId, Store, SubBuckets, Take};
+use tollgate_testing::ManualClock;
 
 fn store() -> SubBuckets<tollgate_redis::RedisStore> {
     SubBuckets::new(common::cluster_store(ManualClock::new(
-        tollgate_core::testing::conformance::START,
+        tollgate_testing::conformance::START,
     )))
 }
 

@@ -13,8 +13,8 @@ use axum::Router;
 use axum::routing::get;
 use http::StatusCode;
 use std::time::Duration;
-use tollgate_core::testing::ManualClock;
 use tollgate_core::{BlockedCache, MemoryStore, Quota, Rate, Store, Timestamp};
+use tollgate_testing::ManualClock;
 use tollgate_tower::key::Global;
 use tollgate_tower::{RateLimitLayer, Rule};
 

@@ -18,8 +18,8 @@ use bytes::Bytes;
 use common::server::{Reply, TestServer};
 use http::{HeaderName, StatusCode};
 use http_body::{Body, Frame};
-use tollgate_core::testing::ManualClock;
 use tollgate_core::{Item, Key, MemoryStore, Quota, Rate, RuleId, Store, Take};
+use tollgate_testing::ManualClock;
 use tollgate_tower::key::Global;
 use tollgate_tower::{ActualCost, CostMeter, RateLimitLayer, Rule, SettleFrom};
 
@@ -45,7 +45,7 @@ fn used_header() -> HeaderName {
 type Store_ = MemoryStore<ManualClock>;
 
 fn store() -> (ManualClock, Store_) {
-    let clock = ManualClock::new(tollgate_core::testing::conformance::START);
+    let clock = ManualClock::new(tollgate_testing::conformance::START);
     (clock.clone(), MemoryStore::builder().clock(clock).build())
 }
 

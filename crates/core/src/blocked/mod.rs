@@ -132,7 +132,7 @@ impl<S: Store, C: Clock> BlockedCache<S, C> {
     /// Wraps `store`, timing entries on `clock` (a test's manual clock, shared with the store).
     ///
     /// ```
-    /// use tollgate_core::testing::ManualClock;
+    /// use tollgate_testing::ManualClock;
     /// use tollgate_core::{BlockedCache, MemoryStore, Timestamp};
     /// let clock = ManualClock::new(Timestamp::from_secs(1_000));
     /// let store = MemoryStore::builder().clock(clock.clone()).build();

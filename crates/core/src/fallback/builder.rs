@@ -103,7 +103,7 @@ impl<P, C> FallbackStoreBuilder<P, C> {
     }
 
     /// The clock the local store counts by and the breaker times its cool-down by (tests use
-    /// `testing::ManualClock`). The primary keeps its own clock; the timeout runs on Tokio's.
+    /// `tollgate_testing::ManualClock`). The primary keeps its own clock; the timeout runs on Tokio's.
     pub fn clock<D: Clock>(self, clock: D) -> FallbackStoreBuilder<P, D> {
         FallbackStoreBuilder {
             primary: self.primary,

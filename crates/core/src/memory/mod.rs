@@ -193,7 +193,7 @@ impl<C> MemoryStoreBuilder<C> {
         self
     }
 
-    /// The clock the store decides by (tests use `testing::ManualClock`).
+    /// The clock the store decides by (tests use `tollgate_testing::ManualClock`).
     pub fn clock<D: Clock>(self, clock: D) -> MemoryStoreBuilder<D> {
         MemoryStoreBuilder {
             clock,

@@ -8,9 +8,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{LazyLock, OnceLock};
 
 use tokio::runtime::Runtime;
-use tollgate_core::testing::ManualClock;
 use tollgate_redis::{RedisConnection, RedisStore};
 use tollgate_redis_harness::{RedisCluster, RedisServer};
+use tollgate_testing::ManualClock;
 
 static RUNTIME: LazyLock<Runtime> = LazyLock::new(|| {
     tokio::runtime::Builder::new_multi_thread()

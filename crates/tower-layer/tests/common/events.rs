@@ -1,7 +1,7 @@
 //! Recording `tracing` events, to assert on refusal events: core's recorder, and a filter for
 //! one rule's refusals.
 
-pub(crate) use tollgate_core::testing::{EventRecorder as Recorder, RecordedEvent as Recorded};
+pub(crate) use tollgate_testing::{EventRecorder as Recorder, RecordedEvent as Recorded};
 
 /// The `tollgate::refusal` events of one rule.
 pub(crate) trait RefusalsBy {

@@ -7,14 +7,14 @@
 //!
 //! ```
 //! use tollgate_core::MemoryStore;
-//! use tollgate_core::testing::ManualClock;
+//! use tollgate_testing::ManualClock;
 //!
 //! fn memory_store(clock: ManualClock) -> MemoryStore<ManualClock> {
 //!     MemoryStore::builder().clock(clock).build()
 //! }
 //!
 //! mod conformance {
-//!     tollgate_core::conformance_suite!(
+//!     tollgate_testing::conformance_suite!(
 //!         block_on = futures_executor::block_on,
 //!         store = super::memory_store
 //!     );
@@ -28,7 +28,7 @@
 use std::time::Duration;
 
 use super::ManualClock;
-use crate::{
+use tollgate_core::{
     Algorithm, BatchDecision, Decision, Item, Key, Mode, Quota, Rate, RefusalReason, RuleId, Store,
     Timestamp,
 };
@@ -123,7 +123,7 @@ macro_rules! conformance_suite {
         $(
             #[test]
             fn $case() {
-                $block_on($crate::testing::conformance::$case(&$store));
+                $block_on($crate::conformance::$case(&$store));
             }
         )+
     };

@@ -19,9 +19,11 @@
 
 use std::time::Duration;
 
-use crate::testing::conformance::START;
-use crate::testing::{ManualClock, replay};
-use crate::{Algorithm, Decision, Item, Key, Quota, Rate, Receipt, RefusalReason, RuleId, Store};
+use crate::conformance::START;
+use crate::{ManualClock, replay};
+use tollgate_core::{
+    Algorithm, Decision, Item, Key, Quota, Rate, Receipt, RefusalReason, RuleId, Store,
+};
 
 const HOUR: Duration = Duration::from_secs(3_600);
 const DAY: Duration = Duration::from_secs(86_400);

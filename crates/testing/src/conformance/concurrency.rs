@@ -2,8 +2,8 @@
 //! given back by refunding their receipts, all-or-nothing with the other rules of a request.
 
 use super::{START, check_one, peek, rule, secs};
-use crate::testing::ManualClock;
-use crate::{Item, Key, Quota, Rate, Receipt, RefusalReason, Store};
+use crate::ManualClock;
+use tollgate_core::{Item, Key, Quota, Rate, Receipt, RefusalReason, Store};
 
 fn slots(limit: u64) -> Quota {
     Quota::concurrency_with(limit, secs(3), secs(60)).expect("valid")
@@ -122,7 +122,7 @@ pub async fn concurrency_gives_back_each_hold_once<S: Store>(make: &impl Fn(Manu
     let pair = take(&store, item.with_cost(2)).await.expect("two slots");
     let one = take(&store, item).await.expect("one slot");
     assert_eq!(free(&store, item).await, 1);
-    let retry = crate::testing::replay(&one);
+    let retry = crate::replay(&one);
     store.refund(one).await.expect("store refunds");
     store
         .refund(retry)

@@ -18,7 +18,7 @@ thread_local! {
 /// would make an allocation-free assertion flaky.
 ///
 /// ```
-/// use tollgate_core::testing::CountingAllocator;
+/// use tollgate_testing::CountingAllocator;
 ///
 /// #[global_allocator]
 /// static ALLOCATOR: CountingAllocator = CountingAllocator::new();

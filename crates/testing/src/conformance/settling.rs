@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use super::taking::{answer, counted};
 use super::{START, peek, rule};
-use crate::testing::ManualClock;
-use crate::{Algorithm, Estimate, Item, Key, Quota, Rate, Settlement, Store, Take};
+use crate::ManualClock;
+use tollgate_core::{Algorithm, Estimate, Item, Key, Quota, Rate, Settlement, Store, Take};
 
 /// An estimate admitted on `item`, settled at `actual`.
 async fn settle<S: Store>(store: &S, item: Item<'_>, actual: u64) -> Settlement {

@@ -1,9 +1,13 @@
-//! Test support (feature `testing`): a manual clock, the conformance suite every store runs, a
-//! counting allocator for allocation-free paths, and a recorder of `tracing` events.
+//! # tollgate-testing
+//!
+//! The testing kit of [tollgate](https://docs.rs/tollgate): a manual clock, the conformance suite
+//! every store runs, a counting allocator for allocation-free paths, and a recorder of `tracing`
+//! events. A dev-dependency of the crates that use it; the facade re-exports it as
+//! `tollgate::core::testing` with its feature `testing`.
 //!
 //! ```
 //! use std::time::Duration;
-//! use tollgate_core::testing::ManualClock;
+//! use tollgate_testing::ManualClock;
 //! use tollgate_core::{Clock, Timestamp};
 //!
 //! let clock = ManualClock::new(Timestamp::from_secs(60));
@@ -25,6 +29,6 @@ pub use shared_memory::SharedMemory;
 /// The same receipt again, exactly as a retry sends it after a refund whose answer was lost (the
 /// store may or may not have applied it). Refunding both must give back once: the conformance
 /// suite checks that every store does.
-pub fn replay(receipt: &crate::Receipt) -> crate::Receipt {
-    receipt.retry_copy()
+pub fn replay(receipt: &tollgate_core::Receipt) -> tollgate_core::Receipt {
+    tollgate_core::store_kit::retry_copy(receipt)
 }

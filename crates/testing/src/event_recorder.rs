@@ -45,7 +45,7 @@ impl Visit for RecordedEvent {
 /// A `tracing` subscriber that keeps every event.
 ///
 /// ```
-/// use tollgate_core::testing::EventRecorder;
+/// use tollgate_testing::EventRecorder;
 ///
 /// let recorder = EventRecorder::global();
 /// tracing::warn!(target: "doc::example", attempt = 3, "store failed");

@@ -1,7 +1,7 @@
 //! An in-memory store that answers as a store the gateways share: for testing what a layer does
 //! over Redis without a server.
 
-use crate::{
+use tollgate_core::{
     BatchDecision, Decision, Item, Key, MemoryStore, Receipt, RefundError, RuleId, Store,
     StoreError,
 };
@@ -12,7 +12,7 @@ use crate::{
 /// replica: an item asking for one's acknowledgement is answered at once.)
 ///
 /// ```
-/// use tollgate_core::testing::SharedMemory;
+/// use tollgate_testing::SharedMemory;
 /// use tollgate_core::{Capabilities, Store};
 ///
 /// let redis_like = Capabilities::default().with_replica_ack();
@@ -22,8 +22,8 @@ use crate::{
 pub struct SharedMemory(MemoryStore);
 
 impl Store for SharedMemory {
-    fn capabilities(&self) -> crate::Capabilities {
-        crate::Capabilities::default().with_replica_ack()
+    fn capabilities(&self) -> tollgate_core::Capabilities {
+        tollgate_core::Capabilities::default().with_replica_ack()
     }
 
     async fn check(&self, items: &[Item<'_>]) -> Result<BatchDecision, StoreError> {

@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use crate::{Clock, Timestamp};
+use tollgate_core::{Clock, Timestamp};
 
 /// A [`Clock`] that stands still until a test moves it. Clones share the same time, so a test
 /// keeps one clone and gives another to the store.

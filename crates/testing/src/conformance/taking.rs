@@ -6,8 +6,8 @@
 use std::time::Duration;
 
 use super::{START, check_one, one_of_each, peek, rule};
-use crate::testing::ManualClock;
-use crate::{Algorithm, Item, ItemDecision, Key, Quota, Rate, Store, Take};
+use crate::ManualClock;
+use tollgate_core::{Algorithm, Item, ItemDecision, Key, Quota, Rate, Store, Take};
 
 /// Every quota of [`one_of_each`] but pacing (limit 10).
 pub(super) fn counted() -> impl Iterator<Item = Quota> {
@@ -248,7 +248,7 @@ pub async fn shadow_and_pacing_items_take_exactly<S: Store>(make: &impl Fn(Manua
     let bucket = Quota::token_bucket(10, Rate::per_second(1)).expect("valid quota");
     let shadow = Item::new(&id, bucket, &key)
         .with_cost(20)
-        .with_mode(crate::Mode::Shadow)
+        .with_mode(tollgate_core::Mode::Shadow)
         .with_take(Take::UpTo);
     assert_eq!(shadow.take(), Take::Exact);
     let would = answer(&store, shadow).await;
