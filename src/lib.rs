@@ -36,9 +36,11 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 /// Everything of `tollgate-core` (the contract, quotas, keys, clocks, the algorithms and the
-/// in-memory store) and, with feature `testing`, the testing kit as `core::testing`.
+/// in-memory store), the stores that wrap stores of `tollgate-wrappers` beside it, and, with
+/// feature `testing`, the testing kit as `core::testing`.
 pub mod core {
     pub use tollgate_core::*;
+    pub use tollgate_wrappers::*;
 
     /// The testing kit (feature `testing`): a manual clock, the store conformance suite, an
     /// allocation counter and a recorder of `tracing` events.
@@ -49,11 +51,13 @@ pub mod core {
     pub use tollgate_testing::conformance_suite;
 }
 pub use tollgate_core::{
-    Algorithm, BatchDecision, BlockedCache, BlockedStats, Capabilities, Clock, Counting, Decision,
-    FallbackStore, FleetModes, FleetStats, FleetStore, Item, ItemDecision, Key, LeaseSettings,
-    MemoryStore, Mode, OnStoreFailure, Quota, QuotaError, Rate, Receipt, RefundError, RefundNow,
-    RefusalReason, RuleId, SplitSettings, Store, StoreError, Stores, SubBuckets, SyncSettings,
-    SystemClock, Take, Timestamp, Unsupported,
+    Algorithm, BatchDecision, Capabilities, Clock, Counting, Decision, FleetModes, Item,
+    ItemDecision, Key, LeaseSettings, MemoryStore, Mode, OnStoreFailure, Quota, QuotaError, Rate,
+    Receipt, RefundError, RefundNow, RefusalReason, RuleId, SplitSettings, Store, StoreError,
+    SyncSettings, SystemClock, Take, Timestamp, Unsupported,
+};
+pub use tollgate_wrappers::{
+    BlockedCache, BlockedStats, FallbackStore, FleetStats, FleetStore, Stores, SubBuckets,
 };
 
 /// The tower middleware (feature `tower`).

@@ -5,9 +5,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
-use tollgate_core::{
-    Clock, FallbackStore, FleetStore, Item, Key, MemoryStore, Quota, RuleId, Store,
-};
+use tollgate_core::{Clock, Item, Key, MemoryStore, Quota, RuleId, Store};
+use tollgate_wrappers::{FallbackStore, FleetStore};
 use utoipa::ToSchema;
 
 /// How long a probe waits for the store.
@@ -151,9 +150,10 @@ impl StoreHealth for tollgate_redis::RedisStore {
 mod tests {
     use std::time::Duration;
 
-    use tollgate_core::{Counting, FleetModes, FleetStore, Item, Key, MemoryStore, Quota, RuleId};
+    use tollgate_core::{Counting, FleetModes, Item, Key, MemoryStore, Quota, RuleId};
     use tollgate_core::{Store, SyncSettings, Timestamp};
     use tollgate_testing::ManualClock;
+    use tollgate_wrappers::FleetStore;
 
     use super::StoreHealth;
 

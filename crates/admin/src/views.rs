@@ -246,7 +246,6 @@ pub(crate) fn policy_name(policy: OnStoreFailure) -> String {
         OnStoreFailure::OpenWithin(_) => "open_within".to_owned(),
         OnStoreFailure::Local => "local".to_owned(),
         OnStoreFailure::Closed => "closed".to_owned(),
-        other => format!("{other:?}").to_lowercase(),
     }
 }
 

@@ -27,12 +27,13 @@ use serde_json::Value;
 use tokio::task::JoinSet;
 use tollgate_axum::{Limit, LimitRejection, Limited, Limiter, Tollgate};
 use tollgate_core::{
-    BatchDecision, Decision, FallbackStore, Item, Key, MemoryStore, Mode, OnStoreFailure, Quota,
-    QuotaError, Receipt, RefundError, RuleId, Store, StoreError, Timestamp,
+    BatchDecision, Decision, Item, Key, MemoryStore, Mode, OnStoreFailure, Quota, QuotaError,
+    Receipt, RefundError, RuleId, Store, StoreError, Timestamp,
 };
 use tollgate_testing::ManualClock;
 use tollgate_tower::key::HeaderKey;
 use tollgate_tower::{QuotaRegistry, RateLimitLayer, Rule};
+use tollgate_wrappers::FallbackStore;
 use tower::ServiceExt;
 
 /// Where the store's clock stands for every test.

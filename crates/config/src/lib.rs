@@ -443,7 +443,8 @@ impl RuleFile {
     /// with an error naming the rule rather than the file's line.)
     ///
     /// ```
-    /// use tollgate_core::{MemoryStore, Stores};
+    /// use tollgate_core::MemoryStore;
+    /// use tollgate_wrappers::Stores;
     /// use tollgate_tower::RateLimitLayer;
     /// use tollgate_config::{Extractors, RuleFile};
     ///

@@ -649,7 +649,7 @@ key = { header = "x-api-key" }
 match = { path = "/login" }
 "#,
     );
-    let fleet = tollgate_core::FleetStore::new(MemoryStore::new());
+    let fleet = tollgate_wrappers::FleetStore::new(MemoryStore::new());
     let layer = RateLimitLayer::new(fleet.clone());
     layer
         .handle()

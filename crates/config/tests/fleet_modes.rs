@@ -13,8 +13,9 @@ use axum::Router;
 use axum::routing::get;
 use http::StatusCode;
 use tollgate_config::{Extractors, RuleFile, RuleWatcher, WatchError};
-use tollgate_core::{BlockedCache, FleetStore, MemoryStore, Store, Stores, SubBuckets};
+use tollgate_core::{MemoryStore, Store};
 use tollgate_tower::RateLimitLayer;
+use tollgate_wrappers::{BlockedCache, FleetStore, Stores, SubBuckets};
 
 use common::server::TestServer;
 

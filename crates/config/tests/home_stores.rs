@@ -10,8 +10,9 @@ use axum::Router;
 use axum::routing::get;
 use http::StatusCode;
 use tollgate_config::{Extractors, RuleWatcher, WatchError};
-use tollgate_core::{Item, Key, MemoryStore, Quota, RuleId, Store, Stores};
+use tollgate_core::{Item, Key, MemoryStore, Quota, RuleId, Store};
 use tollgate_tower::RateLimitLayer;
+use tollgate_wrappers::Stores;
 
 use common::server::{Reply, TestServer};
 

@@ -41,9 +41,9 @@ use criterion::measurement::WallTime;
 use futures_util::FutureExt;
 use governor::DefaultKeyedRateLimiter;
 use tollgate_core::{
-    Counting, FleetModes, FleetStore, Item, Key, LeaseSettings, MemoryStore, Quota, Rate, RuleId,
-    Store,
+    Counting, FleetModes, Item, Key, LeaseSettings, MemoryStore, Quota, Rate, RuleId, Store,
 };
+use tollgate_wrappers::FleetStore;
 
 /// Distinct keys in the `many_keys` cases.
 const KEYS: usize = 10_000;

@@ -1,5 +1,5 @@
 //! When the caller of a store call stops waiting for it: set by
-//! [`FallbackStore`](crate::FallbackStore) around each call to its primary, read by a store whose
+//! `FallbackStore` around each call to its primary, read by a store whose
 //! call may still run after its caller gave up (the Redis store passes it to its script, which
 //! then charges nothing if it starts too late: a caller answered by its failure policy is never
 //! charged a second time when a stalled server wakes up).

@@ -6,7 +6,7 @@ use std::fmt;
 use crate::{Counting, FleetModes};
 
 /// What a store stack can do with the [`FleetModes`] an item asks for, for each store an item
-/// can be counted in: the default store, and each store a [`Stores`](crate::Stores) names.
+/// can be counted in: the default store, and each store a `Stores` names.
 /// [`Store::capabilities`](crate::Store::capabilities) answers it; every wrapper adds what it
 /// carries out to what its inner store can:
 ///
@@ -14,13 +14,13 @@ use crate::{Counting, FleetModes};
 ///   where it is, shared by every gateway, and knows no store names;
 /// * [`MemoryStore`](crate::MemoryStore) counts on this gateway alone
 ///   ([`this_gateway`](Self::this_gateway)): a split's part is right there;
-/// * [`SubBuckets`](crate::SubBuckets) adds sub-buckets, [`BlockedCache`](crate::BlockedCache)
+/// * `SubBuckets` adds sub-buckets, `BlockedCache`
 ///   cached refusals, each for every store under it (they pass the store name on);
-/// * [`FleetStore`](crate::FleetStore) adds splits, sub-buckets and cached refusals for every
+/// * `FleetStore` adds splits, sub-buckets and cached refusals for every
 ///   store under it, and **leases and syncs for the default store only** (see below);
-/// * [`Stores`](crate::Stores) answers per name: each named store's capabilities under its
+/// * `Stores` answers per name: each named store's capabilities under its
 ///   name, its default store's for the rest;
-/// * [`FallbackStore`](crate::FallbackStore), [`DynStore`](crate::DynStore), `Arc<S>` answer
+/// * `FallbackStore`, [`DynStore`](crate::DynStore), `Arc<S>` answer
 ///   as the store they hold (a fallback's local memory counts only while the primary is down).
 ///
 /// [`supports`](Self::supports) gives the one answer to "can an item with these modes be
@@ -38,9 +38,8 @@ use crate::{Counting, FleetModes};
 /// either order, and are reported so.
 ///
 /// ```
-/// use tollgate_core::{
-///     Counting, FleetModes, FleetStore, LeaseSettings, MemoryStore, Store, Stores,
-/// };
+/// use tollgate_core::{Counting, FleetModes, LeaseSettings, MemoryStore, Store};
+/// use tollgate_wrappers::{FleetStore, Stores};
 ///
 /// let leased = FleetModes::new().with_counting(Counting::Lease(LeaseSettings::new()));
 /// let at_home = leased.with_store("home");
@@ -66,7 +65,7 @@ use crate::{Counting, FleetModes};
 /// // A name the stack does not hold.
 /// let elsewhere = FleetModes::new().with_store("elsewhere");
 /// assert!(inside.capabilities().supports(&elsewhere).unwrap_err().is_unknown_store());
-/// # Ok::<(), tollgate_core::StoreNameError>(())
+/// # Ok::<(), tollgate_wrappers::StoreNameError>(())
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Capabilities {
@@ -121,7 +120,8 @@ impl Capabilities {
     /// anyway (as every store counts shadow rules).
     ///
     /// ```
-    /// use tollgate_core::{FleetModes, MemoryStore, Store, SubBuckets};
+    /// use tollgate_core::{FleetModes, MemoryStore, Store};
+    /// use tollgate_wrappers::SubBuckets;
     /// let spread = FleetModes::new().with_sub_buckets(8);
     /// assert!(MemoryStore::new().capabilities().supports(&spread).unwrap_err().is_sub_buckets());
     /// assert!(SubBuckets::new(MemoryStore::new()).capabilities().supports(&spread).is_ok());
@@ -209,17 +209,17 @@ impl Capabilities {
         self.each(|can| can.replica_ack = true)
     }
 
-    /// With a [`SubBuckets`](crate::SubBuckets) around it.
+    /// With a `SubBuckets` around it.
     pub(crate) fn with_sub_buckets(self) -> Self {
         self.each(|can| can.sub_buckets = true)
     }
 
-    /// With a [`BlockedCache`](crate::BlockedCache) around it.
+    /// With a `BlockedCache` around it.
     pub(crate) fn with_blocked_cache(self) -> Self {
         self.each(|can| can.cache_blocked = true)
     }
 
-    /// With a [`FleetStore`](crate::FleetStore) around it (whose own `BlockedCache` and
+    /// With a `FleetStore` around it (whose own `BlockedCache` and
     /// `SubBuckets` are already added): splits everywhere, since a split is counted in the
     /// fleet store's own memory whatever it names; leases and syncs for the default store only.
     pub(crate) fn with_fleet_store(mut self) -> Self {
@@ -230,7 +230,7 @@ impl Capabilities {
         })
     }
 
-    /// A [`Stores`](crate::Stores): `default` for the default store, and each named store's
+    /// A `Stores`: `default` for the default store, and each named store's
     /// for its name (its answer for that name when it is itself a `Stores` holding it, its
     /// default otherwise). Names the default store holds (a `Stores` as the default store)
     /// stay, unless a named store takes them.
@@ -296,13 +296,13 @@ impl Unsupported {
         matches!(self.asked, Asked::Lease | Asked::Sync | Asked::Split)
     }
 
-    /// No [`SubBuckets`](crate::SubBuckets) where the item is counted
+    /// No `SubBuckets` where the item is counted
     /// ([`FleetModes::with_sub_buckets`]).
     pub fn is_sub_buckets(&self) -> bool {
         self.asked == Asked::SubBuckets
     }
 
-    /// No [`BlockedCache`](crate::BlockedCache) where the item is counted
+    /// No `BlockedCache` where the item is counted
     /// ([`FleetModes::with_cache_blocked`]).
     pub fn is_cache_blocked(&self) -> bool {
         self.asked == Asked::CacheBlocked
@@ -346,7 +346,7 @@ impl fmt::Display for Unsupported {
                     write!(
                         f,
                         "no store is named {name:?}, and there are no named stores: make the \
-                         store a `tollgate_core::Stores` holding one, `.with({name:?}, ..)` \
+                         store a `tollgate_wrappers::Stores` holding one, `.with({name:?}, ..)` \
                          (otherwise the rule would be counted in the default store)"
                     )
                 } else {

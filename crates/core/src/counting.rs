@@ -1,6 +1,6 @@
 //! Where a rule's count is decided: in the shared store on every check, from a batch of units
 //! leased to this gateway, or on a local copy synced every so often (see
-//! [`FleetStore`](crate::FleetStore)).
+//! `FleetStore`).
 
 use std::time::Duration;
 
@@ -16,7 +16,7 @@ use std::time::Duration;
 /// G gateways; R the rule's rate (units a second); L the lease lifetime; P its `top_up_every`;
 /// H = 1.5 × the largest lease (a lease and the top-up asked for when half of it is spent); M
 /// the most a gateway
-/// spends before it syncs; N the parts of a split. Only a [`FleetStore`](crate::FleetStore)
+/// spends before it syncs; N the parts of a split. Only a `FleetStore`
 /// reads lease and sync: any other store counts those rules exactly. A split divides the item's
 /// quota itself ([`Item::quota`](crate::Item::quota) is this gateway's part), so every store
 /// counts the part; a `FleetStore` counts it on the gateway, without the shared store. Whether
@@ -32,8 +32,10 @@ use std::time::Duration;
 /// assert_ne!(lease, sync);
 /// assert_eq!(Counting::default(), Counting::Exact);
 /// ```
+///
+/// Exhaustive on purpose, like [`OnStoreFailure`](crate::OnStoreFailure): the wrapper that
+/// carries the modes out decides each, so a new mode must be a compile error there.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-#[non_exhaustive]
 pub enum Counting {
     /// Every check asks the shared store (the default).
     #[default]
@@ -157,7 +159,7 @@ impl LeaseSettings {
 /// keys in use has pushed and been counted, a gateway pushes every unit (M = 1). A check costing
 /// more than M is counted exactly. A rule whose limit is below 10·G cannot keep the bound
 /// with M ≥ 1 and is counted exactly instead, and the fleet store says so
-/// ([`FleetStore::counted_exactly`](crate::FleetStore::counted_exactly)).
+/// (`FleetStore::counted_exactly`).
 ///
 /// ```
 /// use std::time::Duration;

@@ -20,11 +20,11 @@ pub const MAX_REPLICA_ACK: Duration = Duration::from_secs(1);
 ///
 /// | asks | read by | without that wrapper |
 /// |---|---|---|
-/// | [`with_counting`](Self::with_counting): lease, sync | [`FleetStore`](crate::FleetStore) | counted exactly, a store call per check |
-/// | [`with_counting`](Self::with_counting): split | [`FleetStore`](crate::FleetStore), or a store of this gateway's own ([`MemoryStore`](crate::MemoryStore)) | over a shared store, every gateway's part is counted in one count: the fleet admits one part |
-/// | [`with_sub_buckets`](Self::with_sub_buckets) | [`SubBuckets`](crate::SubBuckets) (a `FleetStore` holds one) | the key counted whole |
-/// | [`with_cache_blocked`](Self::with_cache_blocked) | [`BlockedCache`](crate::BlockedCache) (a `FleetStore` holds one) | every refusal asks the store |
-/// | [`with_store`](Self::with_store) | [`Stores`](crate::Stores) | counted in the default store |
+/// | [`with_counting`](Self::with_counting): lease, sync | `FleetStore` | counted exactly, a store call per check |
+/// | [`with_counting`](Self::with_counting): split | `FleetStore`, or a store of this gateway's own ([`MemoryStore`](crate::MemoryStore)) | over a shared store, every gateway's part is counted in one count: the fleet admits one part |
+/// | [`with_sub_buckets`](Self::with_sub_buckets) | `SubBuckets` (a `FleetStore` holds one) | the key counted whole |
+/// | [`with_cache_blocked`](Self::with_cache_blocked) | `BlockedCache` (a `FleetStore` holds one) | every refusal asks the store |
+/// | [`with_store`](Self::with_store) | `Stores` | counted in the default store |
 /// | [`with_replica_ack`](Self::with_replica_ack) | the store itself (`tollgate_redis::RedisStore`) | answered without waiting for a replica |
 ///
 /// Given to an item with [`Item::with_fleet_modes`](crate::Item::with_fleet_modes). Whether a
@@ -33,7 +33,8 @@ pub const MAX_REPLICA_ACK: Duration = Duration::from_secs(1);
 /// than counted otherwise in silence.
 ///
 /// ```
-/// use tollgate_core::{Counting, FleetModes, FleetStore, MemoryStore, SplitSettings, Store};
+/// use tollgate_core::{Counting, FleetModes, MemoryStore, SplitSettings, Store};
+/// use tollgate_wrappers::FleetStore;
 ///
 /// let modes = FleetModes::new().with_counting(Counting::Split(SplitSettings::new(4)));
 /// assert!(FleetStore::new(MemoryStore::new()).capabilities().supports(&modes).is_ok());
@@ -69,7 +70,7 @@ impl<'a> FleetModes<'a> {
     }
 
     /// How the rule is counted across a fleet ([`Counting`]); a
-    /// [`FleetStore`](crate::FleetStore) carries it out. A [`Counting::Split`] also makes the
+    /// `FleetStore` carries it out. A [`Counting::Split`] also makes the
     /// item's quota this gateway's part ([`Item::quota`](crate::Item::quota)).
     #[must_use]
     pub const fn with_counting(mut self, counting: Counting) -> Self {
@@ -78,7 +79,7 @@ impl<'a> FleetModes<'a> {
     }
 
     /// Spreads the key's count over `sub_buckets` sub-keys, each with its part of the quota, on
-    /// different Redis Cluster slots (see [`SubBuckets`](crate::SubBuckets)); 1 (the default)
+    /// different Redis Cluster slots (see `SubBuckets`); 1 (the default)
     /// keeps one key. Clamped to 1..=[`MAX_SUB_BUCKETS`].
     #[must_use]
     pub fn with_sub_buckets(mut self, sub_buckets: u32) -> Self {
@@ -86,7 +87,7 @@ impl<'a> FleetModes<'a> {
         self
     }
 
-    /// Lets a [`BlockedCache`](crate::BlockedCache) refuse the rule's refused callers on this
+    /// Lets a `BlockedCache` refuse the rule's refused callers on this
     /// gateway, without the store, until the store said they may try again.
     #[must_use]
     pub const fn with_cache_blocked(mut self, cache_blocked: bool) -> Self {
@@ -94,7 +95,7 @@ impl<'a> FleetModes<'a> {
         self
     }
 
-    /// Names the store the item is counted in, among a [`Stores`](crate::Stores)' (a home
+    /// Names the store the item is counted in, among a `Stores`' (a home
     /// region's, say); `None` (the default), the default store.
     ///
     /// ```

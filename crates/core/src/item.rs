@@ -196,7 +196,7 @@ impl<'a> Item<'a> {
         self.modes
     }
 
-    /// How the rule is counted across a fleet, as a [`FleetStore`](crate::FleetStore) applies
+    /// How the rule is counted across a fleet, as a `FleetStore` applies
     /// it: [`Counting::Exact`] for shadow and read-only items, pacing and concurrency quotas,
     /// and items that take otherwise than exactly ([`Take`]: they read and write the debt
     /// kept with the shared count) when lease or sync was set (they are never leased or
@@ -222,7 +222,7 @@ impl<'a> Item<'a> {
             )
     }
 
-    /// How many sub-buckets a [`SubBuckets`](crate::SubBuckets) store spreads this item over:
+    /// How many sub-buckets a `SubBuckets` store spreads this item over:
     /// 1 (one key, counted as usual) unless it is an enforcing item, counted and taken exactly,
     /// whose quota can be split that many ways ([`Quota::part`]: a limit of at least that
     /// many, not pacing) — and so can its local quota, when it fails open within one. Up-to and
@@ -247,7 +247,7 @@ impl<'a> Item<'a> {
         }
     }
 
-    /// Whether a [`BlockedCache`](crate::BlockedCache) may answer this item: asked for, on an
+    /// Whether a `BlockedCache` may answer this item: asked for, on an
     /// enforcing item counted exactly (leases and syncs keep their own refusals).
     pub fn caches_blocked(&self) -> bool {
         self.modes.cache_blocked()
@@ -255,7 +255,7 @@ impl<'a> Item<'a> {
             && self.counting() == Counting::Exact
     }
 
-    /// The store this item names, if any: counted there among a [`Stores`](crate::Stores)';
+    /// The store this item names, if any: counted there among a `Stores`';
     /// without a name, in the default store.
     pub fn store_name(&self) -> Option<&'a str> {
         self.modes.store_name()

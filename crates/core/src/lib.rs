@@ -54,9 +54,12 @@
 //! The guide's chapters *Choosing an algorithm* (`docs/guide/src/algorithms.md`) and *Testing your
 //! own limits* (`docs/guide/src/testing.md`) in the repository show it at work, task by task.
 #![cfg_attr(docsrs, feature(doc_cfg))]
+// What `store_kit` lends (sync memory calls, receipt copies, answer marks, capability marks) is
+// used only through it: without the feature it is unused, not dead. Builds with every feature
+// (clippy in CI) still find real dead code.
+#![cfg_attr(not(feature = "store-kit"), allow(dead_code))]
 
 pub mod algorithm;
-mod blocked;
 mod call_deadline;
 mod capabilities;
 mod clock;
@@ -64,9 +67,7 @@ mod counting;
 mod decision;
 mod dyn_store;
 mod error;
-mod fallback;
 mod fingerprint;
-mod fleet;
 mod fleet_modes;
 mod item;
 mod key;
@@ -82,22 +83,14 @@ mod settlement;
 mod store;
 #[cfg(feature = "store-kit")]
 pub mod store_kit;
-mod stores;
-mod sub_buckets;
 
-pub use blocked::{BlockedCache, BlockedStats, DEFAULT_MAX_BLOCKED};
 pub use capabilities::{Capabilities, Unsupported};
 pub use clock::{Clock, SystemClock, Timestamp};
 pub use counting::{Counting, LeaseSettings, SplitSettings, SyncSettings};
 pub use decision::{Decision, RefusalReason, Verdict, whole_seconds_up};
 pub use dyn_store::DynStore;
 pub use error::{QuotaError, RuleIdError, StoreError, StoreErrorKind};
-pub use fallback::{
-    DEFAULT_COOL_DOWN, DEFAULT_FAILURE_THRESHOLD, DEFAULT_TIMEOUT, FallbackStats, FallbackStore,
-    FallbackStoreBuilder,
-};
 pub use fingerprint::{FingerprintSecret, FingerprintSecretError};
-pub use fleet::{FleetStats, FleetStore};
 pub use fleet_modes::{FleetModes, MAX_REPLICA_ACK, MAX_SUB_BUCKETS};
 pub use item::{Item, Take};
 pub use key::{Key, KeyBuilder};
@@ -109,5 +102,3 @@ pub use receipt::{Charge, Receipt, RefundError, RefundNow};
 pub use rule_id::{DerivedSuffix, RuleId};
 pub use settlement::{Estimate, Settlement};
 pub use store::{BatchDecision, CountedIn, ItemDecision, Store};
-pub use stores::{MAX_STORE_NAME_LEN, StoreNameError, Stores};
-pub use sub_buckets::SubBuckets;

@@ -4,7 +4,7 @@
 //! Labels are rule ids and fixed words only — never a caller's key — so a metric's cardinality
 //! is bounded by the rules a service defines (escalating rules add their `<id>.block` item).
 //! Nothing is recorded unless turned on
-//! ([`FallbackStoreBuilder::metrics`](crate::FallbackStoreBuilder::metrics),
+//! (`FallbackStoreBuilder::metrics`,
 //! `RateLimitLayer::metrics` in `tollgate-tower`); handles are created when a store is built, a
 //! rule set installed, or (fall-back and typed-limit handles) on first use, never per request,
 //! so the recorder must be installed before (with `metrics-exporter-prometheus`, before
@@ -13,7 +13,7 @@
 //!
 //! | name | kind | labels | what |
 //! |---|---|---|---|
-//! | `tollgate_checks_total` | counter | `rule`, `outcome` | each rule's own decision per request the store answered: `allowed`, `refused`, `shadow_refused` (a shadow or flag rule's would-be refusal), `refused_locally` (refused by a [`BlockedCache`](crate::BlockedCache) on this gateway, without a store call, until the time the store gave); typed limits count under their ids (handles made on a limit's first use) |
+//! | `tollgate_checks_total` | counter | `rule`, `outcome` | each rule's own decision per request the store answered: `allowed`, `refused`, `shadow_refused` (a shadow or flag rule's would-be refusal), `refused_locally` (refused by a `BlockedCache` on this gateway, without a store call, until the time the store gave); typed limits count under their ids (handles made on a limit's first use) |
 //! | `tollgate_near_limit_total` | counter | `rule` | allowed checks that left less than 20 % of the limit |
 //! | `tollgate_in_flight` | gauge | `rule` | slots of a concurrency rule held by requests running through this gateway's layer |
 //! | `tollgate_store_errors_total` | counter | `store`, `kind` | failed calls to the primary store: `timeout`, `unavailable`, `protocol`, `capacity` |
@@ -25,9 +25,9 @@
 //! | `tollgate_config_loads_total` | counter | `result` | rule files and fleet documents loaded (`success`) or refused (`error`) |
 //! | `tollgate_memory_keys` | gauge | | keys held by the in-memory store ([`MemoryStore::publish_metrics`](crate::MemoryStore::publish_metrics)) |
 //! | `tollgate_memory_lossy_evictions_total` | counter | | live states evicted because the in-memory store was full |
-//! | `tollgate_blocked_keys` | gauge | | callers a [`BlockedCache`](crate::BlockedCache) remembers as blocked ([`BlockedCache::publish_metrics`](crate::BlockedCache::publish_metrics)) |
+//! | `tollgate_blocked_keys` | gauge | | callers a `BlockedCache` remembers as blocked (`BlockedCache::publish_metrics`) |
 //! | `tollgate_blocked_refused_locally_total` | counter | | requests it refused without a store call (per rule: `tollgate_checks_total{outcome="refused_locally"}`) |
-//! | `tollgate_fleet_decided_locally_total` | counter | | leased or synced checks a [`FleetStore`](crate::FleetStore) decided without a store call ([`FleetStore::publish_metrics`](crate::FleetStore::publish_metrics), and every tick of its ticker) |
+//! | `tollgate_fleet_decided_locally_total` | counter | | leased or synced checks a `FleetStore` decided without a store call (`FleetStore::publish_metrics`, and every tick of its ticker) |
 //! | `tollgate_fleet_store_calls_total` | counter | | its calls to the shared store for leased or synced rules: leases, top-ups, give-backs, pushes |
 //! | `tollgate_fleet_leases_returned_total` | counter | | leases whose unspent units went back to the shared store |
 //! | `tollgate_fleet_failed_pushes_total` | counter | | pushes of synced spend the shared store did not take (the spend is kept and pushed again) |
@@ -36,8 +36,6 @@
 //! The same names reach OpenTelemetry through any `metrics` recorder that exports to it (for
 //! instance `metrics-exporter-opentelemetry`), or by scraping the Prometheus endpoint with the
 //! OpenTelemetry Collector's `prometheus` receiver.
-
-use crate::StoreErrorKind;
 
 /// Each rule's decision per request.
 pub const CHECKS: &str = "tollgate_checks_total";
@@ -109,66 +107,6 @@ pub const NAMES: &[&str] = &[
 /// Whether an allowed check that left `remaining` of `limit` was near the limit (below 20 %).
 pub fn is_near_limit(remaining: u64, limit: u64) -> bool {
     u128::from(remaining) * 5 < u128::from(limit)
-}
-
-/// The label of a store error's kind.
-pub(crate) fn kind_label(kind: StoreErrorKind) -> &'static str {
-    match kind {
-        StoreErrorKind::Timeout => "timeout",
-        StoreErrorKind::Unavailable => "unavailable",
-        StoreErrorKind::Protocol => "protocol",
-        StoreErrorKind::Capacity => "capacity",
-    }
-}
-
-/// A store wrapper's handles, made when it is built.
-#[derive(Debug)]
-pub(crate) struct StoreMetrics {
-    store: &'static str,
-    pub(crate) seconds: metrics::Histogram,
-    pub(crate) breaker_open: metrics::Gauge,
-    errors: [metrics::Counter; 4],
-}
-
-impl StoreMetrics {
-    pub(crate) fn new(store: &'static str) -> StoreMetrics {
-        let error = |kind: StoreErrorKind| metrics::counter!(STORE_ERRORS, "store" => store, "kind" => kind_label(kind));
-        let breaker_open = metrics::gauge!(BREAKER_OPEN, "store" => store);
-        breaker_open.set(0.0);
-        StoreMetrics {
-            store,
-            seconds: metrics::histogram!(STORE_SECONDS, "store" => store),
-            breaker_open,
-            errors: [
-                error(StoreErrorKind::Timeout),
-                error(StoreErrorKind::Unavailable),
-                error(StoreErrorKind::Protocol),
-                error(StoreErrorKind::Capacity),
-            ],
-        }
-    }
-
-    pub(crate) fn error(&self, kind: StoreErrorKind) {
-        let index = match kind {
-            StoreErrorKind::Timeout => 0,
-            StoreErrorKind::Unavailable => 1,
-            StoreErrorKind::Protocol => 2,
-            StoreErrorKind::Capacity => 3,
-        };
-        self.errors[index].increment(1);
-    }
-
-    /// Records whether `node`'s breaker is open (`None`: the store-wide one).
-    pub(crate) fn breaker(&self, node: Option<&str>, open: bool) {
-        let value = if open { 1.0 } else { 0.0 };
-        match node {
-            None => self.breaker_open.set(value),
-            Some(node) => {
-                metrics::gauge!(NODE_BREAKER_OPEN, "store" => self.store, "node" => node.to_owned())
-                    .set(value);
-            }
-        }
-    }
 }
 
 #[cfg(test)]

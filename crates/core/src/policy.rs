@@ -21,7 +21,7 @@ pub enum Mode {
 /// advance, and carried by every [`Item`](crate::Item).
 ///
 /// A store on its own only reports the failure (a [`StoreError`](crate::StoreError), never a
-/// refusal). [`FallbackStore`](crate::FallbackStore) carries these choices out: it wraps any
+/// refusal). `FallbackStore` carries these choices out: it wraps any
 /// primary store, gives every call a timeout and a circuit breaker, and answers each item by its
 /// own choice when the primary cannot. Middleware given a plain store that fails can only tell
 /// open from closed; `Local` and `OpenWithin` need the wrapper's local memory.
@@ -35,8 +35,10 @@ pub enum Mode {
 /// assert_eq!(OnStoreFailure::default(), OnStoreFailure::Open);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
+///
+/// Exhaustive on purpose: every store wrapper decides each policy, so a new one must be a
+/// compile error in each, never a silent default arm.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-#[non_exhaustive]
 pub enum OnStoreFailure {
     /// Allow the request, uncharged (reads and browsing: users are not affected, protection is
     /// reduced).

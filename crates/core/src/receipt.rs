@@ -134,8 +134,8 @@ pub struct Receipt {
 }
 
 /// What a receipt shares with its retry copies: whether it was used, the store the charged
-/// item named ([`FleetModes::with_store`](crate::FleetModes::with_store)), so a [`Stores`](crate::Stores)
-/// refunds it where it was charged, and whether a [`FallbackStore`](crate::FallbackStore)
+/// item named ([`FleetModes::with_store`](crate::FleetModes::with_store)), so a `Stores`
+/// refunds it where it was charged, and whether a `FallbackStore`
 /// charged it in its local memory, so it is refunded there whether or not the primary is back
 /// (behind the one pointer, so a receipt grows no larger).
 #[derive(Debug, Default)]
@@ -171,14 +171,14 @@ impl Receipt {
         self
     }
 
-    /// Whether a [`FallbackStore`](crate::FallbackStore) charged this in its local memory
+    /// Whether a `FallbackStore` charged this in its local memory
     /// while its primary was down: refunded there, never in the primary (which never saw it).
     pub(crate) fn is_counted_locally(&self) -> bool {
         self.spent.local
     }
 
     /// The store the charged item named ([`Item::store_name`](crate::Item::store_name)), if
-    /// any: where a [`Stores`](crate::Stores) sends the refund (its default store when `None`).
+    /// any: where a `Stores` sends the refund (its default store when `None`).
     ///
     /// ```
     /// use futures_executor::block_on;

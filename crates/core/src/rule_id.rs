@@ -71,7 +71,7 @@ impl RuleId {
     }
 
     /// The id of sub-bucket `index` of `of` of this rule's keys (see
-    /// [`SubBuckets`](crate::SubBuckets)): `<id>#<index>.<of>`. `#` is outside the characters
+    /// `SubBuckets`): `<id>#<index>.<of>`. `#` is outside the characters
     /// [`new`](RuleId::new) accepts, so no rule can name it. The Redis store puts a rule id
     /// inside each key's hash tag and spreads a sub-bucket's slot into part `index` of `of`
     /// equal parts of the slot space, so the sub-buckets of one key land on different masters.

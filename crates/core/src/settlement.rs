@@ -26,7 +26,7 @@ use crate::{
 /// The settlement follows the item's store-failure policy like any check: with the store down,
 /// an open rule's difference is not charged ([`Settlement::Uncounted`]), a local or
 /// open-within one's is charged in this gateway's memory (behind a
-/// [`FallbackStore`](crate::FallbackStore)), a closed one's excess fails to settle (the
+/// `FallbackStore`), a closed one's excess fails to settle (the
 /// estimate stands). A shortfall is given back as any refund is: where the estimate was
 /// charged, or in the fallback's memory while the primary is down. An estimate let through
 /// uncounted settles nothing.

@@ -145,7 +145,8 @@ pub trait Store: Send + Sync + 'static {
     /// what this cannot do ([`Capabilities::supports`](crate::Capabilities::supports)).
     ///
     /// ```
-    /// use tollgate_core::{FleetModes, FleetStore, MemoryStore, Store, Stores};
+    /// use tollgate_core::{FleetModes, MemoryStore, Store};
+    /// use tollgate_wrappers::{FleetStore, Stores};
     /// let home = FleetModes::new().with_store("home");
     /// assert!(MemoryStore::new().capabilities().supports(&home).is_err());
     /// let stores = Stores::new(MemoryStore::new()).with("home", MemoryStore::new())?;
@@ -155,7 +156,7 @@ pub trait Store: Send + Sync + 'static {
     /// let fleet = Stores::new(FleetStore::new(MemoryStore::new()))
     ///     .with("home", FleetStore::new(MemoryStore::new()))?;
     /// assert!(fleet.capabilities().supports(&cached).is_ok());
-    /// # Ok::<(), tollgate_core::StoreNameError>(())
+    /// # Ok::<(), tollgate_wrappers::StoreNameError>(())
     /// ```
     fn capabilities(&self) -> Capabilities {
         Capabilities::default()
@@ -164,7 +165,7 @@ pub trait Store: Send + Sync + 'static {
     /// The node of this store that holds `item`'s key, when the store is several nodes that
     /// fail one by one (a Redis Cluster: the master serving the key's slot, by its address); `None`
     /// (the default) for a store that answers or fails as one. A
-    /// [`FallbackStore`](crate::FallbackStore) keeps a circuit breaker per node, so a dead
+    /// `FallbackStore` keeps a circuit breaker per node, so a dead
     /// master opens the breaker of the keys it serves and the others are decided as usual.
     ///
     /// ```
@@ -180,8 +181,8 @@ pub trait Store: Send + Sync + 'static {
     }
 
     /// A refusal of `items` this store can give at once from what it already knows, charging
-    /// nothing and asking nobody (a [`BlockedCache`](crate::BlockedCache)'s remembered
-    /// callers); `None` (the default) otherwise. A [`Stores`](crate::Stores) asks each store's
+    /// nothing and asking nobody (a `BlockedCache`'s remembered
+    /// callers); `None` (the default) otherwise. A `Stores` asks each store's
     /// share first, so a request one store refuses this way never reaches the others. Wrappers
     /// forward it.
     ///
@@ -266,7 +267,7 @@ pub struct ItemDecision {
     pub(crate) owed: u64,
     /// The rule and quota the charge was made under, when not the item's own (a sub-bucket's).
     pub(crate) counted_as: Option<Box<(RuleId, crate::Quota)>>,
-    /// Refused by a [`BlockedCache`](crate::BlockedCache) without asking the store.
+    /// Refused by a `BlockedCache` without asking the store.
     pub(crate) refused_locally: bool,
 }
 
@@ -284,7 +285,7 @@ pub enum CountedIn {
     /// By the store that was asked, under the item's own quota: the usual case.
     #[default]
     Store,
-    /// By a [`FallbackStore`](crate::FallbackStore)'s local memory while its primary is down:
+    /// By a `FallbackStore`'s local memory while its primary is down:
     /// under the item's quota for [`OnStoreFailure::Local`](crate::OnStoreFailure::Local), under
     /// the local quota for [`OnStoreFailure::OpenWithin`](crate::OnStoreFailure::OpenWithin). The
     /// decision is this gateway's own count.
@@ -334,7 +335,7 @@ impl ItemDecision {
         self
     }
 
-    /// Whether a [`BlockedCache`](crate::BlockedCache) refused this item on this gateway,
+    /// Whether a `BlockedCache` refused this item on this gateway,
     /// without asking the store, because the store had refused its caller until a time not yet
     /// reached. The decision reads as the store's refusal would (same limit, `retry_after`
     /// counted down to the same instant); the layer counts it as `refused_locally`.
@@ -349,7 +350,7 @@ impl ItemDecision {
         self.refused_locally
     }
 
-    /// A refusal made on this gateway by a [`BlockedCache`](crate::BlockedCache).
+    /// A refusal made on this gateway by a `BlockedCache`.
     pub(crate) fn refused_here(decision: Decision) -> Self {
         let mut answer = ItemDecision::uncharged(decision);
         answer.refused_locally = true;

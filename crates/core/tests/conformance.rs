@@ -1,5 +1,5 @@
-//! The in-memory store, the store-failure wrapper around a healthy primary, and the in-memory
-//! store behind a type-erased `DynStore` pass the store conformance suite.
+//! The in-memory store, and the in-memory store behind a type-erased `DynStore`, pass the store
+//! conformance suite (the stores that wrap stores run it in tollgate-wrappers).
 
 use tollgate_core::MemoryStore;
 use tollgate_testing::ManualClock;
@@ -9,32 +9,6 @@ fn memory_store(clock: ManualClock) -> MemoryStore<ManualClock> {
 }
 
 tollgate_testing::conformance_suite!(block_on = futures_executor::block_on, store = memory_store);
-
-/// A [`FallbackStore`](tollgate_core::FallbackStore) decides exactly as its primary while the
-/// primary answers.
-mod fallback_store {
-    use std::future::Future;
-
-    use tollgate_core::{FallbackStore, MemoryStore};
-    use tollgate_testing::ManualClock;
-
-    fn fallback_store(clock: ManualClock) -> FallbackStore<MemoryStore<ManualClock>, ManualClock> {
-        FallbackStore::builder(super::memory_store(clock.clone()))
-            .clock(clock)
-            .build()
-    }
-
-    /// The wrapper's timeouts need Tokio's timer.
-    fn block_on<F: Future>(future: F) -> F::Output {
-        tokio::runtime::Builder::new_current_thread()
-            .enable_time()
-            .build()
-            .expect("a current-thread runtime")
-            .block_on(future)
-    }
-
-    tollgate_testing::conformance_suite!(block_on = block_on, store = fallback_store);
-}
 
 /// A [`DynStore`](tollgate_core::DynStore) decides exactly as the store it erases.
 mod dyn_store {

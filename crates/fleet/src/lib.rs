@@ -47,7 +47,7 @@
 //! ```no_run
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 //! use std::time::Duration;
-//! use tollgate_core::FallbackStore;
+//! use tollgate_wrappers::FallbackStore;
 //! use tollgate_redis::RedisStore;
 //! use tollgate_fleet::FleetRules;
 //! use tollgate_tower::RateLimitLayer;

@@ -29,10 +29,11 @@ mod common;
 use std::time::Duration;
 
 use futures_util::future::join_all;
-use tollgate_core::{BlockedCache, FleetModes, Item, Key, Quota, Rate, RuleId, Store, Timestamp};
+use tollgate_core::{FleetModes, Item, Key, Quota, Rate, RuleId, Store, Timestamp};
 use tollgate_redis::{RedisConnection, RedisStore};
 use tollgate_redis_harness::RedisServer;
 use tollgate_testing::ManualClock;
+use tollgate_wrappers::BlockedCache;
 
 use crate::common::Options;
 

@@ -22,9 +22,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use tollgate_core::{FleetModes, FleetStore, Item, Key, Quota, Rate, RuleId, Store};
+use tollgate_core::{FleetModes, Item, Key, Quota, Rate, RuleId, Store};
 use tollgate_redis::{RedisConnection, RedisStore};
 use tollgate_redis_harness::{RedisCluster, RedisServer};
+use tollgate_wrappers::FleetStore;
 
 use crate::common::Options;
 

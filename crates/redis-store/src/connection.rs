@@ -28,7 +28,7 @@ const MAX_RETRY_PAUSE: Duration = Duration::from_millis(200);
 const SCRIPT_LOADS: u32 = 3;
 
 /// How long to wait for a connection and for an answer. The store-failure wrapper
-/// (`tollgate_core::FallbackStore`) applies its own, tighter per-call deadline on top; these
+/// (`tollgate_wrappers::FallbackStore`) applies its own, tighter per-call deadline on top; these
 /// bound what a store without it waits.
 ///
 /// ```

@@ -125,7 +125,7 @@
 //! [`Store::reset`](tollgate_core::Store::reset) deletes the caller's state and then announces the
 //! rule and key on the channel `<prefix>:resets` (`PUBLISH`; the message is the rule id, `:`, and
 //! the key's encoding). A [`ResetFollower`] on each gateway hears it and forgets the caller in that
-//! gateway's [`BlockedCache`](tollgate_core::BlockedCache), so an admin reset on one gateway
+//! gateway's [`BlockedCache`](tollgate_wrappers::BlockedCache), so an admin reset on one gateway
 //! unblocks the caller on all of them. An announcement is a hint, never trusted for more: it only
 //! makes a gateway ask the store again. One that is missed (a subscription dropped at that moment)
 //! costs at most until the entry's own time; a follower that subscribes again clears its cache, so
@@ -134,7 +134,7 @@
 //! ## When Redis fails
 //!
 //! Errors are [`StoreError`](tollgate_core::StoreError)s, never refusals. Give each rule its
-//! plan with `tollgate_core::FallbackStore` (open, local, closed; deadlines and a circuit
+//! plan with `tollgate_wrappers::FallbackStore` (open, local, closed; deadlines and a circuit
 //! breaker).
 //!
 //! ## Testing

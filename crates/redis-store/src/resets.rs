@@ -6,7 +6,8 @@ use std::time::Duration;
 use futures_util::StreamExt;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
-use tollgate_core::{BlockedCache, Clock, Key, RuleId, Store};
+use tollgate_core::{Clock, Key, RuleId, Store};
+use tollgate_wrappers::BlockedCache;
 
 use crate::RedisStore;
 use crate::subscribe::subscribe;
@@ -48,7 +49,7 @@ fn parse(message: &[u8]) -> Option<(&str, &[u8])> {
 ///
 /// ```no_run
 /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
-/// use tollgate_core::{BlockedCache, FallbackStore};
+/// use tollgate_wrappers::{BlockedCache, FallbackStore};
 /// use tollgate_redis::{RedisStore, ResetFollower};
 ///
 /// let redis = RedisStore::connect("redis://127.0.0.1:6379/").await?;

@@ -39,7 +39,7 @@ const TEST_KEY_SLACK_MS: u64 = 3_600_000;
 /// * **Refunds that happen once**: a refund sets a marker for its receipt, and a retried refund
 ///   (after a lost answer) finds it and gives nothing more.
 ///
-/// A store error is never a refusal: wrap the store in `tollgate_core::FallbackStore` to give
+/// A store error is never a refusal: wrap the store in `tollgate_wrappers::FallbackStore` to give
 /// every call a deadline and each rule its planned behaviour when Redis is down. Cloning is
 /// cheap; clones share the connection.
 ///

@@ -6,9 +6,10 @@ mod common;
 
 use std::time::Duration;
 
-use tollgate_core::{BlockedCache, FleetModes, Item, Key, Quota, RuleId, Store, Timestamp};
+use tollgate_core::{FleetModes, Item, Key, Quota, RuleId, Store, Timestamp};
 use tollgate_redis::{RedisConnection, RedisStore, ResetFollower};
 use tollgate_testing::ManualClock;
+use tollgate_wrappers::BlockedCache;
 
 use common::{block_on, server, unique_prefix};
 

@@ -8,9 +8,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use tollgate_core::{FallbackStore, Item, Key, Quota, RuleId, Store};
+use tollgate_core::{Item, Key, Quota, RuleId, Store};
 use tollgate_redis::{ConnectionSettings, RedisStore};
 use tollgate_redis_harness::RedisCluster;
+use tollgate_wrappers::FallbackStore;
 
 const TIMEOUT: Duration = Duration::from_millis(100);
 const SLACK: Duration = Duration::from_millis(400);

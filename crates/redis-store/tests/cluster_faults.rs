@@ -9,9 +9,10 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use tollgate_core::{FallbackStore, Item, Key, OnStoreFailure, Quota, Rate, RuleId, Store};
+use tollgate_core::{Item, Key, OnStoreFailure, Quota, Rate, RuleId, Store};
 use tollgate_redis::{ConnectionSettings, RedisStore};
 use tollgate_redis_harness::RedisServer;
+use tollgate_wrappers::FallbackStore;
 
 /// The faults below touch whole nodes: one test at a time.
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());

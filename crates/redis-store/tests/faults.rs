@@ -12,9 +12,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use tollgate_core::{FallbackStore, Item, Key, OnStoreFailure, Quota, RuleId, Store};
+use tollgate_core::{Item, Key, OnStoreFailure, Quota, RuleId, Store};
 use tollgate_redis::{ConnectionSettings, RedisStore};
 use tollgate_redis_harness::RedisServer;
+use tollgate_wrappers::FallbackStore;
 
 const TIMEOUT: Duration = Duration::from_millis(50);
 const COOL_DOWN: Duration = Duration::from_millis(200);

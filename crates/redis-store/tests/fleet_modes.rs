@@ -9,11 +9,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tollgate_core::{
-    Counting, FleetModes, FleetStore, Item, Key, LeaseSettings, Quota, Rate, RuleId, Store,
-    SyncSettings,
+    Counting, FleetModes, Item, Key, LeaseSettings, Quota, Rate, RuleId, Store, SyncSettings,
 };
 use tollgate_redis::{RedisConnection, RedisStore};
 use tollgate_testing::ManualClock;
+use tollgate_wrappers::FleetStore;
 
 const GATEWAYS: usize = 10;
 const TASKS: usize = 50;

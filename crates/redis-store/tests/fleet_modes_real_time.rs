@@ -11,11 +11,10 @@ mod fleet_flood;
 
 use std::time::Duration;
 
-use tollgate_core::{
-    Counting, FleetModes, FleetStore, Item, Key, LeaseSettings, Quota, Rate, RuleId, Store,
-};
+use tollgate_core::{Counting, FleetModes, Item, Key, LeaseSettings, Quota, Rate, RuleId, Store};
 use tollgate_redis::{RedisConnection, RedisStore};
 use tollgate_redis_harness::RedisServer;
+use tollgate_wrappers::FleetStore;
 
 use crate::fleet_flood::Outcome;
 

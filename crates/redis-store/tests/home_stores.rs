@@ -10,11 +10,10 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use common::block_on;
-use tollgate_core::{
-    FallbackStore, FleetModes, Item, Key, OnStoreFailure, Quota, Rate, RuleId, Store, Stores,
-};
+use tollgate_core::{FleetModes, Item, Key, OnStoreFailure, Quota, Rate, RuleId, Store};
 use tollgate_redis::{RedisConnection, RedisStore};
 use tollgate_redis_harness::RedisServer;
+use tollgate_wrappers::{FallbackStore, Stores};
 
 /// The home region's server (the binary's shared one is the local region's).
 fn home_server() -> &'static RedisServer {

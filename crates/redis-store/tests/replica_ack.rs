@@ -248,7 +248,7 @@ fn the_wait_is_cut_to_the_caller_s_deadline() {
             .connect(&server.url())
             .await
             .expect("connect");
-        let store = tollgate_core::FallbackStore::builder(redis.clone())
+        let store = tollgate_wrappers::FallbackStore::builder(redis.clone())
             .timeout(Duration::from_millis(200))
             .build();
         let (rule, key) = (RuleId::new("login").expect("id"), Key::new("dave"));

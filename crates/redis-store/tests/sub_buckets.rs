@@ -7,9 +7,10 @@ mod common;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use tollgate_core::{FleetModes, Item, Key, Quota, Rate, RuleId, Store, SubBuckets};
+use tollgate_core::{FleetModes, Item, Key, Quota, Rate, RuleId, Store};
 use tollgate_redis::RedisStore;
 use tollgate_testing::ManualClock;
+use tollgate_wrappers::SubBuckets;
 
 /// Script calls (`EVALSHA` and `EVAL`) each master has answered since its stats were reset.
 fn script_calls_per_master() -> Vec<u64> {

@@ -6,8 +6,9 @@ mod common;
 
 use std::time::Duration;
 
-use tollgate_core::{FleetModes, Item, Key, Quota, Rate, RuleId, Store, SubBuckets, Take};
+use tollgate_core::{FleetModes, Item, Key, Quota, Rate, RuleId, Store, Take};
 use tollgate_testing::ManualClock;
+use tollgate_wrappers::SubBuckets;
 
 fn store() -> SubBuckets<tollgate_redis::RedisStore> {
     SubBuckets::new(common::cluster_store(ManualClock::new(

@@ -30,5 +30,5 @@ pub use shared_memory::SharedMemory;
 /// store may or may not have applied it). Refunding both must give back once: the conformance
 /// suite checks that every store does.
 pub fn replay(receipt: &tollgate_core::Receipt) -> tollgate_core::Receipt {
-    tollgate_core::store_kit::retry_copy(receipt)
+    tollgate_core::store_kit::ReceiptKit::retry_copy(receipt)
 }

@@ -114,12 +114,13 @@ impl LayerHandle {
     /// clones made since the last builder call), without rebuilding them: the next request sees
     /// the new set. An error, and the rules in force stay, when the layer's store cannot count
     /// a rule as it asks (a leased rule over a store without a
-    /// [`FleetStore`](tollgate_core::FleetStore), say: see
+    /// `FleetStore` (`tollgate_wrappers`), say: see
     /// [`Capabilities`](tollgate_core::Capabilities)).
     ///
     /// ```
     /// use std::time::Duration;
-    /// use tollgate_core::{FleetStore, MemoryStore, Quota};
+    /// use tollgate_core::{MemoryStore, Quota};
+    /// use tollgate_wrappers::FleetStore;
     /// use tollgate_tower::key::Global;
     /// use tollgate_tower::{RateLimitLayer, Rule, RuleSet};
     ///

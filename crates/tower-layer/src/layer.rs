@@ -146,7 +146,7 @@ impl<St: tollgate_core::Store> RateLimitLayer<St> {
 
     /// Records each rule's decisions through the `metrics` facade (feature `metrics`):
     /// `tollgate_checks_total{rule, outcome}` (`allowed`, `refused`, `shadow_refused`, and
-    /// `refused_locally` for a refusal a [`BlockedCache`](tollgate_core::BlockedCache) made
+    /// `refused_locally` for a refusal a `BlockedCache` (`tollgate_wrappers`) made
     /// without the store) and
     /// `tollgate_near_limit_total{rule}` (allowed with less than 20 % of the limit left), and
     /// for a concurrency rule `tollgate_in_flight{rule}` (slots its running requests hold); typed
@@ -323,8 +323,8 @@ impl<St: tollgate_core::Store> RateLimitLayer<St> {
         }
     }
 
-    /// The store, as its own type (a [`FleetStore`](tollgate_core::FleetStore) to settle, a
-    /// [`FallbackStore`](tollgate_core::FallbackStore) to ask for its health).
+    /// The store, as its own type (a `FleetStore` (`tollgate_wrappers`) to settle, a
+    /// `FallbackStore` (`tollgate_wrappers`) to ask for its health).
     pub fn store(&self) -> &St {
         &self.core.store
     }

@@ -13,10 +13,11 @@ use axum::Router;
 use axum::routing::get;
 use http::StatusCode;
 use std::time::Duration;
-use tollgate_core::{BlockedCache, MemoryStore, Quota, Rate, Store, Timestamp};
+use tollgate_core::{MemoryStore, Quota, Rate, Store, Timestamp};
 use tollgate_testing::ManualClock;
 use tollgate_tower::key::Global;
 use tollgate_tower::{RateLimitLayer, Rule};
+use tollgate_wrappers::BlockedCache;
 
 fn app<S: Store + Clone>(store: S, cache_blocked: bool) -> Router {
     // Two at once, one back every 30 s.

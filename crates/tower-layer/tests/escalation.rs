@@ -8,10 +8,11 @@ use std::time::Duration;
 use bytes::Bytes;
 use http::{Request, Response, StatusCode};
 use http_body_util::Empty;
-use tollgate_core::{BlockedCache, MemoryStore, Quota, Rate, Store, Timestamp};
+use tollgate_core::{MemoryStore, Quota, Rate, Store, Timestamp};
 use tollgate_testing::ManualClock;
 use tollgate_tower::key::PeerIp;
 use tollgate_tower::{Escalation, RateLimitLayer, ResponseBody, Rule};
+use tollgate_wrappers::BlockedCache;
 use tower::util::BoxCloneService;
 use tower::{Layer, ServiceExt, service_fn};
 

@@ -15,13 +15,14 @@ use http::{Method, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full};
 use serde_json::Value;
 use tollgate_core::{
-    BatchDecision, Decision, FallbackStore, Item, Key, MemoryStore, OnStoreFailure, Quota, Rate,
-    Receipt, RefundError, RuleId, Store, StoreError, Timestamp,
+    BatchDecision, Decision, Item, Key, MemoryStore, OnStoreFailure, Quota, Rate, Receipt,
+    RefundError, RuleId, Store, StoreError, Timestamp,
 };
 use tollgate_testing::ManualClock;
 use tollgate_tower::headers::HeaderStyle;
 use tollgate_tower::key::{Endpoint, ExtensionKey, Global, HeaderKey, PeerIp};
 use tollgate_tower::{Flagged, MissingKey, OnRefusal, RateLimitLayer, Refused, Rule, RuleSet};
+use tollgate_wrappers::FallbackStore;
 use tower::{Layer, Service, ServiceExt, service_fn};
 
 type TestResult = Result<(), Box<dyn Error>>;

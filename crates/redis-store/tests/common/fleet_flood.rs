@@ -13,11 +13,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use tollgate_core::{
-    Counting, FleetModes, FleetStore, Item, Key, MemoryStore, Quota, RuleId, Store,
-};
+use tollgate_core::{Counting, FleetModes, Item, Key, MemoryStore, Quota, RuleId, Store};
 use tollgate_redis::{RedisConnection, RedisStore};
 use tollgate_redis_harness::RedisServer;
+use tollgate_wrappers::FleetStore;
 
 /// How often each gateway ticks (ends leases, pushes due keys).
 pub const TICK: Duration = Duration::from_millis(50);

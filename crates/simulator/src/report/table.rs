@@ -140,7 +140,7 @@ fn write_outage(out: &mut dyn Write, outcome: &Outcome) -> io::Result<()> {
             Some(OnStoreFailure::Open) => "open",
             Some(OnStoreFailure::OpenWithin(_)) => "open within",
             Some(OnStoreFailure::Local) => "local",
-            Some(_) | None => "?",
+            None => "?",
         };
         writeln!(
             out,

@@ -38,7 +38,7 @@ impl RuleMetrics {
 
 impl RuleObserver for RuleMetrics {
     /// A refusal made on this gateway without asking the store (a
-    /// [`BlockedCache`](tollgate_core::BlockedCache)'s) counts as outcome `refused_locally`.
+    /// `BlockedCache` (`tollgate_wrappers`)'s) counts as outcome `refused_locally`.
     fn decided(&self, decision: &Decision, enforcing: bool, refused_locally: bool) {
         if refused_locally {
             self.refused_locally.increment(1);

@@ -313,7 +313,7 @@ fn settled_after(
 /// The store could not answer: closed rules answer 503; every other rule lets the request
 /// through (so do shadow and flag rules, which never stop a request). `Local` and `OpenWithin`
 /// rules reach this point only with a plain store: a
-/// [`FallbackStore`](tollgate_core::FallbackStore) counts them in local memory and errs only for
+/// `FallbackStore` (`tollgate_wrappers`) counts them in local memory and errs only for
 /// closed rules.
 fn store_failed(
     settings: &Settings,

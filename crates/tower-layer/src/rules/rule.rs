@@ -325,7 +325,7 @@ impl Rule {
     /// What happens when the store cannot answer (default: open, the rule is not applied).
     /// `Closed` answers 503 with `Retry-After`. `Local` and `OpenWithin` count in this gateway's
     /// memory, which needs a store that keeps one: wrap the shared store in
-    /// [`FallbackStore`](tollgate_core::FallbackStore) (it also gives every call a timeout and a
+    /// `FallbackStore` (`tollgate_wrappers`) (it also gives every call a timeout and a
     /// circuit breaker). With a plain store that simply fails, the layer can only tell open from
     /// closed, and `Local` and `OpenWithin` fail open.
     #[must_use]
@@ -337,7 +337,7 @@ impl Rule {
     /// How the rule is counted across a fleet of gateways (default: exactly, in the shared store
     /// on every check). [`Counting::Lease`] and [`Counting::Sync`] trade a stated, bounded
     /// overshoot for far fewer store calls on hot keys; they need the layer's store to be (or
-    /// hold, as its default store) a [`FleetStore`](tollgate_core::FleetStore): over any other
+    /// hold, as its default store) a `FleetStore` (`tollgate_wrappers`): over any other
     /// store the rule is refused when installed (see
     /// [`Capabilities`](tollgate_core::Capabilities)). Pacing quotas are always counted exactly.
     ///
@@ -371,7 +371,7 @@ impl Rule {
     /// ([`RateLimitLayer::gateway`](crate::RateLimitLayer::gateway)). Exact only when the load
     /// balancer spreads each caller's requests evenly. Needs a limit of at least `gateways`
     /// (else the rule is counted whole). Give the layer a store of this gateway's own — a
-    /// [`FleetStore`](tollgate_core::FleetStore) (split rules never reach its shared store) or
+    /// `FleetStore` (`tollgate_wrappers`) (split rules never reach its shared store) or
     /// a `MemoryStore`; over a store the gateways share, without a `FleetStore`, the rule is
     /// refused when installed (every gateway's part would be counted in one shared key).
     ///
@@ -392,7 +392,7 @@ impl Rule {
 
     /// Spreads each key's count over `sub_buckets` sub-keys on different Redis Cluster slots,
     /// each with its part of the quota, for a key too hot for one shard (see
-    /// [`SubBuckets`](tollgate_core::SubBuckets), which a [`FleetStore`](tollgate_core::FleetStore)
+    /// `SubBuckets` (`tollgate_wrappers`), which a `FleetStore` (`tollgate_wrappers`)
     /// applies). A refusal may come while up to (S − 2)·⌈C/S⌉ + 2(c − 1) units are unused
     /// elsewhere. 1 (the default) keeps one key; a rule counted otherwise than exactly, or with
     /// a limit below `sub_buckets`, keeps one key; at most
@@ -405,8 +405,8 @@ impl Rule {
     }
 
     /// Refuses this rule's refused callers on this gateway, without asking the store, until the
-    /// store said they may try again (see [`BlockedCache`](tollgate_core::BlockedCache), which a
-    /// [`FleetStore`](tollgate_core::FleetStore) applies). Same status, headers and
+    /// store said they may try again (see `BlockedCache` (`tollgate_wrappers`), which a
+    /// `FleetStore` (`tollgate_wrappers`) applies). Same status, headers and
     /// `Retry-After`; counted as `refused_locally`.
     #[must_use]
     pub fn cache_blocked(mut self, cache_blocked: bool) -> Self {
@@ -438,7 +438,7 @@ impl Rule {
     }
 
     /// Counts this rule in the store named `name` of the layer's
-    /// [`Stores`](tollgate_core::Stores) (a home region's Redis for security rules, say)
+    /// `Stores` (`tollgate_wrappers`) (a home region's Redis for security rules, say)
     /// instead of the default one.
     #[must_use]
     pub fn with_store(mut self, name: &str) -> Self {
