@@ -69,10 +69,15 @@ pub use tollgate_tower as tower;
 #[cfg(feature = "config")]
 pub use tollgate_config as config;
 
-/// Fleet-wide rule changes published through Redis, and the fleet's top refused callers
+/// Rule documents published through Redis to every gateway, and the fleet's top refused callers
 /// (feature `fleet`).
 #[cfg(feature = "fleet")]
-pub use tollgate_fleet as fleet;
+pub use tollgate_published as published;
+
+/// The earlier path of [`published`] (feature `fleet`), kept so code written against it builds.
+#[cfg(feature = "fleet")]
+#[doc(hidden)]
+pub use tollgate_published as fleet;
 
 /// Typed limits as axum extractors (feature `axum`).
 #[cfg(feature = "axum")]

@@ -12,7 +12,9 @@ use axum::http::StatusCode;
 use axum::routing::get;
 use tollgate::MemoryStore;
 use tollgate::config::{Extractors, RuleWatcher};
-use tollgate::fleet::{FleetError, FleetRefusal, FleetRules, FleetStatus, PublishError};
+use tollgate::published::{
+    DocumentRefusal, PublishError, PublishedRules, PublishedRulesError, PublishedRulesStatus,
+};
 use tollgate::redis::{RedisConnection, RedisStore};
 use tollgate::tower::RateLimitLayer;
 use tollgate_redis_harness::{RedisCluster, RedisServer};
@@ -31,7 +33,7 @@ fn reads(limit: u64) -> String {
 struct Gateway {
     url: String,
     watcher: RuleWatcher,
-    fleet: FleetRules,
+    fleet: PublishedRules,
     _dir: tempfile::TempDir,
 }
 
@@ -68,7 +70,7 @@ impl<'a> Setup<'a> {
             .expect("a valid prefix");
         let layer = RateLimitLayer::new(store);
         let watcher = RuleWatcher::start(&path, Extractors::new(), &layer).expect("a valid file");
-        let mut builder = FleetRules::builder(self.name)
+        let mut builder = PublishedRules::builder(self.name)
             .poll_every(self.poll_every)
             .max_document_bytes(self.max_bytes);
         if let Some(key) = self.key {
@@ -100,8 +102,8 @@ async fn standalone(server: &RedisServer) -> RedisConnection {
 async fn wait_for(
     gateway: &Gateway,
     what: &str,
-    done: impl Fn(&FleetStatus) -> bool,
-) -> FleetStatus {
+    done: impl Fn(&PublishedRulesStatus) -> bool,
+) -> PublishedRulesStatus {
     let started = Instant::now();
     loop {
         let status = gateway.fleet.status();
@@ -249,7 +251,7 @@ async fn a_tampered_signed_document_is_refused_and_the_rules_in_force_stay() {
     })
     .await;
     assert!(
-        matches!(status.refused, Some((v, FleetRefusal::BadSignature)) if v.to_string() == forged),
+        matches!(status.refused, Some((v, DocumentRefusal::BadSignature)) if v.to_string() == forged),
         "{status:?}"
     );
     assert_eq!(status.version, Some(version), "the signed version stays");
@@ -268,7 +270,7 @@ async fn a_tampered_signed_document_is_refused_and_the_rules_in_force_stay() {
     .await;
     assert!(matches!(
         status.refused,
-        Some((_, FleetRefusal::BadSignature))
+        Some((_, DocumentRefusal::BadSignature))
     ));
     assert_eq!(announced_limit(&second).await, 9);
 }
@@ -308,7 +310,7 @@ async fn bad_or_oversized_documents_are_refused_whole_and_never_published() {
     gateway.fleet.refresh().await;
     let status = gateway.fleet.status();
     match &status.refused {
-        Some((10, FleetRefusal::Invalid(errors))) => {
+        Some((10, DocumentRefusal::Invalid(errors))) => {
             assert!(
                 errors.to_string().contains("fleet document 10:4:"),
                 "{errors}"
@@ -323,7 +325,7 @@ async fn bad_or_oversized_documents_are_refused_whole_and_never_published() {
     gateway.fleet.refresh().await;
     assert!(matches!(
         gateway.fleet.status().refused,
-        Some((11, FleetRefusal::TooLarge { .. }))
+        Some((11, DocumentRefusal::TooLarge { .. }))
     ));
     assert_eq!(
         announced_limit(&gateway).await,
@@ -386,7 +388,7 @@ async fn forged_versions_are_refused_and_hold_nothing_back() {
     gateway.fleet.refresh().await;
     assert!(matches!(
         gateway.fleet.status().refused,
-        Some((_, FleetRefusal::BadVersion(_)))
+        Some((_, DocumentRefusal::BadVersion(_)))
     ));
     // A publisher does not build on it: a clear error, nothing written.
     match gateway.fleet.publish(&reads(6)).await {
@@ -406,7 +408,7 @@ async fn forged_versions_are_refused_and_hold_nothing_back() {
     gateway.fleet.refresh().await;
     assert!(matches!(
         gateway.fleet.status().refused,
-        Some((0, FleetRefusal::BadVersion(ref written))) if written == "soon"
+        Some((0, DocumentRefusal::BadVersion(ref written))) if written == "soon"
     ));
     assert_eq!(announced_limit(&gateway).await, 6);
 }
@@ -511,7 +513,7 @@ async fn a_corrupt_key_is_refused_and_named_and_publishing_says_to_delete_it() {
         gateway.fleet.refresh().await;
         let status = gateway.fleet.status();
         assert!(
-            matches!(status.refused, Some((_, FleetRefusal::BadVersion(_)))),
+            matches!(status.refused, Some((_, DocumentRefusal::BadVersion(_)))),
             "{corruption:?}: {status:?}"
         );
         assert_eq!(
@@ -554,11 +556,14 @@ async fn publishing_checks_what_this_gateway_would_refuse_and_a_short_key_is_ref
     let layer = RateLimitLayer::new(MemoryStore::new());
     let watcher = RuleWatcher::start(&path, Extractors::new(), &layer).expect("a valid file");
     for short in [&b""[..], b"0123456789"] {
-        let refused = FleetRules::builder("chirp")
+        let refused = PublishedRules::builder("chirp")
             .signing_key(short)
             .follow(&connection, watcher.overlay())
             .await;
-        assert!(matches!(refused, Err(FleetError::WeakKey(_))), "{short:?}");
+        assert!(
+            matches!(refused, Err(PublishedRulesError::WeakKey(_))),
+            "{short:?}"
+        );
     }
 }
 
@@ -607,7 +612,7 @@ async fn an_announcement_whose_read_fails_is_retried_soon_not_at_the_next_poll()
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn any_gateway_reports_the_fleets_top_refused_callers() {
     use tollgate::core::FingerprintSecret;
-    use tollgate::fleet::top::FleetTopRefused;
+    use tollgate::published::top::FleetTopRefused;
     use tollgate::tower::key::PeerIp;
     use tollgate::tower::{KeyLogging, Rule};
     use tollgate::{Quota, RuleId};

@@ -25,7 +25,7 @@ pub(crate) enum Changes {
     #[cfg(feature = "fleet")]
     Fleet {
         overlay: RuleOverlay,
-        fleet: std::sync::Arc<tollgate_fleet::FleetRules>,
+        fleet: std::sync::Arc<tollgate_published::PublishedRules>,
     },
 }
 
@@ -143,7 +143,7 @@ impl Changes {
             }
             #[cfg(feature = "fleet")]
             Changes::Fleet { fleet, .. } => {
-                use tollgate_fleet::PublishError;
+                use tollgate_published::PublishError;
                 let text = if document.is_empty() {
                     String::new()
                 } else {

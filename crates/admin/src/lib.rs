@@ -160,7 +160,11 @@ impl Admin {
     /// Sends changes to every gateway: published as the fleet document `fleet` follows (over
     /// `watcher`'s rule file, the one `fleet` was given the overlay of) (feature `fleet`).
     #[cfg(feature = "fleet")]
-    pub fn fleet(mut self, watcher: &RuleWatcher, fleet: Arc<tollgate_fleet::FleetRules>) -> Admin {
+    pub fn fleet(
+        mut self,
+        watcher: &RuleWatcher,
+        fleet: Arc<tollgate_published::PublishedRules>,
+    ) -> Admin {
         self.state.changes = Changes::Fleet {
             overlay: watcher.overlay(),
             fleet,
@@ -171,7 +175,10 @@ impl Admin {
     /// Answers the top refused callers for the whole fleet, as `top` reports them (feature
     /// `fleet`).
     #[cfg(feature = "fleet")]
-    pub fn fleet_top_refused(mut self, top: Arc<tollgate_fleet::top::FleetTopRefused>) -> Admin {
+    pub fn fleet_top_refused(
+        mut self,
+        top: Arc<tollgate_published::top::FleetTopRefused>,
+    ) -> Admin {
         self.state.fleet_top = Some(top);
         self
     }

@@ -25,7 +25,7 @@ pub(crate) struct State {
     pub(crate) changes: Changes,
     /// The fleet's top refused callers, when configured.
     #[cfg(feature = "fleet")]
-    pub(crate) fleet_top: Option<std::sync::Arc<tollgate_fleet::top::FleetTopRefused>>,
+    pub(crate) fleet_top: Option<std::sync::Arc<tollgate_published::top::FleetTopRefused>>,
     /// Whether the session cookie is marked `Secure`.
     pub(crate) secure_cookie: bool,
     /// Held from reading the document in force to installing the changed one, so two changes

@@ -109,8 +109,8 @@ impl From<tollgate_tower::observe::top_refused::TopCaller> for CallerView {
 }
 
 #[cfg(feature = "fleet")]
-impl From<tollgate_fleet::top::FleetCaller> for CallerView {
-    fn from(caller: tollgate_fleet::top::FleetCaller) -> Self {
+impl From<tollgate_published::top::FleetCaller> for CallerView {
+    fn from(caller: tollgate_published::top::FleetCaller) -> Self {
         CallerView {
             caller: caller.caller,
             count: caller.count,

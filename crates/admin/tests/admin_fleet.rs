@@ -13,8 +13,8 @@ use serde_json::json;
 use tollgate_admin::{Admin, AdminToken};
 use tollgate_config::{Extractors, RuleWatcher};
 use tollgate_core::FingerprintSecret;
-use tollgate_fleet::FleetRules;
-use tollgate_fleet::top::FleetTopRefused;
+use tollgate_published::PublishedRules;
+use tollgate_published::top::FleetTopRefused;
 use tollgate_redis::{RedisConnection, RedisStore};
 use tollgate_redis_harness::RedisServer;
 use tollgate_tower::{KeyLogging, RateLimitLayer};
@@ -42,7 +42,7 @@ impl FleetGateway {
             .key_logging(KeyLogging::HashedWith(secret))
             .track_top_refused(100);
         let watcher = RuleWatcher::start(&path, Extractors::new(), &layer).expect("rules load");
-        let fleet = FleetRules::builder("chirp")
+        let fleet = PublishedRules::builder("chirp")
             .poll_every(Duration::from_secs(3_600))
             .follow(connection, watcher.overlay())
             .await

@@ -182,7 +182,7 @@ impl Live {
 
 /// A handle that puts a fleet document over a watched rule file
 /// ([`RuleWatcher::overlay`](super::RuleWatcher::overlay)); what a fleet follower (such as
-/// `tollgate_fleet`) drives.
+/// `tollgate_published`) drives.
 ///
 /// **Precedence:** a rule of the fleet document replaces the file's rule with the same id
 /// (quota, key, route, policies — the whole rule), and rules only the document defines are

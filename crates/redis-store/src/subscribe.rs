@@ -1,4 +1,4 @@
-//! A pub/sub subscription with a deadline: what the reset follower (and tollgate-fleet's rule
+//! A pub/sub subscription with a deadline: what the reset follower (and tollgate-published's rule
 //! follower) dial.
 
 use std::time::Duration;

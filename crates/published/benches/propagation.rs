@@ -3,7 +3,7 @@
 //!
 //! The bench starts its own `redis-server` (via `tollgate-redis-harness`, on a free loopback
 //! port, killed at the end) and two gateways: each a `RateLimitLayer` over its own
-//! `RedisStore` connection, a `RuleWatcher` on its own rule file, and a `FleetRules` follower
+//! `RedisStore` connection, a `RuleWatcher` on its own rule file, and a `PublishedRules` follower
 //! with its poll set to an hour, so only the pub/sub announcement can carry a change. Then, N
 //! times (default 20): gateway A publishes a document changing the one rule's limit, and the
 //! clock runs until gateway B's layer holds the new limit (checked after every yield of the
@@ -12,7 +12,7 @@
 //! issue's bound), and the ratio of medians says what tollgate adds to the bare round trip
 //! (reading the version, fetching and checking the document, swapping the rules).
 //!
-//! Run: `cargo bench -p tollgate-fleet --bench fleet_propagation -- [--times N]`.
+//! Run: `cargo bench -p tollgate-published --bench propagation -- [--times N]`.
 
 #![allow(clippy::print_stdout, reason = "a bench binary prints its table")]
 
@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
 use tollgate_config::{Extractors, RuleWatcher};
-use tollgate_fleet::FleetRules;
+use tollgate_published::PublishedRules;
 use tollgate_redis::{RedisConnection, RedisStore};
 use tollgate_redis_harness::RedisServer;
 use tollgate_tower::RateLimitLayer;
@@ -33,7 +33,7 @@ fn rules(limit: u64) -> String {
 
 struct Gateway {
     layer: RateLimitLayer<RedisStore>,
-    fleet: FleetRules,
+    fleet: PublishedRules,
     _watcher: RuleWatcher,
     _dir: tempfile::TempDir,
 }
@@ -48,7 +48,7 @@ async fn gateway(url: &str) -> Result<Gateway, Box<dyn std::error::Error>> {
     std::fs::write(&path, rules(1))?;
     let layer = RateLimitLayer::new(store);
     let watcher = RuleWatcher::start(&path, Extractors::new(), &layer)?;
-    let fleet = FleetRules::builder("bench")
+    let fleet = PublishedRules::builder("bench")
         .poll_every(Duration::from_secs(3_600))
         .follow(&connection, watcher.overlay())
         .await?;

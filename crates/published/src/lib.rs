@@ -1,28 +1,35 @@
-//! Fleet-wide rule changes through Redis: one gateway publishes a rule
-//! document, every gateway on that Redis puts it over its own rule file within moments.
+//! # tollgate-published
+//!
+//! What a fleet of gateways (every gateway sharing one Redis) publishes to each other through
+//! Redis: **rule documents** — one gateway publishes a rule document, every gateway on that Redis
+//! puts it over its own rule file within moments ([`PublishedRules`]) — and each gateway's **top
+//! refused callers**, merged for the fleet ([`top`]).
+//!
+//! The Redis key and channel names keep the word `fleet` they were first deployed with
+//! (`tollgate:fleet:...`), so gateways of earlier versions and these follow the same documents.
 //!
 //! A document is a rule file (the format of `tollgate_config`), stored under one key,
 //! `tollgate:fleet:{<name>}` (a hash: version, text, signature), and announced on the channel
-//! `tollgate:fleet:<name>`. Each gateway follows it with [`FleetRules`]:
+//! `tollgate:fleet:<name>`. Each gateway follows it with [`PublishedRules`]:
 //!
 //! - **Promptly**: a subscription to the channel; each announcement makes the gateway read the
 //!   version in Redis and, when it is newer than the one it holds, fetch and apply the document.
 //!   The announcement carries nothing but the version, and is never trusted for more.
 //! - **Surely**: a gateway that missed announcements (restarting, its subscription dropped —
 //!   `CLIENT KILL TYPE pubsub`, a failover) reads the version again as soon as it subscribes
-//!   again and on a slow poll ([`FleetBuilder::poll_every`], default 10 s), so it converges
+//!   again and on a slow poll ([`PublishedRulesBuilder::poll_every`], default 10 s), so it converges
 //!   within one poll interval whatever happened to the channel. A gateway that starts reads the
-//!   document before it serves ([`FleetBuilder::follow`] returns after the first read).
+//!   document before it serves ([`PublishedRulesBuilder::follow`] returns after the first read).
 //! - **Whole or not at all**: a document is checked as a whole, like a rule file; one with
 //!   mistakes is refused on that gateway (logged at `error` on target `tollgate::config` with
-//!   each mistake's line and column, kept in [`FleetStatus::refused`]) and the rules in force
-//!   stay. So is a document above the size cap ([`FleetBuilder::max_document_bytes`], default
+//!   each mistake's line and column, kept in [`PublishedRulesStatus::refused`]) and the rules in force
+//!   stay. So is a document above the size cap ([`PublishedRulesBuilder::max_document_bytes`], default
 //!   256 KiB; checked with `HSTRLEN` before it is fetched) and, when a signing key is set, one
-//!   whose HMAC-SHA256 signature does not match: with [`FleetBuilder::signing_key`], write
+//!   whose HMAC-SHA256 signature does not match: with [`PublishedRulesBuilder::signing_key`], write
 //!   access to Redis alone cannot change limits to anything but a document the key signed. The
 //!   signature covers the document's name, version and text. What it cannot stop: deleting the
 //!   key or overwriting it with garbage (gateways keep the rules in force; one that starts
-//!   then runs on its file's rules, and [`FleetStatus::in_redis`] shows it), and replaying an
+//!   then runs on its file's rules, and [`PublishedRulesStatus::in_redis`] shows it), and replaying an
 //!   older signed document to a gateway that has not seen a newer one (a fresh start); rotate
 //!   the key to retire old documents.
 //!
@@ -38,7 +45,7 @@
 //! **Precedence** is the overlay's (`tollgate_config::RuleOverlay`): a rule of the
 //! document replaces the gateway's file rule with the same id, rules only the document defines
 //! are added, the file decides the rest; the document replaces the previous document whole (to
-//! change one rule's quota, publish a document holding that rule). [`FleetRules::withdraw`]
+//! change one rule's quota, publish a document holding that rule). [`PublishedRules::withdraw`]
 //! hands every rule back to the files.
 //!
 //! **Redis Cluster**: the document is one key (one slot); a subscriber dials any seed node,
@@ -49,7 +56,7 @@
 //! use std::time::Duration;
 //! use tollgate_wrappers::FallbackStore;
 //! use tollgate_redis::RedisStore;
-//! use tollgate_fleet::FleetRules;
+//! use tollgate_published::PublishedRules;
 //! use tollgate_tower::RateLimitLayer;
 //! use tollgate_config::{Extractors, RuleWatcher};
 //!
@@ -57,7 +64,7 @@
 //! let connection = store.connection().clone();
 //! let layer = RateLimitLayer::new(FallbackStore::builder(store).build());
 //! let watcher = RuleWatcher::start("/etc/chirp/rules.toml", Extractors::new(), &layer)?;
-//! let fleet = FleetRules::builder("chirp")
+//! let fleet = PublishedRules::builder("chirp")
 //!     .signing_key(std::env::var("RULES_KEY")?)
 //!     .poll_every(Duration::from_secs(5))
 //!     .follow(&connection, watcher.overlay())
@@ -105,10 +112,10 @@ const PUBLISH_ATTEMPTS: u32 = 5;
 /// The shortest signing key accepted.
 const MIN_KEY_BYTES: usize = 32;
 
-/// How to follow (and publish) a fleet document: [`FleetRules::builder`].
+/// How to follow (and publish) a fleet document: [`PublishedRules::builder`].
 #[derive(Debug, Clone)]
 #[must_use]
-pub struct FleetBuilder {
+pub struct PublishedRulesBuilder {
     name: String,
     signing_key: Option<Vec<u8>>,
     poll_every: Duration,
@@ -116,7 +123,7 @@ pub struct FleetBuilder {
     connect_timeout: Duration,
 }
 
-impl FleetBuilder {
+impl PublishedRulesBuilder {
     /// Signs what this gateway publishes and refuses documents not signed with `key`
     /// (HMAC-SHA256; at least 32 bytes — [`follow`](Self::follow) refuses a shorter key, an empty
     /// environment variable say — random, the same on every gateway). Default: none — anyone
@@ -149,14 +156,14 @@ impl FleetBuilder {
         self,
         connection: &RedisConnection,
         overlay: RuleOverlay,
-    ) -> Result<FleetRules, FleetError> {
+    ) -> Result<PublishedRules, PublishedRulesError> {
         if !valid_name(&self.name) {
-            return Err(FleetError::InvalidName(self.name));
+            return Err(PublishedRulesError::InvalidName(self.name));
         }
         if let Some(key) = &self.signing_key
             && key.len() < MIN_KEY_BYTES
         {
-            return Err(FleetError::WeakKey(key.len()));
+            return Err(PublishedRulesError::WeakKey(key.len()));
         }
         let inner = Arc::new(Inner {
             place: Place::new(&self.name),
@@ -168,18 +175,18 @@ impl FleetBuilder {
             connect_timeout: self.connect_timeout,
             progress: tokio::sync::Mutex::new(follow::Progress::default()),
             publishing: tokio::sync::Mutex::new(()),
-            status: Mutex::new(FleetStatus::default()),
+            status: Mutex::new(PublishedRulesStatus::default()),
         });
         inner.check().await;
         let task = tokio::spawn(follow::follow(Arc::clone(&inner)));
-        Ok(FleetRules { inner, task })
+        Ok(PublishedRules { inner, task })
     }
 }
 
 /// Why a gateway cannot follow a fleet document.
 #[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
-pub enum FleetError {
+pub enum PublishedRulesError {
     /// A document, fleet or gateway name is not 1–64 letters, digits, `-`, `_` or `.`.
     #[error("fleet name {0:?} is not 1–64 letters, digits, '-', '_' or '.'")]
     InvalidName(String),
@@ -192,12 +199,12 @@ pub enum FleetError {
 /// Where this gateway stands with the fleet document.
 #[derive(Debug, Clone, Default)]
 #[non_exhaustive]
-pub struct FleetStatus {
+pub struct PublishedRulesStatus {
     /// The version in force on this gateway (applied, or withdrawn), if any.
     pub version: Option<u64>,
     /// The newest version refused here, and why (the rules in force stay); cleared when a later
     /// version is applied.
-    pub refused: Option<(u64, FleetRefusal)>,
+    pub refused: Option<(u64, DocumentRefusal)>,
     /// Whether the announcement channel is subscribed right now (polls go on either way).
     pub subscribed: bool,
     /// When the version in Redis was last read (or tried).
@@ -214,7 +221,7 @@ pub struct FleetStatus {
 /// Why a gateway refused a fleet document.
 #[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
-pub enum FleetRefusal {
+pub enum DocumentRefusal {
     /// Not signed with this gateway's key (tampered with, or written without the key).
     #[error("the document's signature does not match this gateway's signing key")]
     BadSignature,
@@ -256,10 +263,10 @@ pub enum PublishError {
         max: usize,
     },
     /// Redis failed; nothing was published, or (if the answer was lost) the document may have
-    /// been: read [`FleetRules::status`] after the next check.
+    /// been: read [`PublishedRules::status`] after the next check.
     #[error("redis: {0}")]
     Redis(#[from] redis::RedisError),
-    /// [`FleetRules::publish_over`]: Redis holds another version than the one the document was
+    /// [`PublishedRules::publish_over`]: Redis holds another version than the one the document was
     /// built on; nothing was published.
     #[error(
         "the fleet document changed meanwhile (Redis holds version {in_redis:?}); rebuild on it and try again"
@@ -272,7 +279,7 @@ pub enum PublishError {
     #[error("other publishers kept changing the document; try again")]
     Contended,
     /// Written, but not in force on this gateway after its check: a newer document came first,
-    /// or the check could not read it back (see [`FleetRules::status`]).
+    /// or the check could not read it back (see [`PublishedRules::status`]).
     #[error("version {version} was published but is not in force here: {why}")]
     NotApplied {
         /// The version written.
@@ -291,7 +298,7 @@ pub enum PublishError {
 
 /// A gateway following a fleet document (and able to publish one). Dropping it stops following;
 /// the rules in force stay.
-pub struct FleetRules {
+pub struct PublishedRules {
     inner: Arc<Inner>,
     task: JoinHandle<()>,
 }
@@ -309,13 +316,13 @@ struct Inner {
     /// Held by a publish from its read of the version to its check: this gateway's publishes
     /// run one at a time instead of racing each other.
     publishing: tokio::sync::Mutex<()>,
-    status: Mutex<FleetStatus>,
+    status: Mutex<PublishedRulesStatus>,
 }
 
-impl FleetRules {
-    /// Follows the document `name` (see [`FleetBuilder`] for the settings).
-    pub fn builder(name: impl Into<String>) -> FleetBuilder {
-        FleetBuilder {
+impl PublishedRules {
+    /// Follows the document `name` (see [`PublishedRulesBuilder`] for the settings).
+    pub fn builder(name: impl Into<String>) -> PublishedRulesBuilder {
+        PublishedRulesBuilder {
             name: name.into(),
             signing_key: None,
             poll_every: POLL_EVERY,
@@ -375,7 +382,7 @@ impl FleetRules {
     }
 
     /// Where this gateway stands.
-    pub fn status(&self) -> FleetStatus {
+    pub fn status(&self) -> PublishedRulesStatus {
         self.inner
             .status
             .lock()
@@ -469,15 +476,15 @@ fn now_ms() -> u64 {
         })
 }
 
-impl Drop for FleetRules {
+impl Drop for PublishedRules {
     fn drop(&mut self) {
         self.task.abort();
     }
 }
 
-impl std::fmt::Debug for FleetRules {
+impl std::fmt::Debug for PublishedRules {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("FleetRules")
+        f.debug_struct("PublishedRules")
             .field("name", &self.inner.place.name)
             .field("status", &self.status())
             .finish_non_exhaustive()

@@ -28,7 +28,7 @@ use tokio::task::JoinHandle;
 use tollgate_core::RuleId;
 use tollgate_tower::{LayerHandle, RateLimitLayer};
 
-use super::FleetError;
+use super::PublishedRulesError;
 use tollgate_redis::RedisConnection;
 
 /// How many callers per rule each gateway publishes.
@@ -103,10 +103,10 @@ impl FleetTopRefused {
         gateway: &str,
         layer: &RateLimitLayer<St>,
         every: Duration,
-    ) -> Result<FleetTopRefused, FleetError> {
+    ) -> Result<FleetTopRefused, PublishedRulesError> {
         for name in [fleet, gateway] {
             if !super::valid_name(name) {
-                return Err(FleetError::InvalidName(name.to_owned()));
+                return Err(PublishedRulesError::InvalidName(name.to_owned()));
             }
         }
         let every = every.clamp(Duration::from_millis(100), Duration::from_secs(86_400));

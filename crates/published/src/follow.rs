@@ -8,7 +8,7 @@ use std::time::{Duration, SystemTime};
 use futures_util::{FutureExt, StreamExt};
 
 use super::document;
-use super::{FleetRefusal, Inner, now_ms};
+use super::{DocumentRefusal, Inner, now_ms};
 use tollgate_redis::subscribe;
 
 /// The first pause before dialling a lost subscription again, or reading again after a failed
@@ -33,7 +33,7 @@ pub(super) struct Progress {
 enum Outcome {
     Nothing { in_redis: Option<String> },
     Applied(u64),
-    Refused(document::Head, u64, FleetRefusal),
+    Refused(document::Head, u64, DocumentRefusal),
 }
 
 impl Inner {
@@ -66,7 +66,7 @@ impl Inner {
                 status.refused = None;
             }
             Outcome::Refused(head, version, refusal) => {
-                if !matches!(refusal, FleetRefusal::Invalid(_)) {
+                if !matches!(refusal, DocumentRefusal::Invalid(_)) {
                     // The overlay logs a document's mistakes itself.
                     tracing::error!(target: "tollgate::config", document = %self.place.name, version = %head.version, "fleet document refused, the rules in force stay: {refusal}");
                 }
@@ -105,7 +105,7 @@ impl Inner {
                 if progress.refused.as_ref() == Some(&head) {
                     return Ok(Outcome::Nothing { in_redis: None });
                 }
-                let refusal = FleetRefusal::BadVersion(head.version.clone());
+                let refusal = DocumentRefusal::BadVersion(head.version.clone());
                 return Ok(Outcome::Refused(head, 0, refusal));
             }
             Err(error) => return Err(error),
@@ -120,7 +120,7 @@ impl Inner {
             return Ok(nothing());
         }
         let Ok(version) = head.version.parse::<u64>() else {
-            let refusal = FleetRefusal::BadVersion(head.version.clone());
+            let refusal = DocumentRefusal::BadVersion(head.version.clone());
             return Ok(Outcome::Refused(head, 0, refusal));
         };
         if version <= progress.applied {
@@ -129,11 +129,11 @@ impl Inner {
             return Ok(nothing());
         }
         if version > now_ms().saturating_add(FUTURE_SLACK_MS) {
-            let refusal = FleetRefusal::BadVersion(head.version.clone());
+            let refusal = DocumentRefusal::BadVersion(head.version.clone());
             return Ok(Outcome::Refused(head, version, refusal));
         }
         let Some(body) = body.filter(|body| body.len() <= self.max_bytes) else {
-            let refusal = FleetRefusal::TooLarge {
+            let refusal = DocumentRefusal::TooLarge {
                 bytes: head.bytes,
                 max: self.max_bytes,
             };
@@ -146,19 +146,19 @@ impl Inner {
     }
 
     /// Verifies and applies one stored document.
-    fn apply(&self, version: u64, mac: &[u8], body: &[u8]) -> Result<(), FleetRefusal> {
+    fn apply(&self, version: u64, mac: &[u8], body: &[u8]) -> Result<(), DocumentRefusal> {
         let key = self.signing_key.as_deref();
         if !document::verify(key, &self.place.name, version, body, mac) {
-            return Err(FleetRefusal::BadSignature);
+            return Err(DocumentRefusal::BadSignature);
         }
-        let text = std::str::from_utf8(body).map_err(|_| FleetRefusal::NotUtf8)?;
+        let text = std::str::from_utf8(body).map_err(|_| DocumentRefusal::NotUtf8)?;
         if text.is_empty() {
             self.overlay.clear();
             return Ok(());
         }
         self.overlay
             .apply(&version.to_string(), text)
-            .map_err(FleetRefusal::Invalid)
+            .map_err(DocumentRefusal::Invalid)
     }
 
     fn set_subscribed(&self, subscribed: bool) {
