@@ -125,16 +125,14 @@ fn pause_makes_ping_time_out_and_resume_restores_it() {
 
     server.pause().unwrap();
     assert!(server.is_paused());
-    let started = Instant::now();
     let error = server
         .cli_with_timeout(&["ping"], Duration::from_millis(300))
         .unwrap_err();
     assert!(error.is_timeout(), "{error}");
-    assert!(
-        started.elapsed() < Duration::from_secs(3),
-        "took {:?}",
-        started.elapsed()
-    );
+    // It gave up at the deadline it was given (not the default one), with the server still
+    // paused: the call ended on its own deadline, not on an answer.
+    assert!(error.to_string().contains("within 300ms"), "{error}");
+    assert!(server.is_paused());
 
     server.resume().unwrap();
     assert!(!server.is_paused());
