@@ -639,13 +639,16 @@ async fn the_page_escapes_what_callers_and_rule_files_write() {
             .expect("hello");
     }
     let rule = tollgate_core::RuleId::new("by-key").expect("id");
-    while layer
-        .handle()
-        .top_refused(&rule, 1)
-        .expect("tracked")
-        .refusals
-        < 2
-    {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let report = layer.handle().top_refused(&rule, 1).expect("tracked");
+        if report.refusals >= 2 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the two refusals were never counted: {report:?}"
+        );
         tokio::time::sleep(std::time::Duration::from_millis(10)).await;
     }
     std::fs::write(&path, "[[rule]]\nid = \"<script>alert(2)</script>\"\nbogus = \"</pre><script>alert(3)</script>\"\n").expect("write");

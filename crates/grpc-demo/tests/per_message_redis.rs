@@ -114,11 +114,16 @@ async fn a_closed_per_message_rule_ends_the_call_unavailable_when_redis_dies_mid
     });
     send.send(Post::default()).await.expect("the call is open");
     // Wait until the first chirp was counted (redis holds the rule's key), then kill redis.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
     loop {
         let keys = redis.cli(&["KEYS", "*publish-closed*"]).expect("KEYS");
         if !keys.trim().is_empty() {
             break;
         }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the first chirp was never counted in redis"
+        );
         tokio::task::yield_now().await;
     }
     redis.kill().expect("stop redis-server");

@@ -125,16 +125,14 @@ fn pause_makes_ping_time_out_and_resume_restores_it() {
 
     server.pause().unwrap();
     assert!(server.is_paused());
-    let started = Instant::now();
     let error = server
         .cli_with_timeout(&["ping"], Duration::from_millis(300))
         .unwrap_err();
     assert!(error.is_timeout(), "{error}");
-    assert!(
-        started.elapsed() < Duration::from_secs(3),
-        "took {:?}",
-        started.elapsed()
-    );
+    // It gave up at the deadline it was given (not the default one), with the server still
+    // paused: the call ended on its own deadline, not on an answer.
+    assert!(error.to_string().contains("within 300ms"), "{error}");
+    assert!(server.is_paused());
 
     server.resume().unwrap();
     assert!(!server.is_paused());
@@ -210,13 +208,16 @@ fn drop_kills_the_process_and_removes_its_dir() {
 /// Set by [`the_watchdog_stops_the_server_when_its_owner_dies`] for the process it spawns.
 const HELPER_ENV: &str = "TOLLGATE_REDIS_HARNESS_WATCHDOG_HELPER";
 
-/// Not a test on its own: in a child process started by the watchdog test, starts a server,
-/// says where it is, and waits to be killed. Without the variable it does nothing.
+/// Not a test on its own, so ignored (never counted as passing): in a child process that the
+/// watchdog test starts with `--ignored --exact`, starts a server, says where it is, and waits
+/// to be killed. Run any other way (without the variable), it fails saying so.
 #[test]
+#[ignore = "the child process of the_watchdog_stops_the_server_when_its_owner_dies, not a test"]
 fn watchdog_helper_holds_a_server() {
-    if std::env::var_os(HELPER_ENV).is_none() {
-        return;
-    }
+    assert!(
+        std::env::var_os(HELPER_ENV).is_some(),
+        "not a test: the_watchdog_stops_the_server_when_its_owner_dies runs it as its child"
+    );
     let server = RedisServer::start().unwrap();
     println!(
         "HELPER port={} dir={}",
@@ -230,6 +231,7 @@ fn watchdog_helper_holds_a_server() {
 fn the_watchdog_stops_the_server_when_its_owner_dies() {
     let mut helper = Command::new(std::env::current_exe().unwrap())
         .args([
+            "--ignored",
             "--exact",
             "watchdog_helper_holds_a_server",
             "--nocapture",

@@ -1,7 +1,7 @@
 //! Batches whose items live in different cluster slots: all-or-nothing by compensation, never
 //! over-admitting, and how often the compensation over-refuses under concurrency.
 //!
-//! The over-refusal rate is printed; run
+//! The over-refusal rate is printed, and held to a bound; run
 //! `cargo test -p tollgate-redis --all-features --test cross_slot -- --nocapture` to see it.
 
 mod common;
@@ -16,6 +16,11 @@ const REQUESTS: usize = 500;
 const CALLERS: usize = 250;
 const SHARED_LIMIT: u64 = 200;
 const ROUNDS: usize = 5;
+/// The most over-refusal the cluster test accepts, in percent of the admissible requests.
+/// BENCHMARKS.md ("Cross-slot over-refusal on a Redis Cluster") documents 8.1–11.3 % for this
+/// very mix; the bound leaves room for a busy machine, not for a store refusing every
+/// cross-slot batch (100 %).
+const OVER_REFUSAL_BOUND_PERCENT: u64 = 20;
 
 /// A shared cap (200 a day) and a per-caller limit (1 a day); each caller asks twice, all at
 /// once. Exactly 200 requests should go ahead: every caller's first request passes its own
@@ -107,6 +112,11 @@ fn a_cluster_never_over_admits_cross_slot_batches_and_reports_its_over_refusal()
         "cross-slot over-refusal: {over_refused} of {expected} admissible requests refused \
          ({:.1}%) over {ROUNDS} rounds of {REQUESTS} concurrent two-slot requests; per round {allowed:?}",
         100.0 * over_refused as f64 / expected as f64
+    );
+    assert!(
+        over_refused * 100 <= expected * OVER_REFUSAL_BOUND_PERCENT,
+        "over-refusal past {OVER_REFUSAL_BOUND_PERCENT} %: {over_refused} of {expected} \
+         admissible requests refused; per round {allowed:?}"
     );
 }
 

@@ -71,11 +71,16 @@ async fn the_heaviest_refused_callers_are_listed_as_fingerprints() {
 
     // A shadow rule's would-be refusals are counted under it.
     let watch = RuleId::new("watch").expect("id");
+    let started = Instant::now();
     let shadow = loop {
         let report = layer.handle().top_refused(&watch, 5).expect("tracked");
         if report.refusals == 41 {
             break report;
         }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "the shadow refusals were never counted: {report:?}"
+        );
         tokio::task::yield_now().await;
     };
     assert_eq!(shadow.callers.len(), 3);
