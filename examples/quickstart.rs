@@ -1,7 +1,9 @@
 //! The quick start: Chirp's limits, checked against the in-memory store.
 //!
-//! Run it with `cargo run --example quickstart`. It sends a burst of requests through a few of
-//! the rules from tollgate's design notes and prints what each caller is told.
+//! Run it with `cargo run --example quickstart`. It sends a burst of requests through two of
+//! Chirp's rules (posting, and login attempts per target account, with a tighter login limit
+//! tried in shadow mode; `examples/rules/chirp.toml` has them all) and prints what each caller
+//! is told.
 
 #![allow(clippy::print_stdout)] // An example talks to its reader.
 

@@ -5,15 +5,27 @@
 //! the count in memory on one machine or in Redis across a fleet, and decide in advance what
 //! happens when Redis is down.
 //!
-//! This facade re-exports the parts:
+//! With no feature, it brings the core, re-exported at the top level (`tollgate::MemoryStore`,
+//! `tollgate::FallbackStore`, ...) and as [`core`]: quotas and the algorithms, decisions, keys,
+//! the `Store` contract, the clock, the in-memory store, and the stores that wrap a store —
+//! `FallbackStore` (a deadline, a circuit breaker and each rule's failure policy), `FleetStore`
+//! (leases, sync and splits), `SubBuckets`, `BlockedCache` and `Stores`. Each integration is a
+//! feature of its own:
 //!
-//! * [`core`] (always): quotas, algorithms, decisions, keys, the `Store` contract, the
-//!   in-memory store and the store-failure wrapper (`FallbackStore`) — its main items are also
-//!   re-exported at the top level;
-//! * `tower` (feature `tower`): the `RateLimitLayer` middleware;
-//! * `axum` (feature `axum`): typed limits as extractors;
-//! * `redis` (feature `redis`): the Redis and Redis Cluster store;
-//! * `admin` (feature `admin`): the admin API and status page for the person on call.
+//! | feature | brings |
+//! |---|---|
+//! | `tower` | `tollgate::tower`: the `RateLimitLayer` middleware for any tower service — rules per route, keys read from the request (`tollgate::tower::key`), `429` with `Retry-After` and the `RateLimit` headers |
+//! | `axum` | `tower`, plus `tollgate::axum`: typed limits as extractors (`Limited<L>`, `Limiter`); the layer reads axum's `ConnectInfo<SocketAddr>` and `MatchedPath` |
+//! | `redis` | `tollgate::redis`: `RedisStore` on Redis and Redis Cluster, and `ResetFollower` |
+//! | `config` | `tower`, plus `tollgate::config`: TOML rule files checked with every mistake at its line and column, hot reload (`RuleWatcher`), write-back |
+//! | `fleet` | `redis` and `config`, plus `tollgate::fleet`: rule documents published to every gateway through Redis, and the fleet's top refused callers |
+//! | `metrics` | decisions, the store's health and rule loads through the `metrics` facade: `RateLimitLayer::metrics`, `FallbackStoreBuilder::metrics`, `MemoryStore::publish_metrics` (names in `tollgate::core::metrics`) |
+//! | `admin` | `config`, plus `tollgate::admin`: the admin API (rules, changes, stats, resets, health, OpenAPI) and the status page; with `fleet`, changes go to every gateway |
+//! | `testing` | `tollgate::core::testing`, for your own tests: a manual clock, an event recorder and the store conformance suite (`conformance_suite!`); with `redis`, `RedisStoreBuilder::test_clock` |
+//! | `client` | `tollgate::client`: the client side of a `429` — `RetryAfterLayer` for tower HTTP clients and `RetryAfterMiddleware` for `reqwest-middleware`, waiting as the server asks |
+//! | `grpc` | `tower`, plus gRPC answers for gRPC calls (`RESOURCE_EXHAUSTED` with `RetryInfo` and `QuotaFailure`), rules by gRPC method, rules charging each inbound message (`Rule::per_message`, and `per_message` in rule files with `config`); with `client`, `GrpcRetryLayer` and retries of gRPC refusals |
+//!
+//! No feature is on by default.
 //!
 //! ```
 //! use futures_executor::block_on;

@@ -1,10 +1,12 @@
-//! The status page in a real headless browser: Debian's `chromium`, driven through
-//! `chromedriver` (both installed by `scripts/test`). Logs in with a token, reads the rendered
+//! The status page in a real headless browser: `chromium`, driven through `chromedriver` —
+//! those `scripts/test` found on `PATH` or installed (it passes them as `$CHROMIUM` and
+//! `$CHROMEDRIVER`), else those on `PATH`. Logs in with a token, reads the rendered
 //! page — every quota in words, each rule's chart with its axes and limit line — saves a
 //! screenshot, logs out, and opens the page again with HTTP Basic.
 
 mod common;
 
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -102,34 +104,56 @@ const WORDS: [(&str, &str); 8] = [
     ),
 ];
 
-const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
-const CHROMIUM: &str = "/usr/bin/chromium";
+/// The program `$variable` names (set by `scripts/test` to what it found or installed), else
+/// `name` on `PATH`. A missing one fails the test, saying how to install it: never a skip.
+fn program(variable: &str, name: &str, package: &str) -> PathBuf {
+    let install = format!(
+        "run scripts/test (it installs it), or `apt-get install -y {package}`, or set ${variable} to its path"
+    );
+    if let Some(named) = std::env::var_os(variable).filter(|value| !value.is_empty()) {
+        let path = PathBuf::from(named);
+        assert!(
+            path.is_file(),
+            "${variable} is {}, which is not a file: {install}",
+            path.display()
+        );
+        return path;
+    }
+    std::env::var_os("PATH")
+        .iter()
+        .flat_map(std::env::split_paths)
+        .map(|directory| directory.join(name))
+        .find(|candidate| candidate.is_file())
+        .unwrap_or_else(|| panic!("{name} is not on PATH and ${variable} is not set: {install}"))
+}
 
 /// A chromedriver of this test's own, stopped (with its browsers) when dropped, panics too.
 struct Driver {
     child: Child,
     port: u16,
+    /// The browser it drives.
+    chromium: PathBuf,
 }
 
 impl Driver {
     async fn start() -> Driver {
-        for (binary, package) in [(CHROMEDRIVER, "chromium-driver"), (CHROMIUM, "chromium")] {
-            assert!(
-                std::path::Path::new(binary).exists(),
-                "{binary} is missing: run scripts/test, or `apt-get install -y chromium chromium-driver` ({package})"
-            );
-        }
+        let chromedriver = program("CHROMEDRIVER", "chromedriver", "chromium-driver");
+        let chromium = program("CHROMIUM", "chromium", "chromium");
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .and_then(|listener| listener.local_addr())
             .expect("a free port")
             .port();
-        let child = Command::new(CHROMEDRIVER)
+        let child = Command::new(&chromedriver)
             .arg(format!("--port={port}"))
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
-            .expect("start chromedriver");
-        let mut driver = Driver { child, port };
+            .unwrap_or_else(|error| panic!("start {}: {error}", chromedriver.display()));
+        let mut driver = Driver {
+            child,
+            port,
+            chromium,
+        };
         let status = format!("http://127.0.0.1:{port}/status");
         let client = reqwest::Client::new();
         let started = Instant::now();
@@ -207,7 +231,7 @@ async fn browser(driver: &Driver, profile: &std::path::Path) -> Client {
     capabilities.insert(
         "goog:chromeOptions".to_owned(),
         serde_json::json!({
-            "binary": CHROMIUM,
+            "binary": driver.chromium,
             "args": [
                 "--headless=new",
                 "--no-sandbox",

@@ -1,5 +1,7 @@
-//! Chirp, the example gateway: the seeds' limits table (`examples/rules/chirp.toml`) enforced by
-//! one `RateLimitLayer` and three typed limits in handlers, on an axum server.
+//! Chirp, the example gateway: a small social network's limits (reads, posting, exports,
+//! follows, sign-ups, logins, one-time codes and partners, in `examples/rules/chirp.toml`; the
+//! guide's first chapter tabulates them) enforced by one `RateLimitLayer` and three typed limits
+//! in handlers, on an axum server.
 //!
 //! `cargo run -p chirp` serves on 127.0.0.1 with an in-memory store and prints a few `curl`
 //! lines to try; `cargo run -p chirp -- --demo` drives it with a short scripted session instead

@@ -34,7 +34,8 @@ pub struct Policy {
     file: Option<RuleFile>,
 }
 
-/// Which policy a [`Policy`] is, for what the seeds' story says of it.
+/// Which policy a [`Policy`] is, for what the simulator's story
+/// ([`story_notes`](crate::story_notes)) says of it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PolicyKind {
     /// No limits at all.
@@ -58,7 +59,8 @@ impl Policy {
     }
 
     /// A single limit of `per_minute` requests a minute per client address (a fixed window),
-    /// on every route: the naive limit the seeds warn about.
+    /// on every route: the naive limit, which the story expects to let a distributed wave
+    /// through and to block a crowd behind one NAT.
     pub fn per_ip(per_minute: u64) -> Result<Policy, Error> {
         let text = format!(
             "[[rule]]\nid = \"per-ip\"\nalgorithm = \"fixed_window\"\nlimit = {per_minute}\n\

@@ -1,13 +1,17 @@
-//! What the seeds' story says of each policy, set against what the simulation found. Numbers
-//! are never tuned to match it: where they differ, the report says so.
+//! The simulator's story — what each policy was expected to do in each scenario, written down
+//! before any simulation ran — set against what the simulation found. Numbers are never tuned
+//! to match it: where they differ, the report says so.
 
 use crate::{Outcome, PolicyKind, Scenario};
 
-/// Notes comparing `outcome` (of a policy in `scenario`) with the seeds' story: a per-IP limit
-/// lets the sign-up wave through and blocks the crowd behind a carrier's NAT; Chirp's layered
-/// limits let the wave create 61 accounts, stop the partner's loop within a second and block
-/// no one in the crowd; with slow exports, a rate limit alone lets one account fill the service
-/// while Chirp's concurrency rule keeps everyone else's latency flat. Each note starts "as the story says" or "differs from the story".
+/// Notes comparing `outcome` (of a policy in `scenario`) with the story. Its trouble: a wave of
+/// 40,000 scripted sign-ups in 8 hours from rented cloud addresses, a partner's job looping at
+/// 5,000 requests a second for an hour, 5,000 real users behind a carrier's NAT, and slow
+/// exports. Its claims: a per-IP limit lets the sign-up wave through and blocks the crowd behind
+/// the NAT; Chirp's layered limits let the wave create 61 accounts, stop the partner's loop
+/// within a second and block no one in the crowd; with slow exports, a rate limit alone lets one
+/// account fill the service while Chirp's concurrency rule keeps everyone else's latency flat.
+/// Each note starts "as the story says" or "differs from the story".
 ///
 /// ```
 /// use tollgate_simulator::{Crowd, Policy, Scenario, simulate, story_notes};

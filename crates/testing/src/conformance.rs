@@ -22,7 +22,7 @@
 //! # fn main() {}
 //! ```
 //!
-//! The cases include the worked examples of tollgate's design notes (the token bucket of
+//! The cases include worked examples whose numbers are in their names (the token bucket of
 //! capacity 20 refilled 2 a second, the sliding window counter at 12:01:15, ...).
 
 use std::time::Duration;

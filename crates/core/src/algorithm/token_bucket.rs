@@ -18,7 +18,7 @@
 //! use tollgate_core::algorithm::{gcra_state::GcraState, token_bucket, AlgorithmState};
 //! use tollgate_core::{Quota, Rate, Timestamp};
 //!
-//! // The seeds' example: 5 tokens, one back every 6 seconds.
+//! // 5 tokens, one back every 6 seconds: a burst of 5, then 10 a minute.
 //! let quota = Quota::token_bucket(5, Rate::every(Duration::from_secs(6)))?;
 //! let mut state = GcraState::default();
 //! let now = Timestamp::from_secs(60);

@@ -6,7 +6,8 @@ use crate::timeline::Source;
 
 /// The crowd's parameters.
 ///
-/// Defaults: the seeds' 5,000 real users behind 8 IPv4 addresses of a mobile carrier's NAT,
+/// Defaults: 5,000 real users (the crowd of the simulator's story, [`story_notes`](crate::story_notes))
+/// behind 8 IPv4 addresses of a mobile carrier's NAT,
 /// browsing, posting and logging in for an hour with [`Habits::default`]. There are no
 /// attackers: every refusal blocks a real person.
 #[derive(Debug, Clone, PartialEq)]

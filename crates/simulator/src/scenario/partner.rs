@@ -11,7 +11,8 @@ pub const LOOPING_KEY: &str = "partner-loop";
 
 /// The partner loop's parameters.
 ///
-/// Defaults: the seeds' 5,000 requests a second for an hour, starting 5 minutes in, from the
+/// Defaults: 5,000 requests a second for an hour (the loop of the simulator's story,
+/// [`story_notes`](crate::story_notes)), starting 5 minutes in, from the
 /// partner's 4 servers. The partner's normal jobs send 20 a second on the same key; four other
 /// partners send 300 (`partner-acme`, under a 500-a-second contract), 50, 10 and 2 a second,
 /// each from 2 servers; 1,000 users browse from home.

@@ -7,7 +7,8 @@ use crate::visit::{Call, Caller, Visit};
 
 /// The sign-up wave's parameters.
 ///
-/// Defaults: the seeds' 40,000 attempts in 8 hours. The attacker rents 400 cloud addresses; a
+/// Defaults: 40,000 attempts in 8 hours, the wave of the simulator's story
+/// ([`story_notes`](crate::story_notes)). The attacker rents 400 cloud addresses; a
 /// provider hands them out from a few ranges, so they fall in 8 /24 blocks. Its scripts run on
 /// an emulator farm of 20 devices whose ids it does not bother to rotate (rotating them is
 /// [`devices`](Wave::devices) = a large number; sending none is 0). Real people keep signing up
