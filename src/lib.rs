@@ -18,7 +18,7 @@
 //! | `axum` | `tower`, plus `tollgate::axum`: typed limits as extractors (`Limited<L>`, `Limiter`); the layer reads axum's `ConnectInfo<SocketAddr>` and `MatchedPath` |
 //! | `redis` | `tollgate::redis`: `RedisStore` on Redis and Redis Cluster, and `ResetFollower` |
 //! | `config` | `tower`, plus `tollgate::config`: TOML rule files checked with every mistake at its line and column, hot reload (`RuleWatcher`), write-back |
-//! | `fleet` | `redis` and `config`, plus `tollgate::fleet`: rule documents published to every gateway through Redis, and the fleet's top refused callers |
+//! | `fleet` | `redis` and `config`, plus `tollgate::published`: rule documents published to every gateway through Redis, and the fleet's top refused callers |
 //! | `metrics` | decisions, the store's health and rule loads through the `metrics` facade: `RateLimitLayer::metrics`, `FallbackStoreBuilder::metrics`, `MemoryStore::publish_metrics` (names in `tollgate::core::metrics`) |
 //! | `admin` | `config`, plus `tollgate::admin`: the admin API (rules, changes, stats, resets, health, OpenAPI) and the status page; with `fleet`, changes go to every gateway |
 //! | `testing` | `tollgate::core::testing`, for your own tests: a manual clock, an event recorder and the store conformance suite (`conformance_suite!`); with `redis`, `RedisStoreBuilder::test_clock` |
