@@ -33,13 +33,13 @@ use tollgate_core::{
     Timestamp,
 };
 
-pub mod state_changes;
+mod state_changes;
 pub use state_changes::*;
-pub mod taking;
+mod taking;
 pub use taking::*;
-pub mod concurrency;
+mod concurrency;
 pub use concurrency::*;
-pub mod settling;
+mod settling;
 pub use settling::*;
 
 /// The suite's start time: midnight UTC, 2023-11-14 (aligned to days, hours and minutes).
