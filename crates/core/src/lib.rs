@@ -1,7 +1,8 @@
 //! # tollgate-core
 //!
 //! The core of [tollgate](https://docs.rs/tollgate), a rate-limiting ecosystem for tower and axum
-//! services. It knows nothing of HTTP, tower or Redis; it holds what every part shares:
+//! services: the contract every other part is written against. It knows nothing of HTTP, tower,
+//! Redis or the stores that wrap stores; it holds what every part shares:
 //!
 //! * **what** a rule allows — a [`Quota`]: an [`Algorithm`] and its numbers, built from a [`Rate`]
 //!   that cannot be misread (`Rate::per_second(10)` means ten a second);
@@ -12,17 +13,12 @@
 //! * **the answer** — a [`Decision`]: data, never an error, with sub-second precision;
 //! * **where counts live** — the [`Store`] contract (batches, all-or-nothing, receipts and
 //!   refunds, peek and reset) and the bounded, sharded [`MemoryStore`];
-//! * **which store** — [`Stores`]: a default store and named ones (a home region's), each
-//!   rule counted in the one it names, one request all-or-nothing across them;
-//! * **when the store is gone** — [`FallbackStore`]: any primary store behind a timeout and a
-//!   circuit breaker, each rule answering by its [`OnStoreFailure`] (open, open within a local
-//!   limit, local, closed) when the primary cannot;
-//! * **callers already refused** — [`BlockedCache`]: refuses, on this gateway and without a
-//!   store call, a caller the store has refused until a time not yet reached;
-//! * **what a stack can do** — [`FleetModes`], what an item asks of the wrappers (counting
-//!   across a fleet, sub-buckets, cached refusals, a named store), and [`Capabilities`], what a
-//!   store stack carries out of it ([`Store::capabilities`]): a rule asking for more is refused,
-//!   not counted otherwise in silence;
+//! * **what a stack can do** — [`FleetModes`], what an item asks of the stores that wrap stores
+//!   (counting across a fleet, sub-buckets, cached refusals, a named store; the crate
+//!   `tollgate-wrappers` carries them out, and its `FallbackStore` each item's
+//!   [`OnStoreFailure`]), and [`Capabilities`], what a store stack carries out of it
+//!   ([`Store::capabilities`]): a rule asking for more is refused, not counted otherwise in
+//!   silence;
 //! * **costs known afterwards** — an [`Estimate`] charged up front and settled with the actual
 //!   cost (the excess owed as debt, the rest given back);
 //! * **when** — a [`Clock`]: only the store's clock decides.
@@ -49,7 +45,11 @@
 //! ## Features
 //!
 //! * `store-kit` — the `store_kit` module, for crates that implement [`Store`] on another
-//!   backend: the only way outside this crate to report a charge. Applications never need it.
+//!   backend or around another store: the only way outside this crate to report a charge, and
+//!   what a wrapper borrows of core (see the module). Applications never need it.
+//!
+//! Its testing kit (a manual clock, the conformance suite every store runs) is the crate
+//! `tollgate-testing`.
 //!
 //! The guide's chapters *Choosing an algorithm* (`docs/guide/src/algorithms.md`) and *Testing your
 //! own limits* (`docs/guide/src/testing.md`) in the repository show it at work, task by task.

@@ -1,9 +1,10 @@
 //! The store conformance suite: every [`Store`] runs it, so a rule decides the same wherever its
 //! state lives.
 //!
-//! Each case is an `async fn` taking a factory that builds a fresh store on a given
+//! Each case is a check of one behaviour, run on a factory that builds a fresh store on a given
 //! [`ManualClock`] (a remote store passes the clock's "now" to the server in test mode). The
-//! [`conformance_suite!`](crate::conformance_suite) macro turns every case into a named `#[test]`:
+//! [`conformance_suite!`](crate::conformance_suite) macro turns every case into a `#[test]` named
+//! after it, which calls [`run`] with its name:
 //!
 //! ```
 //! use tollgate_core::MemoryStore;
@@ -34,13 +35,13 @@ use tollgate_core::{
 };
 
 mod state_changes;
-pub use state_changes::*;
+use state_changes::*;
 mod taking;
-pub use taking::*;
+use taking::*;
 mod concurrency;
-pub use concurrency::*;
+use concurrency::*;
 mod settling;
-pub use settling::*;
+use settling::*;
 
 /// The suite's start time: midnight UTC, 2023-11-14 (aligned to days, hours and minutes).
 pub const START: Timestamp = Timestamp::from_secs(19_675 * 86_400);
@@ -48,11 +49,22 @@ pub const START: Timestamp = Timestamp::from_secs(19_675 * 86_400);
 /// Turns every conformance case into a `#[test]` for one store.
 ///
 /// `block_on` is a function that runs a future to completion (`futures_executor::block_on`, or a
-/// wrapper around a tokio runtime); `store` is a function or closure `ManualClock -> S`.
+/// wrapper around a tokio runtime); `store` is a function or closure `ManualClock -> S`. Each
+/// test is named after its case and calls [`run`](crate::conformance::run) with that name.
 #[macro_export]
 macro_rules! conformance_suite {
     (block_on = $block_on:path, store = $store:expr) => {
-        $crate::conformance_suite!(@cases $block_on, $store,
+        $crate::__conformance_cases!(@tests $block_on, $store);
+    };
+}
+
+/// The conformance cases, listed once: hands the list to what the suite makes of it (a test
+/// per case in the user's crate, the dispatch in `conformance::run`). Not for direct use.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __conformance_cases {
+    ($($made_of:tt)*) => {
+        $crate::__conformance_each! { ($($made_of)*)
             token_bucket_capacity_20_refill_2_per_second_after_idle_minute,
             token_bucket_5_tokens_one_per_6_seconds_bursts_5_then_10_a_minute,
             gcra_10_per_second_burst_5_has_exact_retry_after,
@@ -117,16 +129,38 @@ macro_rules! conformance_suite {
             settling_above_the_estimate_charges_the_difference_as_debt,
             settling_below_the_estimate_gives_back_the_difference,
             an_estimate_of_zero_charges_the_whole_actual_cost
-        );
+        }
     };
-    (@cases $block_on:path, $store:expr, $($case:ident),+) => {
+}
+
+/// What the suite makes of each case. Not for direct use.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __conformance_each {
+    ((@tests $block_on:path, $store:expr) $($case:ident),+ $(,)?) => {
         $(
             #[test]
             fn $case() {
-                $block_on($crate::conformance::$case(&$store));
+                $block_on($crate::conformance::run(stringify!($case), &$store));
             }
         )+
     };
+    ((@run $name:expr, $make:expr) $($case:ident),+ $(,)?) => {{
+        $(
+            if $name == stringify!($case) {
+                return $crate::conformance::$case($make).await;
+            }
+        )+
+        panic!("no conformance case is named {:?}", $name);
+    }};
+}
+
+/// Runs the conformance case named `case` on stores made by `make` (a fresh store on the given
+/// [`ManualClock`] each time the case needs one): what each test of
+/// [`conformance_suite!`](crate::conformance_suite) calls. Panics, failing the test, on a name
+/// that is no case.
+pub async fn run<S: Store>(case: &str, make: &impl Fn(ManualClock) -> S) {
+    crate::__conformance_cases!(@run case, make)
 }
 
 fn rule(id: &str) -> RuleId {
@@ -184,7 +218,7 @@ async fn count_allowed<S: Store>(store: &S, item: Item<'_>, attempts: u32) -> u3
 
 /// Token bucket, capacity 20, refill 2/s: idle a minute, 50 at once gives exactly 20, then one
 /// every 500 ms (20 in the next 10 s).
-pub async fn token_bucket_capacity_20_refill_2_per_second_after_idle_minute<S: Store>(
+pub(crate) async fn token_bucket_capacity_20_refill_2_per_second_after_idle_minute<S: Store>(
     make: &impl Fn(ManualClock) -> S,
 ) {
     let clock = ManualClock::new(START);
@@ -210,7 +244,7 @@ pub async fn token_bucket_capacity_20_refill_2_per_second_after_idle_minute<S: S
 }
 
 /// Capacity 5, one token back every 6 s: a burst of 5, then 10 a minute.
-pub async fn token_bucket_5_tokens_one_per_6_seconds_bursts_5_then_10_a_minute<S: Store>(
+pub(crate) async fn token_bucket_5_tokens_one_per_6_seconds_bursts_5_then_10_a_minute<S: Store>(
     make: &impl Fn(ManualClock) -> S,
 ) {
     let clock = ManualClock::new(START);
@@ -228,7 +262,7 @@ pub async fn token_bucket_5_tokens_one_per_6_seconds_bursts_5_then_10_a_minute<S
 }
 
 /// GCRA at 10/s with a burst of 5: T = 100 ms, τ = 500 ms, exact retry-after values.
-pub async fn gcra_10_per_second_burst_5_has_exact_retry_after<S: Store>(
+pub(crate) async fn gcra_10_per_second_burst_5_has_exact_retry_after<S: Store>(
     make: &impl Fn(ManualClock) -> S,
 ) {
     let clock = ManualClock::new(START);
@@ -262,7 +296,7 @@ pub async fn gcra_10_per_second_burst_5_has_exact_retry_after<S: Store>(
 }
 
 /// Fixed window, 60 a minute: 60 just before a boundary and 60 just after — 120 within 10 s.
-pub async fn fixed_window_60_per_minute_lets_120_through_across_a_boundary<S: Store>(
+pub(crate) async fn fixed_window_60_per_minute_lets_120_through_across_a_boundary<S: Store>(
     make: &impl Fn(ManualClock) -> S,
 ) {
     let clock = ManualClock::new(START.saturating_add_micros(55_000_000));
@@ -282,7 +316,7 @@ pub async fn fixed_window_60_per_minute_lets_120_through_across_a_boundary<S: St
 }
 
 /// Sliding window log, 5 per 10 s: in no rolling 10 s window do more than 5 pass.
-pub async fn sliding_window_log_never_passes_more_than_its_limit_in_any_window<S: Store>(
+pub(crate) async fn sliding_window_log_never_passes_more_than_its_limit_in_any_window<S: Store>(
     make: &impl Fn(ManualClock) -> S,
 ) {
     let clock = ManualClock::new(START);
@@ -318,7 +352,7 @@ pub async fn sliding_window_log_never_passes_more_than_its_limit_in_any_window<S
 }
 
 /// A bucket of capacity B refilled at R never passes more than B + R × t in any span t.
-pub async fn token_bucket_never_passes_more_than_capacity_plus_rate_times_span<S: Store>(
+pub(crate) async fn token_bucket_never_passes_more_than_capacity_plus_rate_times_span<S: Store>(
     make: &impl Fn(ManualClock) -> S,
 ) {
     let clock = ManualClock::new(START);
@@ -350,7 +384,7 @@ pub async fn token_bucket_never_passes_more_than_capacity_plus_rate_times_span<S
 
 /// The sliding window counter 15 s into a minute with 80 last minute and 30 so far estimates
 /// 80 × 45/60 + 30 = 90: under a limit of 100 a request passes, leaving 9.
-pub async fn sliding_window_counter_weights_the_previous_window<S: Store>(
+pub(crate) async fn sliding_window_counter_weights_the_previous_window<S: Store>(
     make: &impl Fn(ManualClock) -> S,
 ) {
     let clock = ManualClock::new(START.saturating_add_micros(20_000_000));
@@ -376,7 +410,7 @@ pub async fn sliding_window_counter_weights_the_previous_window<S: Store>(
 }
 
 /// All or nothing: when the second rule refuses, the first is not charged either.
-pub async fn batch_where_the_second_rule_refuses_charges_neither<S: Store>(
+pub(crate) async fn batch_where_the_second_rule_refuses_charges_neither<S: Store>(
     make: &impl Fn(ManualClock) -> S,
 ) {
     let store = make(ManualClock::new(START));
@@ -425,7 +459,9 @@ pub async fn batch_where_the_second_rule_refuses_charges_neither<S: Store>(
 
 /// Shadow items are evaluated as if enforced alone, charged only when the request goes ahead
 /// and they would allow it; their would-be refusals are reported.
-pub async fn shadow_items_act_alone_and_are_charged_only_when_the_request_goes_ahead<S: Store>(
+pub(crate) async fn shadow_items_act_alone_and_are_charged_only_when_the_request_goes_ahead<
+    S: Store,
+>(
     make: &impl Fn(ManualClock) -> S,
 ) {
     let store = make(ManualClock::new(START));
@@ -490,7 +526,9 @@ pub async fn shadow_items_act_alone_and_are_charged_only_when_the_request_goes_a
 
 /// A read-only ([`Mode::ReadOnly`]) item is checked at its cost and never charged, alone or in a
 /// batch; when it would refuse, the whole batch is refused and nothing in it is charged.
-pub async fn read_only_items_are_never_charged_and_their_refusal_refuses_the_batch<S: Store>(
+pub(crate) async fn read_only_items_are_never_charged_and_their_refusal_refuses_the_batch<
+    S: Store,
+>(
     make: &impl Fn(ManualClock) -> S,
 ) {
     let store = make(ManualClock::new(START));
@@ -546,7 +584,7 @@ pub async fn read_only_items_are_never_charged_and_their_refusal_refuses_the_bat
 }
 
 /// A cost of 10 takes 10.
-pub async fn cost_10_takes_10<S: Store>(make: &impl Fn(ManualClock) -> S) {
+pub(crate) async fn cost_10_takes_10<S: Store>(make: &impl Fn(ManualClock) -> S) {
     let store = make(ManualClock::new(START));
     let (id, key) = (rule("search"), Key::new("user77"));
     for quota in one_of_each() {
@@ -567,7 +605,7 @@ pub async fn cost_10_takes_10<S: Store>(make: &impl Fn(ManualClock) -> S) {
 }
 
 /// A cost that can never fit is a refusal with its own reason, for every algorithm.
-pub async fn cost_above_the_limit_is_refused_with_its_own_reason<S: Store>(
+pub(crate) async fn cost_above_the_limit_is_refused_with_its_own_reason<S: Store>(
     make: &impl Fn(ManualClock) -> S,
 ) {
     let store = make(ManualClock::new(START));
@@ -598,7 +636,9 @@ pub async fn cost_above_the_limit_is_refused_with_its_own_reason<S: Store>(
 }
 
 /// Refunding with a receipt restores exactly what was there.
-pub async fn refund_with_a_receipt_restores_exactly<S: Store>(make: &impl Fn(ManualClock) -> S) {
+pub(crate) async fn refund_with_a_receipt_restores_exactly<S: Store>(
+    make: &impl Fn(ManualClock) -> S,
+) {
     let clock = ManualClock::new(START);
     let store = make(clock.clone());
     let (id, key) = (rule("login"), Key::new("user77"));
@@ -621,7 +661,7 @@ pub async fn refund_with_a_receipt_restores_exactly<S: Store>(make: &impl Fn(Man
 }
 
 /// A refund after the window rolled over comes out of the window it was charged to.
-pub async fn refund_after_the_window_rolled_over_uses_the_right_window<S: Store>(
+pub(crate) async fn refund_after_the_window_rolled_over_uses_the_right_window<S: Store>(
     make: &impl Fn(ManualClock) -> S,
 ) {
     let clock = ManualClock::new(START.saturating_add_micros(50_000_000));
@@ -674,7 +714,7 @@ pub async fn refund_after_the_window_rolled_over_uses_the_right_window<S: Store>
 }
 
 /// Peek says whether a cost would pass and charges nothing.
-pub async fn peek_answers_without_charging<S: Store>(make: &impl Fn(ManualClock) -> S) {
+pub(crate) async fn peek_answers_without_charging<S: Store>(make: &impl Fn(ManualClock) -> S) {
     let store = make(ManualClock::new(START));
     let (id, key) = (rule("reads"), Key::new("user77"));
     for quota in one_of_each() {
@@ -696,7 +736,7 @@ pub async fn peek_answers_without_charging<S: Store>(make: &impl Fn(ManualClock)
 }
 
 /// Reset clears one caller of one rule, and nobody else.
-pub async fn reset_clears_a_caller<S: Store>(make: &impl Fn(ManualClock) -> S) {
+pub(crate) async fn reset_clears_a_caller<S: Store>(make: &impl Fn(ManualClock) -> S) {
     let store = make(ManualClock::new(START));
     let id = rule("login");
     let (blocked, other) = (Key::new("user77"), Key::new("user78"));
@@ -739,7 +779,9 @@ pub async fn reset_clears_a_caller<S: Store>(make: &impl Fn(ManualClock) -> S) {
 /// logs read the rewound "now" as the window's start or newest entry, so stepping forward again
 /// finds them as they were; buckets read it as an exhausted bucket and keep that, so the time the
 /// clock then moves forward refills them as any time does (never beyond their capacity).
-pub async fn clock_stepping_backwards_grants_nothing<S: Store>(make: &impl Fn(ManualClock) -> S) {
+pub(crate) async fn clock_stepping_backwards_grants_nothing<S: Store>(
+    make: &impl Fn(ManualClock) -> S,
+) {
     let clock = ManualClock::new(START.saturating_add_micros(3_600_000_000));
     let store = make(clock.clone());
     let (id, key) = (rule("sms"), Key::new("+15550100"));
@@ -779,7 +821,9 @@ pub async fn clock_stepping_backwards_grants_nothing<S: Store>(make: &impl Fn(Ma
 }
 
 /// Pacing delays instead of refusing, until the wait would exceed the maximum delay.
-pub async fn leaky_bucket_paces_instead_of_refusing<S: Store>(make: &impl Fn(ManualClock) -> S) {
+pub(crate) async fn leaky_bucket_paces_instead_of_refusing<S: Store>(
+    make: &impl Fn(ManualClock) -> S,
+) {
     let clock = ManualClock::new(START);
     let store = make(clock.clone());
     let (id, key) = (rule("sms-provider"), Key::new("provider-a"));
@@ -800,7 +844,7 @@ pub async fn leaky_bucket_paces_instead_of_refusing<S: Store>(make: &impl Fn(Man
 }
 
 /// Several pacing items in one request are all charged at the latest of their earliest slots.
-pub async fn several_pacing_items_start_at_the_latest_slot<S: Store>(
+pub(crate) async fn several_pacing_items_start_at_the_latest_slot<S: Store>(
     make: &impl Fn(ManualClock) -> S,
 ) {
     let store = make(ManualClock::new(START));
@@ -839,7 +883,7 @@ pub async fn several_pacing_items_start_at_the_latest_slot<S: Store>(
 }
 
 /// The same key under two rules is two callers.
-pub async fn equal_keys_under_different_rules_do_not_share_state<S: Store>(
+pub(crate) async fn equal_keys_under_different_rules_do_not_share_state<S: Store>(
     make: &impl Fn(ManualClock) -> S,
 ) {
     let store = make(ManualClock::new(START));
@@ -878,7 +922,7 @@ pub async fn equal_keys_under_different_rules_do_not_share_state<S: Store>(
 }
 
 /// The quota comes with each item: a partner with a bigger contract needs no new rule.
-pub async fn quota_travels_with_the_item<S: Store>(make: &impl Fn(ManualClock) -> S) {
+pub(crate) async fn quota_travels_with_the_item<S: Store>(make: &impl Fn(ManualClock) -> S) {
     let store = make(ManualClock::new(START));
     let id = rule("partner-api");
     let (small, large) = (Key::new("partner-small"), Key::new("partner-large"));

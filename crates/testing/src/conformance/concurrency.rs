@@ -26,7 +26,9 @@ async fn take<S: Store>(store: &S, item: Item<'_>) -> Option<Receipt> {
 
 /// Limit 3: three requests take a slot each (2, 1, 0 free), the fourth is refused with the
 /// quota's own wait, and a request that ends (its receipt refunded) lets the next one in.
-pub async fn concurrency_admits_up_to_its_limit_and_an_ended_request_frees_its_slot<S: Store>(
+pub(crate) async fn concurrency_admits_up_to_its_limit_and_an_ended_request_frees_its_slot<
+    S: Store,
+>(
     make: &impl Fn(ManualClock) -> S,
 ) {
     let clock = ManualClock::new(START);
@@ -62,7 +64,7 @@ pub async fn concurrency_admits_up_to_its_limit_and_an_ended_request_frees_its_s
 
 /// Slots do not come back with time: a request still running an hour later holds its slot
 /// (a remote store renews it; see [`Quota::slot_ttl`]).
-pub async fn concurrency_slots_do_not_come_back_with_time<S: Store>(
+pub(crate) async fn concurrency_slots_do_not_come_back_with_time<S: Store>(
     make: &impl Fn(ManualClock) -> S,
 ) {
     let clock = ManualClock::new(START);
@@ -78,7 +80,7 @@ pub async fn concurrency_slots_do_not_come_back_with_time<S: Store>(
 
 /// A request refused by a rate rule takes no slot, and one refused for a slot is not charged to
 /// the rate rule: all-or-nothing, as for any two rules.
-pub async fn concurrency_is_all_or_nothing_with_the_other_rules<S: Store>(
+pub(crate) async fn concurrency_is_all_or_nothing_with_the_other_rules<S: Store>(
     make: &impl Fn(ManualClock) -> S,
 ) {
     let clock = ManualClock::new(START);
@@ -114,7 +116,9 @@ pub async fn concurrency_is_all_or_nothing_with_the_other_rules<S: Store>(
 }
 
 /// A receipt refunded twice gives one slot back; a request of cost 2 takes and gives back two.
-pub async fn concurrency_gives_back_each_hold_once<S: Store>(make: &impl Fn(ManualClock) -> S) {
+pub(crate) async fn concurrency_gives_back_each_hold_once<S: Store>(
+    make: &impl Fn(ManualClock) -> S,
+) {
     let clock = ManualClock::new(START);
     let store = make(clock.clone());
     let (id, key) = (rule("exports"), Key::new("account-9"));
@@ -139,7 +143,9 @@ pub async fn concurrency_gives_back_each_hold_once<S: Store>(make: &impl Fn(Manu
 }
 
 /// An operator's reset frees every slot of the caller; another caller's slots stay.
-pub async fn concurrency_reset_frees_the_callers_slots<S: Store>(make: &impl Fn(ManualClock) -> S) {
+pub(crate) async fn concurrency_reset_frees_the_callers_slots<S: Store>(
+    make: &impl Fn(ManualClock) -> S,
+) {
     let clock = ManualClock::new(START);
     let store = make(clock.clone());
     let id = rule("exports");

@@ -26,7 +26,7 @@ async fn settle<S: Store>(store: &S, item: Item<'_>, actual: u64) -> Settlement 
 /// 15 spent on a bucket of 10 refilled 1 a second leaves 5 owed: an estimate of 2 is refused
 /// until the 5 and the 2 fit (7 s), is still refused once the 5 are paid but the 2 are not back,
 /// and is admitted once they are.
-pub async fn an_estimate_waits_until_the_debt_and_its_cost_fit<S: Store>(
+pub(crate) async fn an_estimate_waits_until_the_debt_and_its_cost_fit<S: Store>(
     make: &impl Fn(ManualClock) -> S,
 ) {
     let clock = ManualClock::new(START);
@@ -60,7 +60,7 @@ pub async fn an_estimate_waits_until_the_debt_and_its_cost_fit<S: Store>(
 
 /// For every algorithm: once the allowance is whole again the debt is paid first, and the
 /// estimate is charged exactly from what is left.
-pub async fn an_estimate_is_charged_exactly_once_the_debt_is_paid<S: Store>(
+pub(crate) async fn an_estimate_is_charged_exactly_once_the_debt_is_paid<S: Store>(
     make: &impl Fn(ManualClock) -> S,
 ) {
     let clock = ManualClock::new(START);
@@ -105,7 +105,7 @@ pub async fn an_estimate_is_charged_exactly_once_the_debt_is_paid<S: Store>(
 
 /// Estimate 2, actual 15, limit 10: the 8 left are charged and 5 are owed; the next estimate
 /// is refused until they are paid.
-pub async fn settling_above_the_estimate_charges_the_difference_as_debt<S: Store>(
+pub(crate) async fn settling_above_the_estimate_charges_the_difference_as_debt<S: Store>(
     make: &impl Fn(ManualClock) -> S,
 ) {
     let store = make(ManualClock::new(START));
@@ -131,7 +131,7 @@ pub async fn settling_above_the_estimate_charges_the_difference_as_debt<S: Store
 }
 
 /// Estimate 8, actual 3: 5 come back, the count is as if 3 had been charged.
-pub async fn settling_below_the_estimate_gives_back_the_difference<S: Store>(
+pub(crate) async fn settling_below_the_estimate_gives_back_the_difference<S: Store>(
     make: &impl Fn(ManualClock) -> S,
 ) {
     let store = make(ManualClock::new(START));
@@ -159,7 +159,7 @@ pub async fn settling_below_the_estimate_gives_back_the_difference<S: Store>(
 
 /// An estimate that was never charged (cost 0) settles from nothing: the whole actual cost is
 /// charged.
-pub async fn an_estimate_of_zero_charges_the_whole_actual_cost<S: Store>(
+pub(crate) async fn an_estimate_of_zero_charges_the_whole_actual_cost<S: Store>(
     make: &impl Fn(ManualClock) -> S,
 ) {
     let store = make(ManualClock::new(START));

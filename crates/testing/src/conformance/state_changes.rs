@@ -180,7 +180,7 @@ async fn exhaust<S: Store>(store: &S, item: Item<'_>) {
 /// is still refused at once, and told to wait no longer than the new quota could make it wait)
 /// and has its whole new limit back once the new quota's longest wait has passed. Pacing may take
 /// it at once, but only after the slots it already holds.
-pub async fn a_much_longer_period_keeps_the_usage_and_still_ends<S: Store>(
+pub(crate) async fn a_much_longer_period_keeps_the_usage_and_still_ends<S: Store>(
     make: &impl Fn(ManualClock) -> S,
 ) {
     let clock = ManualClock::new(START);
@@ -234,7 +234,9 @@ pub async fn a_much_longer_period_keeps_the_usage_and_still_ends<S: Store>(
 /// The report that started this group: a fixed window of 5 a second, spent, then changed to 5 an
 /// hour, refused the caller for good (its window number was read in the wrong unit). The caller
 /// waits at most the hour, and 403 days later is plainly allowed.
-pub async fn fixed_window_lengthened_from_a_second_to_an_hour_lets_the_caller_back<S: Store>(
+pub(crate) async fn fixed_window_lengthened_from_a_second_to_an_hour_lets_the_caller_back<
+    S: Store,
+>(
     make: &impl Fn(ManualClock) -> S,
 ) {
     let clock = ManualClock::new(START);
@@ -272,7 +274,9 @@ pub async fn fixed_window_lengthened_from_a_second_to_an_hour_lets_the_caller_ba
 
 /// A token bucket of 1,000 a day, spent, then changed to 10 a second: the caller owes the new
 /// bucket at most its capacity, so it is refused for 100 ms (one token), not for a day.
-pub async fn token_bucket_of_1000_a_day_spent_then_10_a_second_waits_at_most_100_ms<S: Store>(
+pub(crate) async fn token_bucket_of_1000_a_day_spent_then_10_a_second_waits_at_most_100_ms<
+    S: Store,
+>(
     make: &impl Fn(ManualClock) -> S,
 ) {
     let clock = ManualClock::new(START);
@@ -304,7 +308,7 @@ pub async fn token_bucket_of_1000_a_day_spent_then_10_a_second_waits_at_most_100
 /// quota at most its whole limit: it is refused at once (it was spent), told to wait no longer
 /// than the new quota could make it wait, and allowed once that wait is over. The first look
 /// under the new quota is a real, refused check, as a caller would send.
-pub async fn a_much_shorter_period_waits_no_longer_than_the_new_quota<S: Store>(
+pub(crate) async fn a_much_shorter_period_waits_no_longer_than_the_new_quota<S: Store>(
     make: &impl Fn(ManualClock) -> S,
 ) {
     let clock = ManualClock::new(START);
@@ -349,7 +353,7 @@ pub async fn a_much_shorter_period_waits_no_longer_than_the_new_quota<S: Store>(
 /// A token bucket of 100 refilled 100 a second, all spent, then refilled 1 a second at the same
 /// capacity: the caller owes the new bucket all 100 tokens, so the next check is refused (the old
 /// arithmetic granted 98 at once) and from then on exactly one token comes back each second.
-pub async fn token_bucket_refilled_more_slowly_at_the_same_capacity_grants_nothing_at_once<
+pub(crate) async fn token_bucket_refilled_more_slowly_at_the_same_capacity_grants_nothing_at_once<
     S: Store,
 >(
     make: &impl Fn(ManualClock) -> S,
@@ -385,7 +389,7 @@ pub async fn token_bucket_refilled_more_slowly_at_the_same_capacity_grants_nothi
 /// A token bucket and a GCRA with the same numbers are the same limiter (one quota, whichever
 /// constructor built it): switching the item from one to the other, mid-refill, carries the
 /// state over to the microsecond.
-pub async fn token_bucket_and_gcra_with_the_same_numbers_share_one_state<S: Store>(
+pub(crate) async fn token_bucket_and_gcra_with_the_same_numbers_share_one_state<S: Store>(
     make: &impl Fn(ManualClock) -> S,
 ) {
     let clock = ManualClock::new(START);
@@ -436,7 +440,7 @@ pub async fn token_bucket_and_gcra_with_the_same_numbers_share_one_state<S: Stor
 /// A token bucket switched to pacing at the same rate, and pacing switched back to a token
 /// bucket: neither grants anything the caller had not earned, and neither makes it wait longer
 /// than the new quota could.
-pub async fn token_bucket_to_pacing_and_back_grants_nothing_extra<S: Store>(
+pub(crate) async fn token_bucket_to_pacing_and_back_grants_nothing_extra<S: Store>(
     make: &impl Fn(ManualClock) -> S,
 ) {
     let clock = ManualClock::new(START);
@@ -514,7 +518,7 @@ pub async fn token_bucket_to_pacing_and_back_grants_nothing_extra<S: Store>(
 
 /// A limit raised from 10 to 20 at the same pace gives the caller the extra room at once: with 4
 /// used, 16 remain, and exactly 16 more pass.
-pub async fn a_raised_limit_gives_the_extra_room_at_once<S: Store>(
+pub(crate) async fn a_raised_limit_gives_the_extra_room_at_once<S: Store>(
     make: &impl Fn(ManualClock) -> S,
 ) {
     let store = make(ManualClock::new(START));
@@ -550,7 +554,7 @@ pub async fn a_raised_limit_gives_the_extra_room_at_once<S: Store>(
 /// A limit lowered from 10 to 3 at the same pace, with 6 used: the caller is over the new limit
 /// and refused, but waits no longer than the new quota could make it wait (a bucket: one
 /// emission interval for one unit), and is allowed when its retry-after says.
-pub async fn a_lowered_limit_refuses_no_longer_than_the_new_quota_would<S: Store>(
+pub(crate) async fn a_lowered_limit_refuses_no_longer_than_the_new_quota_would<S: Store>(
     make: &impl Fn(ManualClock) -> S,
 ) {
     let clock = ManualClock::new(START);
@@ -593,7 +597,7 @@ pub async fn a_lowered_limit_refuses_no_longer_than_the_new_quota_would<S: Store
 /// However a quota changes (a 1 s quota made 10 s, or the reverse), a minute of steady attempts
 /// afterwards gets no more than what the old quota had left plus what the new quota lets through
 /// in a minute.
-pub async fn after_a_quota_change_the_long_run_total_stays_within_bounds<S: Store>(
+pub(crate) async fn after_a_quota_change_the_long_run_total_stays_within_bounds<S: Store>(
     make: &impl Fn(ManualClock) -> S,
 ) {
     let clock = ManualClock::new(START);
@@ -635,7 +639,7 @@ pub async fn after_a_quota_change_the_long_run_total_stays_within_bounds<S: Stor
 /// Two keys of one rule on different quotas: A on a quota of a day (or an hour), spent; B on a
 /// quota of a second, busy, with new callers on B's quota arriving. A minute later A is still
 /// refused: whether A's state is idle is decided by A's quota, never by B's.
-pub async fn keys_of_one_rule_are_each_judged_by_their_own_quota<S: Store>(
+pub(crate) async fn keys_of_one_rule_are_each_judged_by_their_own_quota<S: Store>(
     make: &impl Fn(ManualClock) -> S,
 ) {
     let clock = ManualClock::new(START);
@@ -705,7 +709,9 @@ pub async fn keys_of_one_rule_are_each_judged_by_their_own_quota<S: Store>(
 /// A refund retried after a lost answer gives back once. For every algorithm: charge 2, charge
 /// 3 and refund that receipt, then refund the same receipt replayed — the state is exactly as
 /// after the first refund. Also the other way round, the replay arriving first.
-pub async fn a_refund_sent_twice_gives_back_once<S: Store>(make: &impl Fn(ManualClock) -> S) {
+pub(crate) async fn a_refund_sent_twice_gives_back_once<S: Store>(
+    make: &impl Fn(ManualClock) -> S,
+) {
     let store = make(ManualClock::new(START));
     let id = rule("refunded-twice");
     for quota in each_with_limit(LIMIT) {
@@ -742,7 +748,9 @@ pub async fn a_refund_sent_twice_gives_back_once<S: Store>(make: &impl Fn(Manual
 /// A bucket refund comes only out of the part of the schedule the charge still holds. Capacity
 /// 1, one token an hour: charge (keep the receipt), two hours later charge again, then refund the
 /// first receipt — its hour is long over, so the caller stays spent for the full hour.
-pub async fn a_bucket_refund_after_its_share_of_the_schedule_passed_gives_nothing<S: Store>(
+pub(crate) async fn a_bucket_refund_after_its_share_of_the_schedule_passed_gives_nothing<
+    S: Store,
+>(
     make: &impl Fn(ManualClock) -> S,
 ) {
     let clock = ManualClock::new(START);
@@ -779,7 +787,9 @@ pub async fn a_bucket_refund_after_its_share_of_the_schedule_passed_gives_nothin
 
 /// A window refund gives back only into the window it was charged to: a receipt from a window
 /// that has ended (for the sliding counter: slid out entirely) gives nothing to the new one.
-pub async fn a_window_refund_after_its_window_ended_gives_nothing_to_the_new_one<S: Store>(
+pub(crate) async fn a_window_refund_after_its_window_ended_gives_nothing_to_the_new_one<
+    S: Store,
+>(
     make: &impl Fn(ManualClock) -> S,
 ) {
     let minute = secs(60);
@@ -810,7 +820,7 @@ pub async fn a_window_refund_after_its_window_ended_gives_nothing_to_the_new_one
 
 /// A log refund gives nothing once its entry has left the window: 3 per 10 s, one charge kept,
 /// 11 s later the caller spends all 3, and refunding the old entry frees nothing.
-pub async fn a_log_refund_after_its_entry_left_the_window_gives_nothing<S: Store>(
+pub(crate) async fn a_log_refund_after_its_entry_left_the_window_gives_nothing<S: Store>(
     make: &impl Fn(ManualClock) -> S,
 ) {
     let clock = ManualClock::new(START);
@@ -832,7 +842,7 @@ pub async fn a_log_refund_after_its_entry_left_the_window_gives_nothing<S: Store
 
 /// A bucket refund gives nothing once the rule's emission interval has changed: the charge was
 /// measured in the old interval, and the state no longer is.
-pub async fn a_bucket_refund_after_the_emission_interval_changed_gives_nothing<S: Store>(
+pub(crate) async fn a_bucket_refund_after_the_emission_interval_changed_gives_nothing<S: Store>(
     make: &impl Fn(ManualClock) -> S,
 ) {
     let store = make(ManualClock::new(START));
@@ -866,7 +876,7 @@ pub async fn a_bucket_refund_after_the_emission_interval_changed_gives_nothing<S
 
 /// The clock steps back an hour after a caller spent part of its limit: for every algorithm,
 /// nothing is granted that was not there, and a window keeps the count it had.
-pub async fn a_clock_stepping_back_an_hour_grants_nothing<S: Store>(
+pub(crate) async fn a_clock_stepping_back_an_hour_grants_nothing<S: Store>(
     make: &impl Fn(ManualClock) -> S,
 ) {
     for quota in each_with_limit(LIMIT) {
@@ -895,7 +905,7 @@ pub async fn a_clock_stepping_back_an_hour_grants_nothing<S: Store>(
 /// The clock steps back an hour after a caller spent one unit of a bucket of 10, one a second.
 /// The bucket may be stricter for a moment, but the caller is not refused for the hour: within
 /// 10 s (capacity × emission interval) of clock time from the rewound point it gets through.
-pub async fn a_clock_stepping_back_an_hour_does_not_freeze_a_bucket<S: Store>(
+pub(crate) async fn a_clock_stepping_back_an_hour_does_not_freeze_a_bucket<S: Store>(
     make: &impl Fn(ManualClock) -> S,
 ) {
     let quotas = [
@@ -934,7 +944,9 @@ pub async fn a_clock_stepping_back_an_hour_does_not_freeze_a_bucket<S: Store>(
 /// let a caller spend a second limit within one window of the store's time — so the count stands
 /// until the clock catches up; but the wait a refusal announces is measured from the real clock,
 /// so a caller who waits as told is let through, never refused again and again.
-pub async fn a_clock_stepping_back_an_hour_keeps_a_window_and_its_announced_wait<S: Store>(
+pub(crate) async fn a_clock_stepping_back_an_hour_keeps_a_window_and_its_announced_wait<
+    S: Store,
+>(
     make: &impl Fn(ManualClock) -> S,
 ) {
     let minute = secs(60);
@@ -978,7 +990,7 @@ pub async fn a_clock_stepping_back_an_hour_keeps_a_window_and_its_announced_wait
 /// Receipts are refunded in the order responses finish, not the order charges were made: each
 /// gives back its own charge whatever the order (pacing aside: it gives back only its latest
 /// booking).
-pub async fn receipts_refunded_in_any_order_each_give_back_their_charge<S: Store>(
+pub(crate) async fn receipts_refunded_in_any_order_each_give_back_their_charge<S: Store>(
     make: &impl Fn(ManualClock) -> S,
 ) {
     let clock = ManualClock::new(START);
@@ -1011,7 +1023,7 @@ pub async fn receipts_refunded_in_any_order_each_give_back_their_charge<S: Store
 
 /// A capacity cut forgives what the caller owed beyond the new capacity; a receipt in flight
 /// across it gives back at most its own cost (never more than the caller owes).
-pub async fn a_refund_after_a_capacity_cut_gives_back_at_most_its_cost<S: Store>(
+pub(crate) async fn a_refund_after_a_capacity_cut_gives_back_at_most_its_cost<S: Store>(
     make: &impl Fn(ManualClock) -> S,
 ) {
     let clock = ManualClock::new(START);
@@ -1040,7 +1052,7 @@ pub async fn a_refund_after_a_capacity_cut_gives_back_at_most_its_cost<S: Store>
 
 /// A clock that steps back clamps a bucket to exhausted; a receipt refunded then gives back at
 /// most its own cost.
-pub async fn a_refund_after_a_clock_step_back_gives_back_at_most_its_cost<S: Store>(
+pub(crate) async fn a_refund_after_a_clock_step_back_gives_back_at_most_its_cost<S: Store>(
     make: &impl Fn(ManualClock) -> S,
 ) {
     let clock = ManualClock::new(START.saturating_add_micros(micros(DAY)));
@@ -1064,7 +1076,9 @@ pub async fn a_refund_after_a_clock_step_back_gives_back_at_most_its_cost<S: Sto
 
 /// Pacing gives back only its latest booking: an earlier booking's slot is promised to the
 /// bookings after it, and giving it back would tell two callers to start at the same instant.
-pub async fn pacing_gives_back_only_its_latest_booking<S: Store>(make: &impl Fn(ManualClock) -> S) {
+pub(crate) async fn pacing_gives_back_only_its_latest_booking<S: Store>(
+    make: &impl Fn(ManualClock) -> S,
+) {
     let store = make(ManualClock::new(START));
     let (id, key) = (rule("sms-provider"), Key::new("provider-a"));
     let pacing = Quota::leaky_bucket(Rate::per_second(10), secs(1)).expect("valid");
@@ -1092,7 +1106,7 @@ pub async fn pacing_gives_back_only_its_latest_booking<S: Store>(make: &impl Fn(
 
 /// A sliding window counter whose limit is lowered (same window) waits no longer than the new
 /// quota could ever make a caller wait.
-pub async fn a_lowered_sliding_limit_waits_no_longer_than_the_new_quota_alone<S: Store>(
+pub(crate) async fn a_lowered_sliding_limit_waits_no_longer_than_the_new_quota_alone<S: Store>(
     make: &impl Fn(ManualClock) -> S,
 ) {
     let clock = ManualClock::new(START);

@@ -27,7 +27,7 @@ pub(super) async fn answer<S: Store>(store: &S, item: Item<'_>) -> ItemDecision 
 
 /// Up to 7, up to 7, up to 7 of 10: 7, then the 3 left, then a refusal that says when one unit
 /// is back; the granted units are what the count shows.
-pub async fn up_to_takes_what_there_is_and_says_how_much<S: Store>(
+pub(crate) async fn up_to_takes_what_there_is_and_says_how_much<S: Store>(
     make: &impl Fn(ManualClock) -> S,
 ) {
     let store = make(ManualClock::new(START));
@@ -58,7 +58,7 @@ pub async fn up_to_takes_what_there_is_and_says_how_much<S: Store>(
 }
 
 /// A lease's receipt gives back the units it got: the count is as it was before.
-pub async fn a_lease_given_back_by_its_receipt_restores_the_count<S: Store>(
+pub(crate) async fn a_lease_given_back_by_its_receipt_restores_the_count<S: Store>(
     make: &impl Fn(ManualClock) -> S,
 ) {
     let store = make(ManualClock::new(START));
@@ -94,7 +94,7 @@ pub async fn a_lease_given_back_by_its_receipt_restores_the_count<S: Store>(
 /// A debt item is charged in full, past the limit: 15 of 10 leaves 5 owed, reported as such;
 /// leases are refused until the allowance that comes back has paid the 5, and get units only
 /// after that.
-pub async fn a_debt_is_charged_in_full_and_refuses_leases_until_paid<S: Store>(
+pub(crate) async fn a_debt_is_charged_in_full_and_refuses_leases_until_paid<S: Store>(
     make: &impl Fn(ManualClock) -> S,
 ) {
     let clock = ManualClock::new(START);
@@ -136,7 +136,9 @@ pub async fn a_debt_is_charged_in_full_and_refuses_leases_until_paid<S: Store>(
 }
 
 /// A window's debt is paid by the next window's allowance, for every algorithm that counts.
-pub async fn a_debt_carries_into_the_next_window<S: Store>(make: &impl Fn(ManualClock) -> S) {
+pub(crate) async fn a_debt_carries_into_the_next_window<S: Store>(
+    make: &impl Fn(ManualClock) -> S,
+) {
     let clock = ManualClock::new(START);
     let store = make(clock.clone());
     let (id, key) = (rule("synced"), Key::new("acme"));
@@ -166,7 +168,7 @@ pub async fn a_debt_carries_into_the_next_window<S: Store>(make: &impl Fn(Manual
 
 /// Spend pushed as debt stays charged when another item refuses the batch: the spend happened,
 /// and refusing something else does not undo it.
-pub async fn debt_stays_charged_when_the_batch_is_refused<S: Store>(
+pub(crate) async fn debt_stays_charged_when_the_batch_is_refused<S: Store>(
     make: &impl Fn(ManualClock) -> S,
 ) {
     let store = make(ManualClock::new(START));
@@ -196,7 +198,7 @@ pub async fn debt_stays_charged_when_the_batch_is_refused<S: Store>(
 
 /// Nobody checking for as long as the allowance takes to come back and pay a debt: the debt
 /// lapses, since the allowance that would have paid it went unused.
-pub async fn a_debt_lapses_once_the_allowance_could_have_paid_it<S: Store>(
+pub(crate) async fn a_debt_lapses_once_the_allowance_could_have_paid_it<S: Store>(
     make: &impl Fn(ManualClock) -> S,
 ) {
     let clock = ManualClock::new(START);
@@ -217,7 +219,7 @@ pub async fn a_debt_lapses_once_the_allowance_could_have_paid_it<S: Store>(
 }
 
 /// A reset forgives a debt with the count.
-pub async fn reset_forgives_a_debt<S: Store>(make: &impl Fn(ManualClock) -> S) {
+pub(crate) async fn reset_forgives_a_debt<S: Store>(make: &impl Fn(ManualClock) -> S) {
     let store = make(ManualClock::new(START));
     let (id, key) = (rule("synced"), Key::new("acme"));
     for quota in counted() {
@@ -242,7 +244,9 @@ pub async fn reset_forgives_a_debt<S: Store>(make: &impl Fn(ManualClock) -> S) {
 
 /// Shadow items and pacing quotas take exactly, whatever take they were given: a shadow lease
 /// of 20 of 10 is a would-be refusal for the cost, and pacing books every slot it was asked.
-pub async fn shadow_and_pacing_items_take_exactly<S: Store>(make: &impl Fn(ManualClock) -> S) {
+pub(crate) async fn shadow_and_pacing_items_take_exactly<S: Store>(
+    make: &impl Fn(ManualClock) -> S,
+) {
     let store = make(ManualClock::new(START));
     let (id, key) = (rule("watch"), Key::new("acme"));
     let bucket = Quota::token_bucket(10, Rate::per_second(1)).expect("valid quota");
@@ -269,7 +273,9 @@ pub async fn shadow_and_pacing_items_take_exactly<S: Store>(make: &impl Fn(Manua
 
 /// Spend far past any allowance is recorded as a debt of at most 1,024 limits, in every store,
 /// and never fails a batch (another caller's debt in the same batch is settled as usual).
-pub async fn a_huge_debt_is_capped_and_never_fails<S: Store>(make: &impl Fn(ManualClock) -> S) {
+pub(crate) async fn a_huge_debt_is_capped_and_never_fails<S: Store>(
+    make: &impl Fn(ManualClock) -> S,
+) {
     let clock = ManualClock::new(START);
     let store = make(clock.clone());
     let id = rule("synced");
