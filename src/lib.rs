@@ -51,7 +51,26 @@
 /// in-memory store), the stores that wrap stores of `tollgate-wrappers` beside it, and, with
 /// feature `testing`, the testing kit as `core::testing`.
 pub mod core {
-    pub use tollgate_core::*;
+    pub use tollgate_core::{
+        Algorithm, BatchDecision, Capabilities, Charge, Clock, CountedIn, Counting,
+        DEFAULT_MAX_KEYS, DEFAULT_SLOT_TTL, Decision, DerivedSuffix, DynStore, Estimate,
+        FingerprintSecret, FingerprintSecretError, FleetModes, Item, ItemDecision, Key, KeyBuilder,
+        LeaseSettings, MAX_REPLICA_ACK, MAX_SUB_BUCKETS, MemoryStats, MemoryStore,
+        MemoryStoreBuilder, Mode, OnStoreFailure, Quota, QuotaError, Rate, Receipt, RefundError,
+        RefundNow, RefusalReason, RuleId, RuleIdError, Settlement, SplitSettings, Store,
+        StoreError, StoreErrorKind, SyncSettings, SystemClock, Take, Timestamp, Unsupported,
+        Verdict, algorithm, quota, whole_seconds_up,
+    };
+
+    /// Metric names (feature `metrics`).
+    #[cfg(feature = "metrics")]
+    pub use tollgate_core::metrics;
+
+    /// The extension point stores are written on (feature `redis`, whose store uses it, as
+    /// before the wrappers moved out of core). An application has no use for it.
+    #[cfg(feature = "redis")]
+    pub use tollgate_core::store_kit;
+
     pub use tollgate_wrappers::*;
 
     /// The testing kit (feature `testing`): a manual clock, the store conformance suite, an
@@ -86,10 +105,18 @@ pub use tollgate_config as config;
 #[cfg(feature = "fleet")]
 pub use tollgate_published as published;
 
-/// The earlier path of [`published`] (feature `fleet`), kept so code written against it builds.
+/// The earlier path of [`published`] (feature `fleet`), with the earlier names of its types, kept
+/// so code written against it builds.
 #[cfg(feature = "fleet")]
 #[doc(hidden)]
-pub use tollgate_published as fleet;
+pub mod fleet {
+    pub use tollgate_published::*;
+    pub use tollgate_published::{
+        DocumentRefusal as FleetRefusal, PublishedRules as FleetRules,
+        PublishedRulesBuilder as FleetBuilder, PublishedRulesError as FleetError,
+        PublishedRulesStatus as FleetStatus,
+    };
+}
 
 /// Typed limits as axum extractors (feature `axum`).
 #[cfg(feature = "axum")]

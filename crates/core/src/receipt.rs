@@ -99,8 +99,9 @@ impl Charge {
 ///   ([`BatchDecision::into_receipts`](crate::BatchDecision::into_receipts),
 ///   [`ItemDecision::into_receipt`](crate::ItemDecision::into_receipt)); it is not `Clone`, and
 ///   `refund` takes it by value. Charges are built only by stores: this crate's, and those of
-///   other crates through the `store_kit` module (feature `store-kit`), which could as well
-///   reset a caller — an application has no reason to enable it.
+///   other crates through the `store_kit` module (feature `store-kit`), whose copies of a
+///   receipt share its spent mark (refunded twice, they give back once). A charge built there
+///   that no store made gives back at most what `reset` would.
 /// * **Bounded.** A refund gives back only what the charge can still be holding: nothing once
 ///   its window has ended, its log entry has left the window, or its part of a bucket's schedule
 ///   has passed, or been cut off by a smaller capacity; nothing when the rule's emission interval

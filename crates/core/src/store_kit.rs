@@ -2,8 +2,9 @@
 //!
 //! A store reports what it charged as a [`Charge`] inside an [`ItemDecision`]; receipts, and so
 //! refunds, are made only from those. Applications never build charges: this module is the one
-//! door for stores outside `tollgate-core` (the Redis store uses it), kept behind a feature so
-//! that no application reaches it by accident.
+//! door for stores outside `tollgate-core` (the Redis store and the stores that wrap stores use
+//! it), kept behind a feature an application never names. Cargo unifies features, so any crate
+//! in a build that holds such a store can reach it too; what that allows is stated below.
 //!
 //! A store that wraps another store (the crate `tollgate-wrappers` holds tollgate's own) reaches
 //! a little more through it: the sealed traits below, each named for what it lends — building
@@ -12,10 +13,14 @@
 //! adds to its inner store's [`Capabilities`] ([`CapabilitiesKit`]), and a key no caller can
 //! have ([`reserved_key`]). They cannot be implemented outside this crate.
 //!
-//! **Receipts stay single-use for applications.** A [`Receipt`] cannot be cloned or built by an
-//! application; the copy [`ReceiptKit::retry_copy`] makes shares the original's id and spent
-//! mark, so refunding both gives back once (every store proves it in the conformance suite), and
-//! [`ReceiptKit::narrowed`] only ever shrinks what a receipt can give back.
+//! **Receipts stay single-use.** A [`Receipt`] is not `Clone`, and the public API builds one only
+//! from a store's answer. The copy [`ReceiptKit::retry_copy`] makes shares the original's id and
+//! spent mark, so refunding both gives back once (a conformance case: the memory store,
+//! `DynStore`, `FallbackStore`, Redis and Redis Cluster run it), and [`ReceiptKit::narrowed`]
+//! only ever shrinks what a receipt can give back. What this module does allow is building a
+//! charge no store made ([`charged`] with any [`Charge`]) and refunding it: that gives back at
+//! most what the store still holds for the rule and key — no more than
+//! [`Store::reset`](crate::Store::reset), which every application may call.
 //!
 //! ```
 //! use std::time::Duration;

@@ -83,8 +83,8 @@
 //! # Ok(()) }
 //! ```
 //!
-//! The guide's chapter *Fleet modes* (`docs/guide/src/fleet-modes.md`) in the repository shows it
-//! at work, task by task.
+//! The guide's chapter *Rule files* (`docs/guide/src/rule-files.md`, "Changing a fleet") in the
+//! repository shows it at work.
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod document;

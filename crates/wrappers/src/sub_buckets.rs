@@ -178,7 +178,9 @@ fn in_part<'a>(item: &Item<'a>, index: u32, rule: &'a RuleId, quota: Quota) -> I
                     .unwrap_or(local),
             )
         }
-        policy => policy,
+        policy @ (tollgate_core::OnStoreFailure::Open
+        | tollgate_core::OnStoreFailure::Local
+        | tollgate_core::OnStoreFailure::Closed) => policy,
     };
     Item::new(rule, quota, item.key())
         .with_cost(item.cost())

@@ -40,7 +40,7 @@ impl<S: Store, C: Clock + Clone> Inner<S, C> {
             Counting::Lease(_) => false,
             // A rule whose fleet is too large for its limit: counted exactly (and said so).
             Counting::Sync(settings) => self.syncs.counts_exactly(item, settings, self.clock.now()),
-            _ => item.cost() == 0,
+            Counting::Split(_) => item.cost() == 0,
         }
     }
 
@@ -63,7 +63,7 @@ impl<S: Store, C: Clock + Clone> Inner<S, C> {
                 Counting::Lease(settings) => self.lease(item, settings, now).await,
                 Counting::Sync(settings) => self.sync(item, settings, now).await,
                 Counting::Split(_) => Ok(self.split(item)),
-                _ => continue,
+                Counting::Exact => continue,
             };
             let (answer, how) = match decided {
                 Ok(decided) => decided,
@@ -183,7 +183,7 @@ impl<S: Store, C: Clock + Clone> Store for FleetStore<S, C> {
                 Counting::Lease(settings) => self.inner.lease(item, settings, now).await?,
                 Counting::Sync(settings) => self.inner.sync(item, settings, now).await?,
                 Counting::Split(_) => self.inner.split(item),
-                _ => return self.inner.shared.check(items).await,
+                Counting::Exact => return self.inner.shared.check(items).await,
             };
             let allowed = answer.decision().is_allowed() || !item.is_enforcing();
             return Ok(BatchDecision::one(allowed, answer));

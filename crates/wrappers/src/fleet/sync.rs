@@ -567,7 +567,9 @@ impl<C: Clock + Clone> Syncs<C> {
 fn item_settings(item: &Item<'_>) -> SyncSettings {
     match item.counting() {
         tollgate_core::Counting::Sync(settings) => settings,
-        _ => SyncSettings::new(),
+        tollgate_core::Counting::Exact
+        | tollgate_core::Counting::Lease(_)
+        | tollgate_core::Counting::Split(_) => SyncSettings::new(),
     }
 }
 
