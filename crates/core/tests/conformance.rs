@@ -10,6 +10,17 @@ fn memory_store(clock: ManualClock) -> MemoryStore<ManualClock> {
 
 tollgate_core::conformance_suite!(block_on = futures_executor::block_on, store = memory_store);
 
+/// Not in the suite (a `FallbackStore` answers such an error by each rule's policy): the stores
+/// that keep the state run it by name.
+#[test]
+fn a_time_past_the_supported_range_is_an_error_that_changes_nothing() {
+    futures_executor::block_on(
+        tollgate_core::testing::conformance::a_time_past_the_supported_range_is_an_error_that_changes_nothing(
+            &memory_store,
+        ),
+    );
+}
+
 /// A [`FallbackStore`](tollgate_core::FallbackStore) decides exactly as its primary while the
 /// primary answers.
 mod fallback_store {
@@ -46,4 +57,13 @@ mod dyn_store {
     }
 
     tollgate_core::conformance_suite!(block_on = futures_executor::block_on, store = dyn_store);
+
+    #[test]
+    fn a_time_past_the_supported_range_is_an_error_that_changes_nothing() {
+        futures_executor::block_on(
+            tollgate_core::testing::conformance::a_time_past_the_supported_range_is_an_error_that_changes_nothing(
+                &dyn_store,
+            ),
+        );
+    }
 }
