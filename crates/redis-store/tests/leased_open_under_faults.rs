@@ -84,6 +84,7 @@ fn quota() -> Quota {
 /// What one rule's checks did, counted by phase.
 #[derive(Default)]
 struct Tally {
+    /// Every check made, and its errors.
     checks: AtomicU64,
     errors: AtomicU64,
     /// Checks made while the store was up, before the fault, and their errors.
@@ -102,6 +103,9 @@ struct Tally {
     first_error: Mutex<Option<String>>,
 }
 
+/// `GATEWAYS` gateways on one prefix (so one key), each its own connection to `server` with a
+/// fallback of [`TIMEOUT`] (other settings the defaults: a breaker that opens after five
+/// failures in a row and probes once a second).
 async fn gateways(server: &RedisServer) -> Vec<Gateway> {
     let prefix = common::unique_prefix();
     let mut gateways = Vec::new();
@@ -131,7 +135,7 @@ async fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
     }
 }
 
-/// One run: the three rules counted by `counting` on three gateways, through `fault`. Answers
+/// One run: the rules counted by `counting` on three gateways, through `fault`. Answers
 /// each rule's tally, in [`POLICIES`]' order.
 fn run(counting: Counting, fault: Fault) -> Vec<Arc<Tally>> {
     let server = RedisServer::start().expect("start redis-server");
