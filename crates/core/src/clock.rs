@@ -13,7 +13,10 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 /// Stores support times up to [`Timestamp::MAX_SUPPORTED`] (2^52 − 1 µs, in the year 2112): a
 /// stored time is a time plus at most a quota's longest span (below 2^52 µs), which must stay
 /// below 2^53, where Redis's doubles stop being exact and the in-memory store's 53 bits end.
-/// Later times are not supported.
+/// Later times are not supported: a store whose clock reads one answers every check, peek and
+/// refund with a [`StoreError`](crate::StoreError) that
+/// [`is_time_out_of_range`](crate::StoreError::is_time_out_of_range) (the range named) and
+/// changes nothing, and answers as before once its clock is back in range.
 ///
 /// ```
 /// use tollgate_core::Timestamp;

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use crate::Rate;
+use crate::{Rate, Timestamp};
 
 /// A quota that cannot be built, naming the bad value.
 ///
@@ -176,6 +176,13 @@ pub enum StoreErrorKind {
     /// The store ran out of room for something it must keep (for example, distinct rule ids).
     #[error("store capacity exhausted")]
     Capacity,
+    /// The store's clock reads a time past [`Timestamp::MAX_SUPPORTED`] (2^52 − 1 µs since the
+    /// Unix epoch, in the year 2112), which no store can represent (a misread clock, a test
+    /// clock): nothing was read or changed, and the same call answers normally once the clock is
+    /// back in range. A `FallbackStore` (tollgate-wrappers) answers it by each rule's
+    /// failure policy, as any error of its primary.
+    #[error("time outside the supported range")]
+    TimeOutOfRange,
 }
 
 impl StoreError {
@@ -195,6 +202,30 @@ impl StoreError {
     /// The store cannot be reached.
     pub fn unavailable(detail: impl Into<String>) -> Self {
         StoreError::new(StoreErrorKind::Unavailable, detail)
+    }
+
+    /// The store's clock read `now`, past [`Timestamp::MAX_SUPPORTED`]: the detail names the
+    /// supported range, and says that nothing was read or changed.
+    ///
+    /// ```
+    /// use tollgate_core::{StoreError, Timestamp};
+    /// let late = Timestamp::MAX_SUPPORTED.saturating_add_micros(1);
+    /// let error = StoreError::time_out_of_range(late);
+    /// assert!(error.is_time_out_of_range());
+    /// assert!(error.to_string().contains("4503599627370495"));
+    /// ```
+    #[cold]
+    pub fn time_out_of_range(now: Timestamp) -> Self {
+        StoreError::new(
+            StoreErrorKind::TimeOutOfRange,
+            format!(
+                "the clock reads {} µs since the Unix epoch; stores support times from 0 to {} µs \
+                 (Timestamp::MAX_SUPPORTED, 2^52 − 1 µs, in the year 2112); nothing was read or \
+                 changed",
+                now.as_micros(),
+                Timestamp::MAX_SUPPORTED.as_micros()
+            ),
+        )
     }
 
     /// What went wrong.
@@ -225,5 +256,10 @@ impl StoreError {
     /// The store ran out of room.
     pub fn is_capacity(&self) -> bool {
         self.kind == StoreErrorKind::Capacity
+    }
+
+    /// The store's clock read a time past [`Timestamp::MAX_SUPPORTED`]; nothing was changed.
+    pub fn is_time_out_of_range(&self) -> bool {
+        self.kind == StoreErrorKind::TimeOutOfRange
     }
 }

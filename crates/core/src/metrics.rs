@@ -16,7 +16,7 @@
 //! | `tollgate_checks_total` | counter | `rule`, `outcome` | each rule's own decision per request the store answered: `allowed`, `refused`, `shadow_refused` (a shadow or flag rule's would-be refusal), `refused_locally` (refused by a `BlockedCache` on this gateway, without a store call, until the time the store gave); typed limits count under their ids (handles made on a limit's first use) |
 //! | `tollgate_near_limit_total` | counter | `rule` | allowed checks that left less than 20 % of the limit |
 //! | `tollgate_in_flight` | gauge | `rule` | slots of a concurrency rule held by requests running through this gateway's layer |
-//! | `tollgate_store_errors_total` | counter | `store`, `kind` | failed calls to the primary store: `timeout`, `unavailable`, `protocol`, `capacity` |
+//! | `tollgate_store_errors_total` | counter | `store`, `kind` | failed calls to the primary store: `timeout`, `unavailable`, `protocol`, `capacity`, `time_out_of_range` |
 //! | `tollgate_store_seconds` | histogram | `store` | how long the primary store took to answer (or to time out) |
 //! | `tollgate_fallback_active` | gauge | `store`, `rule` | 1 while the rule is answered by its failure policy (made when the rule first falls back) |
 //! | `tollgate_fallback_decisions_total` | counter | `store`, `rule`, `policy` | answers by a failure policy (`open`, `open_within`, `local`, `closed`; a call failed closed counts its closed rules only) |

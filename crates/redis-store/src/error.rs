@@ -1,14 +1,24 @@
 //! Redis errors as store errors: the rule's failure policy decides what they mean.
 
 use redis::{ErrorKind, RedisError, ServerErrorKind};
-use tollgate_core::{StoreError, StoreErrorKind};
+use tollgate_core::{StoreError, StoreErrorKind, Timestamp};
 
 /// A redis-rs error as a [`StoreError`]: timeouts as timeouts (and a script that started
 /// after its caller's deadline, `TOLLGATE_LATE`, charging nothing), anything that means "cannot
 /// reach or use the server now" (connection errors, a cluster in failover, a server loading,
 /// busy or out of memory, a node still without the script after it was loaded) as unavailable, anything else (a script error, a wrong type) as a
-/// protocol error.
+/// protocol error. A script whose "now" was past the supported range (`TOLLGATE_TIME`, having
+/// touched nothing) is [`time_out_of_range`](StoreError::time_out_of_range), as every store
+/// answers it.
 pub(crate) fn store_error(error: &RedisError) -> StoreError {
+    if error.code() == Some("TOLLGATE_TIME") {
+        // "now" leads the message: a whole number of µs, which may pass u64 (read as its end).
+        let now = error
+            .detail()
+            .and_then(|detail| detail.split_whitespace().next())
+            .map_or(u64::MAX, |now| now.parse().unwrap_or(u64::MAX));
+        return StoreError::time_out_of_range(Timestamp::from_micros(now));
+    }
     let kind = if error.is_timeout() || error.code() == Some("TOLLGATE_LATE") {
         StoreErrorKind::Timeout
     } else if error.is_io_error()

@@ -51,6 +51,12 @@
 //! `matches_memory` test compares both stores on random sequences of quota changes and clock
 //! steps).
 //!
+//! A `TIME` past [`Timestamp::MAX_SUPPORTED`](tollgate_core::Timestamp::MAX_SUPPORTED) (2^52 − 1
+//! µs, the year 2112: a misread server clock) is not supported: the script then reads and writes
+//! nothing and every call answers a [`StoreError`](tollgate_core::StoreError) that
+//! [`is_time_out_of_range`](tollgate_core::StoreError::is_time_out_of_range), naming the range,
+//! as the in-memory store does; the keys answer as before once the clock is back in range.
+//!
 //! ## Refunds happen once
 //!
 //! [`Store::refund`](tollgate_core::Store::refund) gives back what a

@@ -820,6 +820,103 @@ pub(crate) async fn clock_stepping_backwards_grants_nothing<S: Store>(
     }
 }
 
+/// A clock past [`Timestamp::MAX_SUPPORTED`] (2^52 − 1 µs, the year 2112: a misread clock, a
+/// test's) is not supported: every check, peek and refund answers an error that
+/// [`is_time_out_of_range`](tollgate_core::StoreError::is_time_out_of_range) and names the supported
+/// range, and leaves the key as it was. Once the clock is back in range the key reads as before,
+/// the receipt handed back by the refused refund refunds, and checks charge as usual.
+///
+/// Not in [`conformance_suite!`](crate::conformance_suite): a store that cannot answer leaves a
+/// `FallbackStore` (tollgate-wrappers) to answer each rule by its failure policy, so the
+/// stores that keep the state run it by name (the in-memory store, Redis, Redis Cluster).
+pub async fn a_time_past_the_supported_range_is_an_error_that_changes_nothing<S: Store>(
+    make: &impl Fn(ManualClock) -> S,
+) {
+    let last = Timestamp::MAX_SUPPORTED;
+    // An hour before the end of the range.
+    let in_range = Timestamp::from_micros(last.as_micros() - 3_600_000_000);
+    let clock = ManualClock::new(in_range);
+    let store = make(clock.clone());
+    let (id, key, other) = (rule("clock"), Key::new("user77"), Key::new("user78"));
+    let mut quotas = one_of_each();
+    quotas.push(Quota::concurrency(10).expect("valid"));
+    let range = last.as_micros().to_string();
+    for quota in quotas {
+        clock.set(in_range);
+        store.reset(&id, &key).await.expect("store resets");
+        let item = Item::new(&id, quota, &key);
+        let uncharged = peek(&store, item).await;
+        let items = [item.with_cost(3)];
+        let charged = store.check(&items).await.expect("store answers in range");
+        assert!(charged.is_allowed(), "{:?}", quota.algorithm());
+        let mut receipt = charged.into_receipts(&items).pop().expect("one receipt");
+        let before = peek(&store, item).await;
+        let past_range = [
+            last.saturating_add_micros(1),
+            Timestamp::from_micros(1 << 53),
+            Timestamp::from_micros(u64::MAX),
+        ];
+        for past in past_range {
+            clock.set(past);
+            let what = format!("{:?} at {} µs", quota.algorithm(), past.as_micros());
+            let named = |call: &str, error: &tollgate_core::StoreError| {
+                assert!(error.is_time_out_of_range(), "{call}, {what}: {error}");
+                assert!(
+                    error.to_string().contains(&range),
+                    "{call}, {what}: the error names the supported range: {error}"
+                );
+            };
+            match store.check(&[item]).await {
+                Ok(answer) => panic!("a check, {what}: answered {answer:?}"),
+                Err(error) => named("a check", &error),
+            }
+            let batch = [item, Item::new(&id, quota, &other)];
+            match store.check(&batch).await {
+                Ok(answer) => panic!("a batch, {what}: answered {answer:?}"),
+                Err(error) => named("a batch", &error),
+            }
+            if let Some(answer) = store.check_now(&[item]) {
+                match answer {
+                    Ok(answer) => panic!("a check now, {what}: answered {answer:?}"),
+                    Err(error) => named("a check now", &error),
+                }
+            }
+            match store.peek(&item).await {
+                Ok(answer) => panic!("a peek, {what}: answered {answer:?}"),
+                Err(error) => named("a peek", &error),
+            }
+            match store.refund(receipt).await {
+                Ok(()) => panic!("a refund, {what}: done"),
+                Err(refused) => {
+                    let (error, handed_back) = refused.into_parts();
+                    named("a refund", &error);
+                    receipt = handed_back;
+                }
+            }
+        }
+        clock.set(in_range);
+        let what = format!("{:?} back in range", quota.algorithm());
+        assert_eq!(
+            peek(&store, item).await,
+            before,
+            "{what}: the key as it was"
+        );
+        store
+            .refund(receipt)
+            .await
+            .unwrap_or_else(|error| panic!("{what}: the receipt refunds: {error}"));
+        assert_eq!(
+            peek(&store, item).await,
+            uncharged,
+            "{what}: the refund gave the charge back"
+        );
+        assert!(
+            decide(&store, item.with_cost(3)).await.is_allowed(),
+            "{what}: checks charge again"
+        );
+    }
+}
+
 /// Pacing delays instead of refusing, until the wait would exceed the maximum delay.
 pub(crate) async fn leaky_bucket_paces_instead_of_refusing<S: Store>(
     make: &impl Fn(ManualClock) -> S,

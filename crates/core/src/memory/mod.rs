@@ -14,7 +14,12 @@
 //!
 //! **Time** is the clock's, read once per check. A clock that steps back grants nothing and
 //! freezes nobody: each algorithm reads such a "now" by the same rule as the Redis store (see
-//! [`crate::algorithm`]), so both stores decide alike.
+//! [`crate::algorithm`]), so both stores decide alike. A clock past
+//! [`Timestamp::MAX_SUPPORTED`] (the year 2112) is not supported: a check, peek or refund then
+//! answers a [`StoreError`] that [`is_time_out_of_range`](StoreError::is_time_out_of_range)
+//! and names the range, before it reads or changes anything (as the Redis store does), and
+//! answers normally once the clock is back in range; [`sweep`](MemoryStore::sweep) sweeps
+//! nothing meanwhile.
 //!
 //! **Quotas per key.** Each state remembers the quota it was last checked under (a numbered slot
 //! per rule, up to 1,024 distinct quotas per rule and shard), so per-plan quotas under one rule,
@@ -96,6 +101,43 @@ pub const DEFAULT_MAX_KEYS: usize = 1 << 20;
 
 /// Small stores get fewer shards, so that each holds at least this many keys.
 const MIN_KEYS_PER_SHARD: usize = 64;
+
+/// How a call reads a clock past [`Timestamp::MAX_SUPPORTED`].
+trait Range {
+    /// What such a clock answers.
+    type Error;
+    /// `now`, as the call may use it.
+    fn read(now: Timestamp) -> Result<Timestamp, Self::Error>;
+}
+
+/// The [`Store`] calls: an error naming the supported range, before anything is read or
+/// changed.
+struct Strict;
+
+impl Range for Strict {
+    type Error = StoreError;
+
+    #[inline(always)]
+    fn read(now: Timestamp) -> Result<Timestamp, StoreError> {
+        if now > Timestamp::MAX_SUPPORTED {
+            return Err(StoreError::time_out_of_range(now));
+        }
+        Ok(now)
+    }
+}
+
+/// A wrapper's own memory (the `*_sync` calls, on the wrapper's clock, which have no error to
+/// answer): the last supported time, so no state ever holds a time the store cannot represent.
+struct Lenient;
+
+impl Range for Lenient {
+    type Error = std::convert::Infallible;
+
+    #[inline(always)]
+    fn read(now: Timestamp) -> Result<Timestamp, std::convert::Infallible> {
+        Ok(now.min(Timestamp::MAX_SUPPORTED))
+    }
+}
 
 /// A lock on its own cache lines, so neighbouring shards do not slow each other down.
 #[repr(align(128))]
@@ -307,20 +349,26 @@ impl<C: Clock> Inner<C> {
         self.shards[shard].0.write()
     }
 
+    /// The clock's "now", as `R` reads a time past the supported range.
+    #[inline(always)]
+    fn now<R: Range>(&self) -> Result<Timestamp, R::Error> {
+        R::read(self.clock.now())
+    }
+
     /// One item is answered by [`check_one`](Self::check_one), inline: the answer is built
     /// where the caller keeps it (a batch answer is a few hundred bytes, and copying it
     /// between frames cost as much as the check itself, measured with `perf`). Always inlined:
     /// left to the heuristics, it stops being inlined as soon as a second caller appears.
     #[inline(always)]
-    fn check(&self, items: &[Item<'_>]) -> BatchDecision {
+    fn check<R: Range>(&self, items: &[Item<'_>]) -> Result<BatchDecision, R::Error> {
         match items {
             [item] => {
-                let answer = self.check_one(item);
+                let answer = self.check_one::<R>(item)?;
                 // An item alone is all-or-nothing by itself; a shadow item never refuses.
                 let allowed = answer.decision.is_allowed() || !item.is_enforcing();
-                BatchDecision::one(allowed, answer)
+                Ok(BatchDecision::one(allowed, answer))
             }
-            _ => self.check_batch(items),
+            _ => self.check_batch::<R>(items),
         }
     }
 
@@ -332,20 +380,20 @@ impl<C: Clock> Inner<C> {
     /// rewrite (capping the backlog at the quota's reach) would hand the delay back as tokens.
     /// Read under the lock, it is never older than any charge the state holds.
     #[inline(always)]
-    fn check_one(&self, item: &Item<'_>) -> ItemDecision {
+    fn check_one<R: Range>(&self, item: &Item<'_>) -> Result<ItemDecision, R::Error> {
         if item.is_read_only() {
-            return ItemDecision::new(self.peek(item), None);
+            return Ok(ItemDecision::new(self.peek::<R>(item)?, None));
         }
         let at = self.locate(item.rule(), item.key());
         if item.take() == Take::Exact
-            && let Some(answer) = self.check_known_timestamp(item, at, self.clock.now())
+            && let Some(answer) = self.check_known_timestamp(item, at, self.now::<R>()?)
         {
-            return answer;
+            return Ok(answer);
         }
         let mut shard = self.lock(at.shard);
-        let now = self.clock.now();
+        let now = self.now::<R>()?;
         let (decision, charge, owed) = ops::evaluate(&mut shard, at, item, now, now, self);
-        ItemDecision::new(decision, charge).owing(owed)
+        Ok(ItemDecision::new(decision, charge).owing(owed))
     }
 
     /// The fastest path: a one-timestamp algorithm (token bucket, GCRA, pacing) on a key the
@@ -368,17 +416,17 @@ impl<C: Clock> Inner<C> {
         Some(ItemDecision::new(decision, charge))
     }
 
-    fn check_batch(&self, items: &[Item<'_>]) -> BatchDecision {
+    fn check_batch<R: Range>(&self, items: &[Item<'_>]) -> Result<BatchDecision, R::Error> {
         let locations = self.locate_all(items);
         let mut locked = LockedShards::lock(&locations, |shard| self.lock(shard));
-        let now = self.clock.now();
+        let now = self.now::<R>()?;
         // The answer is built where it is returned from rather than moved in at the end: one
         // copy of a few hundred bytes fewer (`memmove` of answers is a tenth of a three-rule
         // batch's time in `perf`).
         let mut batch = BatchDecision::from_decisions(true, Answers::new());
         if let LockedShards::One(shard) = &locked {
             if known_batch::check_known_batch(shard, items, &locations, now, batch.items_mut()) {
-                return batch;
+                return Ok(batch);
             }
             batch.items_mut().clear();
         }
@@ -450,27 +498,29 @@ impl<C: Clock> Inner<C> {
         }
         drop(locked);
         batch.set_allowed(allowed);
-        batch
+        Ok(batch)
     }
 
-    fn peek(&self, item: &Item<'_>) -> Decision {
+    fn peek<R: Range>(&self, item: &Item<'_>) -> Result<Decision, R::Error> {
         let at = self.locate(item.rule(), item.key());
-        let now = self.clock.now();
+        let now = self.now::<R>()?;
         let shard = self.shards[at.shard].0.read();
-        ops::peek(&shard, at, item, item.cost(), now)
+        Ok(ops::peek(&shard, at, item, item.cost(), now))
     }
 
-    /// Refunds once: a receipt already spent (a replayed copy) gives back nothing.
-    fn refund(&self, receipt: &Receipt) {
-        if receipt.take_spent() {
-            return;
-        }
+    /// Refunds once: a receipt already spent (a replayed copy) gives back nothing. A clock past
+    /// the supported range leaves the receipt unspent, to refund again once it is back.
+    fn refund<R: Range>(&self, receipt: &Receipt) -> Result<(), R::Error> {
         let at = self.locate(receipt.rule(), receipt.key());
         let mut shard = self.lock(at.shard);
         // Read under the lock, as a check's exclusive path does.
-        let now = self.clock.now();
+        let now = self.now::<R>()?;
+        if receipt.take_spent() {
+            return Ok(());
+        }
         let key = receipt.key().as_bytes();
         ops::refund(&mut shard, at, key, receipt.quota(), receipt.charge(), now);
+        Ok(())
     }
 
     fn reset(&self, rule: &RuleId, key: &Key) {
@@ -550,9 +600,12 @@ impl<C: Clock> MemoryStore<C> {
 
     /// Removes every state that loses nothing when dropped, now. Sweeps also run on their own
     /// (see the module docs); call this from a timer to return memory sooner after a burst.
+    /// While the clock reads past [`Timestamp::MAX_SUPPORTED`] it removes nothing.
     pub fn sweep(&self) {
         for shard in self.inner.shards.iter() {
-            let now = self.inner.clock.now();
+            let Ok(now) = self.inner.now::<Strict>() else {
+                return;
+            };
             let removed = shard.0.write().sweep(now);
             self.inner.record_removed(removed, 0);
         }
@@ -563,19 +616,23 @@ impl<C: Clock> MemoryStore<C> {
         &self.inner.clock
     }
 
-    /// [`Store::check`], answered directly (for wrappers that must not await).
+    /// [`Store::check`], answered directly (for wrappers that must not await). A clock past
+    /// [`Timestamp::MAX_SUPPORTED`] is read as that last supported time (here alone: the
+    /// [`Store`] calls answer an error).
     pub(crate) fn check_sync(&self, items: &[Item<'_>]) -> BatchDecision {
-        self.inner.check(items)
+        let Ok(batch) = self.inner.check::<Lenient>(items);
+        batch
     }
 
-    /// [`Store::peek`], answered directly.
+    /// [`Store::peek`], answered directly (a clock past the range read as for `check_sync`).
     pub(crate) fn peek_sync(&self, item: &Item<'_>) -> Decision {
-        self.inner.peek(item)
+        let Ok(decision) = self.inner.peek::<Lenient>(item);
+        decision
     }
 
-    /// [`Store::refund`], done directly.
+    /// [`Store::refund`], done directly (a clock past the range read as for `check_sync`).
     pub(crate) fn refund_sync(&self, receipt: &Receipt) {
-        self.inner.refund(receipt);
+        let Ok(()) = self.inner.refund::<Lenient>(receipt);
     }
 
     /// [`Store::reset`], done directly.
@@ -589,32 +646,33 @@ impl<C: Clock> Store for MemoryStore<C> {
         &self,
         items: &[Item<'_>],
     ) -> impl Future<Output = Result<BatchDecision, StoreError>> + Send {
-        ready(Ok(self.inner.check(items)))
+        ready(self.inner.check::<Strict>(items))
     }
 
     fn check_now(&self, items: &[Item<'_>]) -> Option<Result<BatchDecision, StoreError>> {
-        Some(Ok(self.inner.check(items)))
+        Some(self.inner.check::<Strict>(items))
     }
 
     fn check_one(
         &self,
         item: &Item<'_>,
     ) -> impl Future<Output = Result<ItemDecision, StoreError>> + Send {
-        ready(Ok(self.inner.check_one(item)))
+        ready(self.inner.check_one::<Strict>(item))
     }
 
     fn peek(&self, item: &Item<'_>) -> impl Future<Output = Result<Decision, StoreError>> + Send {
-        ready(Ok(self.inner.peek(item)))
+        ready(self.inner.peek::<Strict>(item))
     }
 
+    /// A clock past [`Timestamp::MAX_SUPPORTED`] hands the receipt back unspent in the error.
     fn refund(&self, receipt: Receipt) -> impl Future<Output = Result<(), RefundError>> + Send {
-        self.inner.refund(&receipt);
-        ready(Ok(()))
+        let refunded = self.inner.refund::<Strict>(&receipt);
+        ready(refunded.map_err(|error| RefundError::new(error, receipt)))
     }
 
     fn refund_now(&self, receipt: Receipt) -> RefundNow {
-        self.inner.refund(&receipt);
-        RefundNow::Done(Ok(()))
+        let refunded = self.inner.refund::<Strict>(&receipt);
+        RefundNow::Done(refunded.map_err(|error| RefundError::new(error, receipt)))
     }
 
     fn reset(

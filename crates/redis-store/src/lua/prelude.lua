@@ -74,6 +74,16 @@ if ARGV[2] == '' then
 else
   now = tonumber(ARGV[2])
 end
+-- Times past 2^52 - 1 us (tollgate's Timestamp::MAX_SUPPORTED, in the year 2112) are not
+-- supported: a time plus a quota's longest span must stay below 2^53, or the state written
+-- would not read back. A call whose "now" is later (a misread server clock, a test's clock)
+-- reads and writes nothing, and answers the error TOLLGATE_TIME, "now" first.
+local MAX_SUPPORTED = 4503599627370495
+if now > MAX_SUPPORTED then
+  return redis.error_reply(string.format('TOLLGATE_TIME %.0f the clock reads %.0f us since the '
+    .. 'Unix epoch; tollgate supports times from 0 to %.0f us (the year 2112); nothing was read '
+    .. 'or changed', now, now, MAX_SUPPORTED))
+end
 -- Extra lifetime for keys, in ms: 0 on the server's clock; tests that pass a "now" far from
 -- the server's give their keys time to outlive the test.
 local slack = tonumber(ARGV[3])

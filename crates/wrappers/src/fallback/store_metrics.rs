@@ -11,6 +11,7 @@ fn kind_label(kind: StoreErrorKind) -> &'static str {
         StoreErrorKind::Unavailable => "unavailable",
         StoreErrorKind::Protocol => "protocol",
         StoreErrorKind::Capacity => "capacity",
+        StoreErrorKind::TimeOutOfRange => "time_out_of_range",
         _ => "other",
     }
 }
@@ -21,7 +22,7 @@ pub(crate) struct StoreMetrics {
     store: &'static str,
     pub(crate) seconds: metrics::Histogram,
     pub(crate) breaker_open: metrics::Gauge,
-    errors: [metrics::Counter; 4],
+    errors: [metrics::Counter; 5],
 }
 
 impl StoreMetrics {
@@ -38,6 +39,7 @@ impl StoreMetrics {
                 error(StoreErrorKind::Unavailable),
                 error(StoreErrorKind::Protocol),
                 error(StoreErrorKind::Capacity),
+                error(StoreErrorKind::TimeOutOfRange),
             ],
         }
     }
@@ -48,6 +50,7 @@ impl StoreMetrics {
             StoreErrorKind::Unavailable => 1,
             StoreErrorKind::Protocol => 2,
             StoreErrorKind::Capacity => 3,
+            StoreErrorKind::TimeOutOfRange => 4,
             // A kind added to core later: counted under its own label, its handle made here.
             _ => {
                 metrics::counter!(STORE_ERRORS, "store" => self.store, "kind" => kind_label(kind))

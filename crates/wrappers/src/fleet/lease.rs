@@ -12,7 +12,7 @@ use super::table::{ByKey, Lookup, entry};
 use tollgate_core::store_kit::ReceiptKit;
 use tollgate_core::{
     Algorithm, Charge, Decision, Item, ItemDecision, Key, LeaseSettings, Quota, Receipt,
-    RefusalReason, RuleId, Timestamp,
+    RefusalReason, RuleId, StoreError, Timestamp,
 };
 
 /// The most keys one gateway leases for at once: past it, leases not used this instant end.
@@ -41,6 +41,12 @@ struct Table {
 /// store call per top-up period however many tasks check it. After the store refused, or ran
 /// short, the key asks again no sooner than the refusal's `Retry-After` and one top-up period,
 /// and checks that find too little meanwhile are refused here.
+///
+/// A call that fails ends the wait of every check waiting for it with the call's outcome
+/// ([`Failure`]): the store's error, or the rule's failure policy (each waiter asks for itself,
+/// as the caller did, and the policy answers it). While the key's calls are answered by the
+/// policy, each asks for its check's cost alone, so a policy that counts locally (`open_within`)
+/// counts each check's cost, not a lease's.
 struct Lease {
     parts: VecDeque<Part>,
     /// The units `parts` hold together, kept as they change (read several times a check).
@@ -52,6 +58,8 @@ struct Lease {
     landed: u64,
     /// The count of calls landed when the last one that failed did (the store did not answer).
     failed_at: u64,
+    /// How the last call that failed ended, for the checks that waited for it.
+    failure: Option<Failure>,
     /// Woken each time a call lands.
     notify: Arc<Notify>,
     /// Units checks asked for (spent here or refused here) since `window_start`: the key's
@@ -70,6 +78,18 @@ struct Lease {
     last_spend: Timestamp,
     /// The store's last answer for the key, to report with local spends.
     view: Decision,
+}
+
+/// How a key's call failed, as the checks that waited for it are answered.
+#[derive(Clone)]
+pub(crate) enum Failure {
+    /// The shared store answered an error (the rule fails closed, or no failure policy stands
+    /// between the fleet store and a store that is down): each waiter answers that error.
+    Error(StoreError),
+    /// The rule's failure policy let the call through without leasing anything (`open`,
+    /// `open_within`): each waiter asks the shared store for its own cost, and the policy
+    /// answers it as it answered the caller.
+    Policy,
 }
 
 /// Units of one lease still unspent, its receipt, and when it ends.
@@ -190,7 +210,12 @@ impl Leases {
             }
             return (Spend::Short, ended);
         }
-        let want = lease.next_size().max(cost);
+        // While the policy answers the key's calls, a call asks for this check's cost alone.
+        let want = if lease.answered_by_policy() {
+            cost
+        } else {
+            lease.next_size().max(cost)
+        };
         lease.start_call(want, now);
         (Spend::Call { want }, ended)
     }
@@ -204,14 +229,16 @@ impl Leases {
             .map_or(u64::MAX, |lease| lease.landed)
     }
 
-    /// Whether a call for `item`'s key failed since `landed` calls had landed: a check that
-    /// waited for it fails too, rather than wait for a call of its own.
-    pub(crate) fn failed_since(&self, item: &Item<'_>, landed: u64) -> bool {
+    /// How a call for `item`'s key failed since `landed` calls had landed, if one did: a check
+    /// that waited for it is answered as that call's caller was (the same error, or the rule's
+    /// policy), rather than wait for a call of its own.
+    pub(crate) fn failed_since(&self, item: &Item<'_>, landed: u64) -> Option<Failure> {
         self.table
             .lock()
             .leases
             .get(&Lookup(item.rule(), item.key()))
-            .is_some_and(|lease| lease.failed_at > landed)
+            .filter(|lease| lease.failed_at > landed)
+            .and_then(|lease| lease.failure.clone())
     }
 
     /// Lands a call for `asked`'s rule and key (an up-to item) that the store answered: its
@@ -278,13 +305,14 @@ impl Leases {
         (decided, give_back)
     }
 
-    /// Ends the key's call without an answer to keep (the store failed, the rule's failure
-    /// policy decided, or the caller stopped waiting): the next check may ask again; waiters
-    /// wake.
-    pub(crate) fn call_failed(&self, rule: &RuleId, key: &Key) {
+    /// Ends the key's call without an answer to keep (the store failed, or the rule's failure
+    /// policy decided): the next check may ask again; waiters wake and are answered by
+    /// `failure`.
+    pub(crate) fn call_failed(&self, rule: &RuleId, key: &Key, failure: Failure) {
         if let Some(lease) = self.table.lock().leases.get_mut(&Lookup(rule, key)) {
             lease.finish_call();
             lease.failed_at = lease.landed;
+            lease.failure = Some(failure);
         }
     }
 
@@ -387,6 +415,7 @@ impl Lease {
             calling: false,
             landed: 0,
             failed_at: 0,
+            failure: None,
             notify: Arc::new(Notify::new()),
             demand: 0,
             window_start: now,
@@ -435,6 +464,12 @@ impl Lease {
         self.last_rate
             .max(self.demand)
             .clamp(1, self.settings.max_lease())
+    }
+
+    /// Whether the key's last call was answered by the rule's failure policy (no call has
+    /// landed since).
+    fn answered_by_policy(&self) -> bool {
+        self.failed_at == self.landed && matches!(self.failure, Some(Failure::Policy))
     }
 
     /// Marks a call of `want` units on its way from `now`.

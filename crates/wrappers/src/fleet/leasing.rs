@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 
 use super::background::Job;
 use super::check::Undo;
-use super::lease::{Landed, Spend, TopUp};
+use super::lease::{Failure, Landed, Spend, TopUp};
 use super::never_fits;
 use super::on_drop::OnDrop;
 use super::store::Inner;
@@ -54,14 +54,12 @@ impl<S: Store, C: Clock + Clone> Inner<S, C> {
                     if self.leases.landed(item) == landed {
                         notified.await;
                     }
-                    if self.leases.failed_since(item, landed) {
-                        // The store did not answer the call this check waited for.
-                        return Err(StoreError::new(
-                            tollgate_core::StoreErrorKind::Unavailable,
-                            "the shared store did not answer this key's lease call",
-                        ));
+                    // The call this check waited for failed: answered as its caller was.
+                    match self.leases.failed_since(item, landed) {
+                        Some(Failure::Error(error)) => return Err(error),
+                        Some(Failure::Policy) => return self.by_policy(item).await,
+                        None => now = self.clock.now(),
                     }
-                    now = self.clock.now();
                 }
                 Spend::Call { want } => {
                     // Marked landed however this check ends, even dropped before it asks.
@@ -105,12 +103,18 @@ impl<S: Store, C: Clock + Clone> Inner<S, C> {
         let answer = self.shared.check_one(&asked).await;
         on_its_way.disarm();
         let answer = match answer {
-            Ok(answer) if answer.counted_in() != CountedIn::Nowhere => answer,
-            other => {
-                // An error, or let through uncounted by the rule's failure policy: as the
-                // store said; the next check asks again.
-                self.leases.call_failed(item.rule(), item.key());
-                return Ok((ItemDecision::uncharged(*other?.decision()), Undo::Nothing));
+            Ok(answer) if !let_through_by_policy(&answer, &asked) => answer,
+            Ok(answer) => {
+                // Let through by the rule's failure policy, nothing leased: as the store said;
+                // the next check asks again.
+                self.leases
+                    .call_failed(item.rule(), item.key(), Failure::Policy);
+                return Ok((ItemDecision::uncharged(*answer.decision()), Undo::Nothing));
+            }
+            Err(error) => {
+                let failure = Failure::Error(error.clone());
+                self.leases.call_failed(item.rule(), item.key(), failure);
+                return Err(error);
             }
         };
         let now = self.clock.now();
@@ -124,6 +128,19 @@ impl<S: Store, C: Clock + Clone> Inner<S, C> {
             Landed::Spent(decision) => Ok((ItemDecision::uncharged(decision), Undo::Lease)),
             Landed::Refused(refusal) => Ok((ItemDecision::uncharged(refusal), Undo::Nothing)),
         }
+    }
+
+    /// A check whose key's call was let through by the rule's failure policy while it waited:
+    /// it asks the shared store for its own cost (outside the key's single flight), so the
+    /// policy answers it as it answered the caller — at once from a
+    /// [`FallbackStore`](crate::FallbackStore) whose breaker is open, after its timeout before
+    /// (once per check that waited, at the start of an outage). A store answering again counts
+    /// it for real: no receipt, as no leased check has one, and not put back if the rest of its
+    /// request is refused (stricter by that check's cost, never looser).
+    async fn by_policy(&self, item: &Item<'_>) -> Result<(ItemDecision, Undo), StoreError> {
+        self.counters.store_calls.fetch_add(1, Ordering::Relaxed);
+        let answer = self.shared.check_one(item).await?;
+        Ok((ItemDecision::uncharged(*answer.decision()), Undo::Nothing))
     }
 
     /// Asks for a top-up for `item`'s key, and gives back `ended`, without holding up the
@@ -174,14 +191,15 @@ impl<S: Store, C: Clock + Clone> Inner<S, C> {
                 let answer = inner.shared.check_one(&asked).await;
                 on_its_way.disarm();
                 match answer {
-                    Ok(answer) if answer.counted_in() != CountedIn::Nowhere => {
+                    Ok(answer) if !let_through_by_policy(&answer, &asked) => {
                         let now = inner.clock.now();
                         let (_, give_back) = inner.leases.land(&asked, answer, None, now);
                         if let Some(receipt) = give_back {
                             inner.give_back(vec![receipt]).await;
                         }
                     }
-                    _ => inner.leases.call_failed(&rule, &key),
+                    Ok(_) => inner.leases.call_failed(&rule, &key, Failure::Policy),
+                    Err(error) => inner.leases.call_failed(&rule, &key, Failure::Error(error)),
                 }
             }));
         }
@@ -248,4 +266,15 @@ impl<S: Store, C: Clock + Clone> Inner<S, C> {
             }
         }
     }
+}
+
+/// Whether `answer` to the lease call `asked` is the rule's failure policy letting the check
+/// through without leasing anything (`open`; `open_within`, counted in the fallback's memory
+/// under its own quota) rather than the shared store's answer: the call failed, and the key asks
+/// again on its next check. A local count's refusal, or units leased from the fallback's memory
+/// (`local`), land as the store's answers do.
+fn let_through_by_policy(answer: &ItemDecision, asked: &Item<'_>) -> bool {
+    answer.counted_in() != CountedIn::Store
+        && answer.granted(asked) == 0
+        && answer.decision().is_allowed()
 }

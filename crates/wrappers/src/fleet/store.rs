@@ -35,6 +35,12 @@ use tollgate_core::{Counting, FleetModes, Item, Take};
 /// `FleetStore` inside each store of a `Stores` instead: see
 /// [`Capabilities`](tollgate_core::Capabilities)).
 ///
+/// While the shared store cannot answer (a [`FallbackStore`](crate::FallbackStore) underneath
+/// applying each rule's [`OnStoreFailure`](tollgate_core::OnStoreFailure)), a leased rule spends what it
+/// holds, then every check follows the rule's policy — those that waited for the key's call in
+/// flight included, answered as the check that made it was (its error, or the policy) — and a
+/// synced rule decides on its local copy as its policy says.
+///
 /// The bounds each mode keeps, against the exact limiter, are in [`Counting`]'s table. A
 /// request whose rules are counted differently stays all-or-nothing: a local spend is put back
 /// when the shared store refuses the rest.
