@@ -17,7 +17,7 @@ use toml_span::Value;
 use super::LimitEntry;
 use super::error::Report;
 use super::fields::{Fields, string};
-use super::quota::quota;
+use super::quota::{QUOTA_FIELDS, quota};
 
 /// Every `[[limit]]` of `list`; `rules` holds the ids of the file's rules (an id is a rule's or
 /// a limit's, not both: both would read the same registry entry).
@@ -57,7 +57,7 @@ pub(super) fn limits(
 
 fn one(value: &Value<'_>, report: &mut Report<'_>) -> Option<LimitEntry> {
     // A limit's fields: its id, then a quota's.
-    let fields = Fields::with_quota(value, "a `[[limit]]`", &["id"], report)?;
+    let fields = Fields::of(value, "a `[[limit]]`", &["id"], report)?.also_knowing(QUOTA_FIELDS);
     let at = value.span.start;
     let id_value = fields.required("id", "a limit", at, report);
     let id = id_value.and_then(|value| {
