@@ -11,7 +11,7 @@ use notify::{RecommendedWatcher, RecursiveMode, Watcher};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-use super::live::{Live, RuleOverlay};
+use super::sources::{RuleOverlay, Sources};
 use super::{ConfigErrors, Extractors, RuleFile};
 use tollgate_core::Store;
 
@@ -107,7 +107,7 @@ pub struct RuleWatcher {
 
 struct Shared {
     path: PathBuf,
-    live: Arc<Live>,
+    sources: Arc<Sources>,
 }
 
 impl RuleWatcher {
@@ -123,7 +123,7 @@ impl RuleWatcher {
         let path = path.as_ref().to_path_buf();
         let shared = Arc::new(Shared {
             path: path.clone(),
-            live: Arc::new(Live::new(extractors, layer.handle())),
+            sources: Arc::new(Sources::new(extractors, layer.handle())),
         });
         // Watch first, then read: a change made while starting is seen, not lost.
         let (changed, mut changes) = mpsc::unbounded_channel::<()>();
@@ -201,14 +201,14 @@ impl RuleWatcher {
     /// The rules in force — the file with the fleet document over it — as one TOML file, which
     /// loads again to the same rules (see [`RuleFile::to_toml`]).
     pub fn to_toml(&self) -> String {
-        self.shared.live.to_toml()
+        self.shared.sources.to_toml()
     }
 
     /// A handle that puts a fleet document over this file (see [`RuleOverlay`] for the
     /// precedence).
     pub fn overlay(&self) -> RuleOverlay {
         RuleOverlay {
-            live: Arc::clone(&self.shared.live),
+            sources: Arc::clone(&self.shared.sources),
         }
     }
 }
@@ -250,20 +250,20 @@ enum Failure {
 
 impl Shared {
     fn status(&self) -> WatchStatus {
-        self.live.lock().status.clone()
+        self.sources.lock().status.clone()
     }
 
     /// Reads, checks and (when valid and changed) applies the file; records the outcome.
     fn load(&self) -> Result<bool, Failure> {
         // Read under the lock, so two loads at once apply in the order they read.
-        let mut state = self.live.lock();
+        let mut state = self.sources.lock();
         let status = &mut state.status;
         let bytes = match std::fs::read(&self.path) {
             Ok(bytes) => bytes,
             Err(error) => {
                 tracing::error!(target: "tollgate::config", path = %self.path.display(), %error, "cannot read the rule file; the rules in force stay");
                 status.last_error = Some(ConfigErrors::unreadable(&self.path, &error));
-                self.live.count_load(false);
+                self.sources.count_load(false);
                 return Err(Failure::Read(error));
             }
         };
@@ -274,19 +274,19 @@ impl Shared {
         }
         let text = String::from_utf8_lossy(&bytes);
         let name = self.path.display().to_string();
-        let parsed = RuleFile::parse(&name, &text, &self.live.extractors)
-            .and_then(|file| self.live.set_local(&mut state, file));
+        let parsed = RuleFile::parse(&name, &text, &self.sources.extractors)
+            .and_then(|file| self.sources.set_local(&mut state, file));
         let status = &mut state.status;
         match parsed {
             Ok(()) => {
                 status.version = Some(version);
                 status.last_error = None;
-                self.live.count_load(true);
+                self.sources.count_load(true);
                 tracing::info!(target: "tollgate::config", path = %name, version = state.status.version.as_deref().unwrap_or(""), overridden_by_fleet = ?state.status.overridden, "rule file loaded");
                 Ok(true)
             }
             Err(errors) => {
-                self.live.count_load(false);
+                self.sources.count_load(false);
                 tracing::error!(target: "tollgate::config", path = %name, "rule file refused, the rules in force stay:\n{errors}");
                 status.last_error = Some(errors.clone());
                 Err(Failure::Invalid(errors))
