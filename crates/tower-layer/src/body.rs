@@ -7,8 +7,8 @@ use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
 use pin_project_lite::pin_project;
 
+use crate::pipeline::after_response::UntilBodyEnds;
 use crate::pipeline::cut::Cut;
-use crate::pipeline::refund::UntilBodyEnds;
 
 pin_project! {
     /// The body of a response that went through [`RateLimit`](crate::RateLimit): the inner

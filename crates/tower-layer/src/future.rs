@@ -9,8 +9,8 @@ use http::Response;
 use pin_project_lite::pin_project;
 
 use crate::ResponseBody;
+use crate::pipeline::after_response::AfterResponse;
 use crate::pipeline::disclosure::Disclosure;
-use crate::pipeline::refund::PendingRefunds;
 
 /// A boxed response future, for the paths that must wait (a remote store, a pacing delay).
 pub(crate) type BoxedResponse<B, E> =
@@ -30,7 +30,7 @@ pin_project! {
     #[project = StateProjection]
     enum State<F, B, E> {
         Refused { response: Option<Response<ResponseBody<B>>> },
-        Inner { #[pin] future: F, disclosure: Option<Disclosure>, refunds: Option<PendingRefunds> },
+        Inner { #[pin] future: F, disclosure: Option<Disclosure>, after: Option<AfterResponse> },
         Boxed { future: BoxedResponse<B, E> },
     }
 }
@@ -44,16 +44,12 @@ impl<F, B, E> ResponseFuture<F, B, E> {
         }
     }
 
-    pub(crate) fn inner(
-        future: F,
-        disclosure: Disclosure,
-        refunds: Option<PendingRefunds>,
-    ) -> Self {
+    pub(crate) fn inner(future: F, disclosure: Disclosure, after: Option<AfterResponse>) -> Self {
         ResponseFuture {
             state: State::Inner {
                 future,
                 disclosure: Some(disclosure),
-                refunds,
+                after,
             },
         }
     }
@@ -79,10 +75,10 @@ where
             StateProjection::Inner {
                 future,
                 disclosure,
-                refunds,
+                after,
             } => {
                 let response = ready!(future.poll(cx))?;
-                Poll::Ready(Ok(finish(response, disclosure.take(), refunds.take())))
+                Poll::Ready(Ok(finish(response, disclosure.take(), after.take())))
             }
             StateProjection::Boxed { future } => future.as_mut().poll(cx),
         }
@@ -95,13 +91,13 @@ where
 pub(crate) fn finish<B>(
     response: Response<B>,
     disclosure: Option<Disclosure>,
-    refunds: Option<PendingRefunds>,
+    after: Option<AfterResponse>,
 ) -> Response<ResponseBody<B>> {
-    let mut response = match refunds {
+    let mut response = match after {
         None => response.map(|body| ResponseBody::holding(body, None)),
-        Some(refunds) => {
+        Some(after) => {
             let (mut parts, body) = response.into_parts();
-            let until_end = refunds.settle(&mut parts);
+            let until_end = after.on_head(&mut parts);
             Response::from_parts(parts, ResponseBody::holding(body, Some(until_end)))
         }
     };

@@ -12,12 +12,13 @@ use tower_service::Service;
 use crate::ResponseBody;
 use crate::future::{ResponseFuture, finish};
 use crate::handle::Live;
-use crate::pipeline::conclude::{Charges, Conclusion, conclude};
+use crate::pipeline::after_response::AfterResponse;
+use crate::pipeline::charges::Charges;
+use crate::pipeline::conclude::{Conclusion, conclude};
 use crate::pipeline::disclosure::Disclosure;
 use crate::pipeline::plan::Plan;
 #[cfg(feature = "grpc")]
 use crate::pipeline::plan::Unplanned;
-use crate::pipeline::refund::PendingRefunds;
 use crate::pipeline::respond;
 use crate::pipeline::strike;
 use crate::rules::rule_set::RuleSet;
@@ -147,8 +148,8 @@ where
                 cut: plan.cut.take(),
                 ..Charges::default()
             };
-            let refunds = pending(&self.core, charges);
-            return call_inner(&mut self.inner, parts, body, Disclosure::nothing(), refunds);
+            let after = after_response(&self.core, charges);
+            return call_inner(&mut self.inner, parts, body, Disclosure::nothing(), after);
         }
         let items = plan.items(&rules, self.settings.gateway);
         let Some(answer) = self.core.store.check_now(&items) else {
@@ -193,12 +194,12 @@ impl<S: Clone, St: Store> RateLimit<S, St> {
                 delay,
                 charges,
             } => {
-                let refunds = pending(&self.core, charges);
+                let after = after_response(&self.core, charges);
                 if delay.is_zero() {
-                    call_inner(&mut self.inner, parts, body, disclosure, refunds)
+                    call_inner(&mut self.inner, parts, body, disclosure, after)
                 } else {
                     let inner = self.take_ready_inner();
-                    call_after_delay(inner, delay, parts, body, disclosure, refunds)
+                    call_after_delay(inner, delay, parts, body, disclosure, after)
                 }
             }
         }
@@ -228,12 +229,12 @@ impl<S: Clone, St> RateLimit<S, St> {
     }
 }
 
-/// Refunds to settle once the response is known, if any rule counts only some responses.
-fn pending<St: Store>(core: &Arc<Core<St>>, charges: Charges) -> Option<PendingRefunds> {
+/// What `charges` leave to the response, if anything.
+fn after_response<St: Store>(core: &Arc<Core<St>>, charges: Charges) -> Option<AfterResponse> {
     if charges.is_empty() {
         return None;
     }
-    Some(PendingRefunds::new(charges, core.live.store.clone()))
+    Some(AfterResponse::new(charges, core.live.store.clone()))
 }
 
 fn call_inner<S, B, ResBody>(
@@ -241,13 +242,13 @@ fn call_inner<S, B, ResBody>(
     parts: Parts,
     body: B,
     disclosure: Disclosure,
-    refunds: Option<PendingRefunds>,
+    after: Option<AfterResponse>,
 ) -> ResponseFuture<S::Future, ResBody, S::Error>
 where
     S: Service<Request<B>, Response = Response<ResBody>>,
 {
     let future = inner.call(Request::from_parts(parts, body));
-    ResponseFuture::inner(future, disclosure, refunds)
+    ResponseFuture::inner(future, disclosure, after)
 }
 
 /// Pacing: wait the decided delay, then call the (ready) inner service.
@@ -257,7 +258,7 @@ fn call_after_delay<S, B, ResBody>(
     parts: Parts,
     body: B,
     disclosure: Disclosure,
-    refunds: Option<PendingRefunds>,
+    after: Option<AfterResponse>,
 ) -> ResponseFuture<S::Future, ResBody, S::Error>
 where
     S: Service<Request<B>, Response = Response<ResBody>> + Send + 'static,
@@ -268,7 +269,7 @@ where
     ResponseFuture::boxed(Box::pin(async move {
         tokio::time::sleep(delay).await;
         let response = inner.call(Request::from_parts(parts, body)).await?;
-        Ok(finish(response, Some(disclosure), refunds))
+        Ok(finish(response, Some(disclosure), after))
     }))
 }
 
@@ -309,12 +310,12 @@ where
                 delay,
                 charges,
             } => {
-                let refunds = pending(&core, charges);
+                let after = after_response(&core, charges);
                 if !delay.is_zero() {
                     tokio::time::sleep(delay).await;
                 }
                 let response = inner.call(Request::from_parts(parts, body)).await?;
-                Ok(finish(response, Some(disclosure), refunds))
+                Ok(finish(response, Some(disclosure), after))
             }
         }
     }))

@@ -7,48 +7,21 @@ use std::time::Duration;
 use bytes::Bytes;
 use http::Response;
 use http::request::Parts;
-use smallvec::SmallVec;
 use tollgate_core::{
-    BatchDecision, Charge, Decision, Estimate, Item, ItemDecision, Key, OnStoreFailure, Receipt,
+    BatchDecision, Charge, Decision, Estimate, Item, ItemDecision, Key, OnStoreFailure,
     RefusalReason, StoreError,
 };
 
-use crate::pipeline::cut::StreamCut;
+use crate::pipeline::charges::Charges;
 use crate::pipeline::disclosure::Disclosure;
 use crate::pipeline::flag::Flagged;
-use crate::pipeline::held::Hold;
 use crate::pipeline::plan::Plan;
 use crate::pipeline::refused::Refused;
 use crate::pipeline::respond;
 use crate::pipeline::settling::Settled;
-use crate::rules::rule::CountWhen;
 use crate::rules::rule_set::{RuleRef, RuleSet};
 use crate::settings::Settings;
 use crate::{CostMeter, OnRefusal, Rule};
-
-/// Receipts the response settles: charges that count only for some responses, with the
-/// rule's test, concurrency slots, given back when the response body ends, and estimates
-/// settled with the actual cost then (read from `meter`, for costs the handler reports).
-#[derive(Default)]
-pub(crate) struct Charges {
-    pub(crate) conditional: SmallVec<[(Receipt, CountWhen); 1]>,
-    pub(crate) held: SmallVec<[Hold; 1]>,
-    pub(crate) settled: SmallVec<[(Settled, Option<CountWhen>); 1]>,
-    pub(crate) meter: Option<CostMeter>,
-    /// The call's response stream, ended early if an inbound message is refused (per-message
-    /// rules).
-    pub(crate) cut: Option<Arc<StreamCut>>,
-}
-
-impl Charges {
-    /// Whether there is nothing to settle.
-    pub(crate) fn is_empty(&self) -> bool {
-        self.conditional.is_empty()
-            && self.held.is_empty()
-            && self.settled.is_empty()
-            && self.cut.is_none()
-    }
-}
 
 /// What a request gets.
 // Lives for one call on the stack; boxing the larger variant would cost an allocation per
@@ -162,7 +135,7 @@ pub(crate) fn conclude(
         return Conclusion::Proceed {
             disclosure,
             delay: batch.delay(items),
-            charges: settled_after(rules, plan, items, batch, request),
+            charges: left_to_response(rules, plan, items, batch, request),
         };
     };
     let quota = (batch.items().get(position).zip(items.get(position)))
@@ -251,11 +224,11 @@ fn blocked(
 }
 
 /// The charges of rules that count only some responses, the slots of concurrency rules and the
-/// estimates of settled rules, to settle later (the answer is consumed: each charge becomes at
+/// estimates of settled rules, left to the response (the answer is consumed: each charge becomes at
 /// most one receipt). A slot is given back whatever the response, so a concurrency rule's
 /// `count_when` does not apply. A request with a rule settled from what the handler reports
 /// gets a [`CostMeter`] in its extensions.
-fn settled_after(
+fn left_to_response(
     rules: &RuleSet,
     plan: &Plan,
     items: &[Item<'_>],

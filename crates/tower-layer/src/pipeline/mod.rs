@@ -2,11 +2,14 @@
 //! key (plan.rs), what the store's answer means for the request (conclude.rs), the responses
 //! the layer writes (respond.rs, refused.rs), the rate-limit fields it discloses
 //! (disclosure.rs), flagged requests (flag.rs), an escalating rule's strikes (strike.rs), and
-//! charges taken back after the response (refund.rs), concurrency slots held until its body
-//! ends (held.rs) and estimates settled with the actual cost when it ends (settling.rs). These
+//! what the charges leave to the response (charges.rs, after_response.rs): charges refunded
+//! when it says they do not count (refund.rs), concurrency slots held until its body ends
+//! (held.rs) and estimates settled with the actual cost when it ends (settling.rs). These
 //! files import the rule model and the headers, never the layer or the service that drive
 //! them.
 
+pub(crate) mod after_response;
+pub(crate) mod charges;
 pub(crate) mod conclude;
 pub(crate) mod cut;
 pub(crate) mod disclosure;
