@@ -9,15 +9,15 @@ use http::Response;
 use pin_project_lite::pin_project;
 
 use crate::ResponseBody;
+use crate::headers::disclosure::Disclosure;
 use crate::pipeline::after_response::AfterResponse;
-use crate::pipeline::disclosure::Disclosure;
 
 /// A boxed response future, for the paths that must wait (a remote store, a pacing delay).
 pub(crate) type BoxedResponse<B, E> =
     Pin<Box<dyn Future<Output = Result<Response<ResponseBody<B>>, E>> + Send>>;
 
 pin_project! {
-    /// Response future of [`RateLimit`](crate::RateLimit): a refusal ready at once, the inner
+    /// Response future of [`RateLimit`](crate::RateLimit): the layer's own response ready at once, the inner
     /// service's future (whose response gets the rate-limit headers), or — for remote stores and
     /// pacing delays only — a boxed future.
     pub struct ResponseFuture<F, B, E> {
@@ -29,16 +29,17 @@ pin_project! {
 pin_project! {
     #[project = StateProjection]
     enum State<F, B, E> {
-        Refused { response: Option<Response<ResponseBody<B>>> },
+        Ready { response: Option<Response<ResponseBody<B>>> },
         Inner { #[pin] future: F, disclosure: Option<Disclosure>, after: Option<AfterResponse> },
         Boxed { future: BoxedResponse<B, E> },
     }
 }
 
 impl<F, B, E> ResponseFuture<F, B, E> {
-    pub(crate) fn refused(response: Response<ResponseBody<B>>) -> Self {
+    /// The layer's own `response` (a refusal, a missing key, a failed store), ready at once.
+    pub(crate) fn ready(response: Response<ResponseBody<B>>) -> Self {
         ResponseFuture {
-            state: State::Refused {
+            state: State::Ready {
                 response: Some(response),
             },
         }
@@ -69,7 +70,7 @@ where
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         match self.project().state.project() {
-            StateProjection::Refused { response } => Poll::Ready(Ok(response
+            StateProjection::Ready { response } => Poll::Ready(Ok(response
                 .take()
                 .expect("ResponseFuture polled after completion"))),
             StateProjection::Inner {

@@ -8,12 +8,13 @@ use arc_swap::ArcSwap;
 use tollgate_core::{DynStore, RuleId, Store, Unsupported};
 
 use crate::headers::HeaderStyle;
+use crate::headers::refused::Responder;
 use crate::observe::stats::RuleStats;
 use crate::observe::top_refused::TopRefusedReport;
 use crate::observe::watch::{Reobserve, Watched};
 use crate::observe::{Observers, RuleWatch};
 use crate::rules::notices::RuleNotices;
-use crate::settings::{KeyLogging, Responder, Settings};
+use crate::settings::{KeyLogging, Settings};
 use crate::{QuotaRegistry, RuleSet};
 
 /// What every service made by one layer value shares besides the typed store: the rules in

@@ -147,9 +147,9 @@ mod settings;
 pub use body::ResponseBody;
 pub use future::ResponseFuture;
 pub use handle::{LayerHandle, UnsupportedRule};
+pub use headers::refused::{Refused, Responder};
 pub use layer::RateLimitLayer;
 pub use pipeline::flag::Flagged;
-pub use pipeline::refused::Refused;
 pub use reset::{ResetDone, ResetError};
 pub use rules::escalation::Escalation;
 pub use rules::grpc_method::grpc_method_pattern;
@@ -160,7 +160,7 @@ pub use rules::rule::{CountWhen, MissingKey, OnRefusal, Rule};
 pub use rules::rule_set::RuleSet;
 pub use rules::settle::{ActualCost, CostMeter, SettleFrom};
 pub use service::RateLimit;
-pub use settings::{KeyLogging, Responder};
+pub use settings::KeyLogging;
 
 /// The core crate this middleware is built on.
 pub use tollgate_core as core;

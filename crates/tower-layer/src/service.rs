@@ -12,10 +12,10 @@ use tower_service::Service;
 use crate::ResponseBody;
 use crate::future::{ResponseFuture, finish};
 use crate::handle::Live;
+use crate::headers::disclosure::Disclosure;
 use crate::pipeline::after_response::AfterResponse;
 use crate::pipeline::charges::Charges;
 use crate::pipeline::conclude::{Conclusion, conclude};
-use crate::pipeline::disclosure::Disclosure;
 use crate::pipeline::plan::Plan;
 #[cfg(feature = "grpc")]
 use crate::pipeline::plan::Unplanned;
@@ -124,7 +124,7 @@ where
             Ok(plan) => plan,
             Err(unplanned) => {
                 let response = respond::unplanned(&unplanned, respond::is_grpc(&parts));
-                return ResponseFuture::refused(response.map(ResponseBody::refusal));
+                return ResponseFuture::ready(response.map(ResponseBody::layer_written));
             }
         };
         #[cfg(feature = "grpc")]
@@ -139,7 +139,7 @@ where
             Err(_unreadable) => {
                 let response =
                     respond::unplanned(&Unplanned::Misconfigured, respond::is_grpc(&parts));
-                return ResponseFuture::refused(response.map(ResponseBody::refusal));
+                return ResponseFuture::ready(response.map(ResponseBody::layer_written));
             }
         };
         if plan.entries.is_empty() {
@@ -187,7 +187,7 @@ impl<S: Clone, St: Store> RateLimit<S, St> {
                 refused_by,
             } => {
                 strike(&self.core, &self.settings, rules, plan, refused_by);
-                ResponseFuture::refused(response.map(ResponseBody::refusal))
+                ResponseFuture::ready(response.map(ResponseBody::layer_written))
             }
             Conclusion::Proceed {
                 disclosure,
@@ -303,7 +303,7 @@ where
                 refused_by,
             } => {
                 strike(&core, &settings, &rules, &plan, refused_by);
-                Ok(response.map(ResponseBody::refusal))
+                Ok(response.map(ResponseBody::layer_written))
             }
             Conclusion::Proceed {
                 disclosure,

@@ -1,19 +1,13 @@
 //! Layer-wide settings: headers, the responder hook, exemptions, how keys appear in events.
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
 use tollgate_core::{FingerprintSecret, Key};
 
-use crate::QuotaRegistry;
 use crate::headers::HeaderStyle;
-use crate::pipeline::refused::Refused;
+use crate::headers::refused::Responder;
 use crate::rules::exemptions::Exemptions;
-
-/// Renders a refusal the service's own way (custom JSON, a gRPC status): the hook
-/// [`RateLimitLayer::responder`](crate::RateLimitLayer::responder) sets.
-pub type Responder = Arc<dyn Fn(&Refused) -> http::Response<Bytes> + Send + Sync>;
+use crate::rules::registry::QuotaRegistry;
 
 /// How keys appear in refusal events.
 ///

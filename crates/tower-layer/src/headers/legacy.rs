@@ -114,7 +114,7 @@ mod tests {
     #[test]
     fn the_example_of_legacy_fields() -> Result<(), Box<dyn std::error::Error>> {
         use super::legacy_fields;
-        use crate::headers::PolicyReport;
+        use crate::headers::report::PolicyReport;
         use crate::headers::legacy::X_RATELIMIT_RESET;
         use std::time::Duration;
         use tollgate_core::{Decision, Quota};

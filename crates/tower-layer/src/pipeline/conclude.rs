@@ -12,11 +12,11 @@ use tollgate_core::{
     RefusalReason, StoreError,
 };
 
+use crate::headers::disclosure::Disclosure;
+use crate::headers::refused::Refused;
 use crate::pipeline::charges::Charges;
-use crate::pipeline::disclosure::Disclosure;
 use crate::pipeline::flag::Flagged;
 use crate::pipeline::plan::Plan;
-use crate::pipeline::refused::Refused;
 use crate::pipeline::respond;
 use crate::pipeline::settling::Settled;
 use crate::rules::rule_set::{RuleRef, RuleSet};
@@ -72,7 +72,7 @@ pub(crate) fn conclude(
         if refused_locally && !answer.refused_locally() {
             continue;
         }
-        count(rules, planned.rule, answer, rule.can_refuse());
+        tell_decided(rules, planned.rule, answer, rule.can_refuse());
     }
     if let Some((position, block)) = gate {
         return blocked(
@@ -90,7 +90,7 @@ pub(crate) fn conclude(
         if decision.is_allowed() {
             continue;
         }
-        refusal(
+        tell_refused(
             settings,
             rules,
             planned.rule,
@@ -144,23 +144,23 @@ pub(crate) fn conclude(
     // Read only when refusing: an allowed request never looks at its content-type.
     let grpc = respond::is_grpc(request);
     let refused = Refused::new(&rule.id, quota, *decision, disclosure.to_headers())
-        .answered_with(refusal_status(rule))
+        .answered_with(rule.on_refusal.http_status())
         .of_grpc_call(grpc);
     Conclusion::Respond {
-        response: respond::refusal(settings, rule, refused, grpc),
+        response: respond::answer_refusal(settings, rule, refused, grpc),
         refused_by: (decision.refusal() == Some(RefusalReason::LimitReached)).then_some(position),
     }
 }
 
 /// Tells the rule's observers of its own decision (a refusal made without the store too).
-fn count(rules: &RuleSet, at: RuleRef, answer: &ItemDecision, enforcing: bool) {
+fn tell_decided(rules: &RuleSet, at: RuleRef, answer: &ItemDecision, enforcing: bool) {
     if let Some(watch) = rules.watch(at) {
         watch.decided(answer.decision(), enforcing, answer.refused_locally());
     }
 }
 
 /// Tells the rule's observers it refused `key` (`enforced`: the request was refused).
-fn refusal(
+fn tell_refused(
     settings: &Settings,
     rules: &RuleSet,
     at: RuleRef,
@@ -205,8 +205,8 @@ fn blocked(
     let until = block.retry_after();
     let limit = planned.quota.limit();
     let decision = Decision::refused(RefusalReason::LimitReached, limit, 0, until, until);
-    refusal(settings, rules, planned.rule, &planned.key, &decision, true);
-    count(
+    tell_refused(settings, rules, planned.rule, &planned.key, &decision, true);
+    tell_decided(
         rules,
         planned.rule,
         &ItemDecision::uncharged(decision),
@@ -218,7 +218,7 @@ fn blocked(
     let headers = Disclosure::of(rules.header_style(settings.header_style), shown).to_headers();
     let refused = Refused::new(&rule.id, planned.quota, decision, headers).of_grpc_call(grpc);
     Conclusion::Respond {
-        response: respond::refusal(settings, rule, refused, grpc),
+        response: respond::answer_refusal(settings, rule, refused, grpc),
         refused_by: None,
     }
 }
@@ -333,13 +333,5 @@ fn store_failed(
                 },
             }
         }
-    }
-}
-
-/// The status a rule's refusals are answered with.
-pub(crate) fn refusal_status(rule: &Rule) -> http::StatusCode {
-    match rule.on_refusal {
-        OnRefusal::Unavailable => http::StatusCode::SERVICE_UNAVAILABLE,
-        _ => http::StatusCode::TOO_MANY_REQUESTS,
     }
 }

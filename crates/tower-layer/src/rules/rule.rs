@@ -9,11 +9,11 @@ use http::request::Parts;
 use tollgate_core::{Counting, FleetModes, Mode, OnStoreFailure, Quota, RuleId, RuleIdError};
 
 use crate::QuotaOverrides;
+use crate::headers::refused::Responder;
 use crate::key::KeyExtractor;
 use crate::rules::escalation::{Escalated, Escalation};
 use crate::rules::notices::RuleNotices;
 use crate::rules::settle::SettleFrom;
-use crate::settings::Responder;
 
 /// One rate limit, as the layer applies it: the policy name, the algorithm and quota, who is
 /// counted, the cost of a request, the mode, what a refusal does, what a missing key does, what
@@ -623,6 +623,17 @@ impl OnRefusal {
         respond: impl Fn(&crate::Refused) -> http::Response<Bytes> + Send + Sync + 'static,
     ) -> Self {
         OnRefusal::Respond(Arc::new(respond))
+    }
+}
+
+impl OnRefusal {
+    /// The HTTP status a refusal is answered with: 503 for
+    /// [`Unavailable`](OnRefusal::Unavailable), else 429.
+    pub(crate) fn http_status(&self) -> StatusCode {
+        match self {
+            OnRefusal::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+            _ => StatusCode::TOO_MANY_REQUESTS,
+        }
     }
 }
 
