@@ -9,12 +9,12 @@ use tollgate_core::{DynStore, RuleId, Store, Unsupported};
 
 use crate::headers::HeaderStyle;
 use crate::headers::refused::Responder;
+use crate::observe::key_logging::KeyLogging;
+use crate::observe::notices::RuleNotices;
+use crate::observe::observers::{Observed, Observers, Reobserve, RuleObservers};
 use crate::observe::stats::RuleStats;
 use crate::observe::top_refused::TopRefusedReport;
-use crate::observe::watch::{Reobserve, Watched};
-use crate::observe::{Observers, RuleWatch};
-use crate::rules::notices::RuleNotices;
-use crate::settings::{KeyLogging, Settings};
+use crate::settings::Settings;
 use crate::{QuotaRegistry, RuleSet};
 
 /// What every service made by one layer value shares besides the typed store: the rules in
@@ -23,7 +23,7 @@ pub(crate) struct Live {
     /// The layer's store, its type erased.
     pub(crate) store: DynStore,
     pub(crate) rules: ArcSwap<RuleSet>,
-    /// Who watches the decisions: kept with the rules, so whoever replaces them (a watcher, a
+    /// Who observes the decisions: kept with the rules, so whoever replaces them (a watcher, a
     /// clone made earlier) installs them alike; shared by every layer value built from the same
     /// `new`, so a rule keeps its admin counts across reloads.
     pub(crate) observers: Arc<Observers>,
@@ -32,10 +32,10 @@ pub(crate) struct Live {
 impl Live {
     /// `live`, shared, and known to its observers (so an observer turned on from any layer value
     /// reaches these rules too).
-    pub(crate) fn watched(live: Live) -> Arc<Live> {
+    pub(crate) fn observed(live: Live) -> Arc<Live> {
         let live = Arc::new(live);
         let weak: std::sync::Weak<dyn Reobserve> = Arc::downgrade(&live) as _;
-        live.observers.watching(weak);
+        live.observers.observing(weak);
         live
     }
 
@@ -201,9 +201,9 @@ impl LayerHandle {
     /// typed limit's in a handler): its refusals are logged, summed up, counted in metrics and
     /// among the top refused callers as the layer's are (not in the admin counters, which show
     /// the layer's rules). Make it once per rule, not per request.
-    pub fn watch(&self, rule: &RuleId) -> RuleWatch {
+    pub fn rule_observers(&self, rule: &RuleId) -> RuleObservers {
         let notices = Arc::new(RuleNotices::default());
-        (self.live.observers).watch(rule, notices, Watched::TypedLimit)
+        (self.live.observers).of_rule(rule, notices, Observed::TypedLimit)
     }
 
     /// Tells the layer's observers that a rule file or fleet document was loaded (`ok`) or

@@ -12,10 +12,11 @@ use crate::client_ip::Cidr;
 use crate::handle::{LayerHandle, Live};
 use crate::headers::HeaderStyle;
 use crate::observe::Observer;
+use crate::observe::key_logging::KeyLogging;
 use crate::observe::stats::StatsBook;
 use crate::observe::top_refused::TopRefused;
 use crate::service::Core;
-use crate::settings::{KeyLogging, Settings};
+use crate::settings::Settings;
 use crate::{PathPattern, PathPatternError, QuotaRegistry, RateLimit, Refused, Rule, RuleSet};
 
 /// Applies rate-limit rules to every request of the services it wraps.
@@ -79,7 +80,7 @@ impl<St: tollgate_core::Store> RateLimitLayer<St> {
     /// A layer counting in `store`, with no rules yet.
     pub fn new(store: St) -> Self {
         let store = Arc::new(store);
-        let live = Live::watched(Live {
+        let live = Live::observed(Live {
             store: tollgate_core::DynStore::from_arc(Arc::clone(&store)),
             rules: ArcSwap::from_pointee(RuleSet::new()),
             observers: Arc::default(),
@@ -139,7 +140,7 @@ impl<St: tollgate_core::Store> RateLimitLayer<St> {
         };
         self.core = Arc::new(Core {
             store: Arc::clone(&self.core.store),
-            live: Live::watched(live),
+            live: Live::observed(live),
         });
         self
     }

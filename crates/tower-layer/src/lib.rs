@@ -149,6 +149,7 @@ pub use future::ResponseFuture;
 pub use handle::{LayerHandle, UnsupportedRule};
 pub use headers::refused::{Refused, Responder};
 pub use layer::RateLimitLayer;
+pub use observe::key_logging::KeyLogging;
 pub use pipeline::flag::Flagged;
 pub use reset::{ResetDone, ResetError};
 pub use rules::escalation::Escalation;
@@ -160,7 +161,6 @@ pub use rules::rule::{CountWhen, MissingKey, OnRefusal, Rule};
 pub use rules::rule_set::RuleSet;
 pub use rules::settle::{ActualCost, CostMeter, SettleFrom};
 pub use service::RateLimit;
-pub use settings::KeyLogging;
 
 /// The core crate this middleware is built on.
 pub use tollgate_core as core;

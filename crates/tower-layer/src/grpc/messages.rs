@@ -20,9 +20,9 @@ use tollgate_core::{BatchDecision, DynStore, Item, OnStoreFailure, Store, StoreE
 use tonic::Status;
 
 use super::framing::Framing;
-use crate::KeyLogging;
 use crate::headers::grpc;
 use crate::headers::refused::Refused;
+use crate::observe::key_logging::KeyLogging;
 use crate::pipeline::cut::StreamCut;
 use crate::pipeline::plan::Plan;
 use crate::pipeline::plan::Planned;
@@ -91,13 +91,13 @@ impl MessageCharges {
                 .filter_map(|planned| Some((planned, self.rules.get(planned.rule)?)))
         };
         for ((planned, rule), answer) in rules().zip(batch.items()) {
-            let Some(watch) = self.rules.watch(planned.rule) else {
+            let Some(observers) = self.rules.observers(planned.rule) else {
                 continue;
             };
             let decision = answer.decision();
-            watch.decided(decision, rule.can_refuse(), answer.refused_locally());
+            observers.decided(decision, rule.can_refuse(), answer.refused_locally());
             if !decision.is_allowed() {
-                watch.refused(&planned.key, decision, rule.can_refuse(), self.key_logging);
+                observers.refused(&planned.key, decision, rule.can_refuse(), self.key_logging);
             }
         }
         if batch.is_allowed() {
@@ -127,8 +127,8 @@ impl MessageCharges {
                 continue;
             };
             let fails_closed = rule.on_store_failure == OnStoreFailure::Closed;
-            if let Some(watch) = self.rules.watch(planned.rule) {
-                watch.store_failed(!fails_closed, rule.can_refuse());
+            if let Some(observers) = self.rules.observers(planned.rule) {
+                observers.store_failed(!fails_closed, rule.can_refuse());
             }
             if fails_closed && rule.can_refuse() {
                 closed.get_or_insert(rule);

@@ -154,8 +154,8 @@ pub(crate) fn conclude(
 
 /// Tells the rule's observers of its own decision (a refusal made without the store too).
 fn tell_decided(rules: &RuleSet, at: RuleRef, answer: &ItemDecision, enforcing: bool) {
-    if let Some(watch) = rules.watch(at) {
-        watch.decided(answer.decision(), enforcing, answer.refused_locally());
+    if let Some(observers) = rules.observers(at) {
+        observers.decided(answer.decision(), enforcing, answer.refused_locally());
     }
 }
 
@@ -168,8 +168,8 @@ fn tell_refused(
     decision: &Decision,
     enforced: bool,
 ) {
-    if let Some(watch) = rules.watch(at) {
-        watch.refused(key, decision, enforced, settings.key_logging);
+    if let Some(observers) = rules.observers(at) {
+        observers.refused(key, decision, enforced, settings.key_logging);
     }
 }
 
@@ -277,7 +277,7 @@ fn left_to_response(
             Some(counts) if !held => charges.conditional.push((receipt, Arc::clone(counts))),
             _ => charges
                 .held
-                .push((receipt, rules.watch(planned.rule).cloned())),
+                .push((receipt, rules.observers(planned.rule).cloned())),
         }
     }
     charges
@@ -297,9 +297,9 @@ fn store_failed(
 ) -> Conclusion {
     // Each rule counted as its failure policy answers the request.
     for (planned, rule) in plan.rules(rules) {
-        if let Some(watch) = rules.watch(planned.rule) {
+        if let Some(observers) = rules.observers(planned.rule) {
             let closed = rule.on_store_failure == OnStoreFailure::Closed;
-            watch.store_failed(!closed, rule.can_refuse());
+            observers.store_failed(!closed, rule.can_refuse());
         }
     }
     let closed = plan

@@ -10,7 +10,7 @@ use http::response::Parts;
 use smallvec::SmallVec;
 use tollgate_core::{DynStore, Estimate};
 
-use crate::rules::notices::RuleNotices;
+use crate::observe::notices::RuleNotices;
 use crate::{CostMeter, SettleFrom};
 
 /// One settled rule's part of a request: its estimate, where its actual cost comes from, what

@@ -8,8 +8,8 @@ use std::task::{Context, Waker};
 use tollgate_core::{FleetModes, Item, Key, OnStoreFailure, Store, StoreError};
 
 use crate::Rule;
+use crate::observe::key_logging::KeyLogging;
 use crate::rules::escalation::Escalated;
-use crate::settings::KeyLogging;
 
 /// Records a refusal of `key` by `rule`: one strike, and a block once the strikes run out.
 /// The same future is polled once here and, if the store cannot answer at once, finished in a

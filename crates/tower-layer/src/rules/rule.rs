@@ -11,8 +11,8 @@ use tollgate_core::{Counting, FleetModes, Mode, OnStoreFailure, Quota, RuleId, R
 use crate::QuotaOverrides;
 use crate::headers::refused::Responder;
 use crate::key::KeyExtractor;
+use crate::observe::notices::RuleNotices;
 use crate::rules::escalation::{Escalated, Escalation};
-use crate::rules::notices::RuleNotices;
 use crate::rules::settle::SettleFrom;
 
 /// One rate limit, as the layer applies it: the policy name, the algorithm and quota, who is

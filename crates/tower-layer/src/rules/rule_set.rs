@@ -9,8 +9,7 @@ use http::request::Parts;
 use crate::client_ip::Cidr;
 use crate::headers::HeaderStyle;
 use crate::key::MatchedPattern;
-use crate::observe::watch::Watched;
-use crate::observe::{Observers, RuleWatch};
+use crate::observe::observers::{Observed, Observers, RuleObservers};
 use crate::rules::exemptions::Exemptions;
 use crate::rules::path_index::PathIndex;
 use crate::{PathPattern, PathPatternError, Rule};
@@ -43,7 +42,7 @@ pub struct RuleSet {
     header_style: Option<HeaderStyle>,
     /// What the layer's observers keep for each rule, by position (`everywhere`, then
     /// `routes`), made when the set is installed.
-    watches: Option<Arc<[RuleWatch]>>,
+    observers: Option<Arc<[RuleObservers]>>,
     /// Why the layer's store cannot count each rule as it asks (`None`: it can), by position,
     /// found when the set is installed.
     unsupported: Option<Arc<[Option<Unsupported>]>>,
@@ -63,10 +62,10 @@ impl RuleSet {
         self
     }
 
-    /// Watches are by position: a set whose rules moved drops them (the layer that installs it
-    /// makes new ones).
+    /// Observers and checks are by position: a set whose rules moved drops them (the layer that
+    /// installs it makes new ones).
     fn positions_changed(&mut self) {
-        self.watches = None;
+        self.observers = None;
         self.unsupported = None;
         self.route_index = std::sync::OnceLock::new();
     }
@@ -131,14 +130,14 @@ impl RuleSet {
     /// The set with what `observers` keep for each of its rules (made now, once: the request
     /// path only uses them).
     pub(crate) fn observed_by(mut self, observers: &Observers) -> Self {
-        let watches: Vec<RuleWatch> = self
+        let each: Vec<RuleObservers> = self
             .rules()
             .map(|rule| {
                 let notices = Arc::clone(&rule.notices);
-                observers.watch(&rule.id, notices, Watched::LayerRule)
+                observers.of_rule(&rule.id, notices, Observed::LayerRule)
             })
             .collect();
-        self.watches = Some(watches.into());
+        self.observers = Some(each.into());
         self
     }
 
@@ -166,8 +165,8 @@ impl RuleSet {
     }
 
     /// What the layer's observers keep for the rule `at` names, once the set is installed.
-    pub(crate) fn watch(&self, at: RuleRef) -> Option<&RuleWatch> {
-        self.watches.as_ref()?.get(self.position(at))
+    pub(crate) fn observers(&self, at: RuleRef) -> Option<&RuleObservers> {
+        self.observers.as_ref()?.get(self.position(at))
     }
 
     /// Where the rule `at` names is among [`rules`](Self::rules).
