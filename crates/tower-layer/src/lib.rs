@@ -136,6 +136,7 @@ pub mod headers;
 mod body;
 mod future;
 mod handle;
+mod in_force;
 mod layer;
 pub mod observe;
 mod pipeline;
@@ -146,8 +147,9 @@ mod settings;
 
 pub use body::ResponseBody;
 pub use future::ResponseFuture;
-pub use handle::{LayerHandle, UnsupportedRule};
+pub use handle::LayerHandle;
 pub use headers::refused::{Refused, Responder};
+pub use in_force::UnsupportedRule;
 pub use layer::RateLimitLayer;
 pub use observe::key_logging::KeyLogging;
 pub use pipeline::flag::Flagged;
