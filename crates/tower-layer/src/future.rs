@@ -8,7 +8,7 @@ use std::task::{Context, Poll, ready};
 use http::Response;
 use pin_project_lite::pin_project;
 
-use crate::ResponseBody;
+use crate::body::ResponseBody;
 use crate::headers::disclosure::Disclosure;
 use crate::pipeline::after_response::AfterResponse;
 

@@ -10,7 +10,6 @@ use tower_layer::Layer;
 
 use tollgate_core::{DynStore, Store};
 
-use crate::client_ip::Cidr;
 use crate::handle::LayerHandle;
 use crate::headers::HeaderStyle;
 use crate::headers::refused::Refused;
@@ -26,6 +25,7 @@ use crate::rules::rule::Rule;
 use crate::rules::rule_set::RuleSet;
 use crate::service::RateLimit;
 use crate::settings::Settings;
+use tollgate_key::client_ip::Cidr;
 
 /// Applies rate-limit rules to every request of the services it wraps.
 ///

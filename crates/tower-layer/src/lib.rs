@@ -154,14 +154,16 @@ pub use layer::RateLimitLayer;
 pub use observe::key_logging::KeyLogging;
 pub use pipeline::flag::Flagged;
 pub use reset::{ResetDone, ResetError};
+pub use rules::actual_cost::{ActualCost, CostMeter, SettleFrom};
 pub use rules::escalation::Escalation;
 pub use rules::grpc_method::grpc_method_pattern;
+pub use rules::missing_key::MissingKey;
+pub use rules::on_refusal::OnRefusal;
 pub use rules::overrides::QuotaOverrides;
 pub use rules::path_pattern::{PathPattern, PathPatternError};
 pub use rules::registry::QuotaRegistry;
-pub use rules::rule::{CountWhen, MissingKey, OnRefusal, Rule};
+pub use rules::rule::{CountWhen, Rule};
 pub use rules::rule_set::RuleSet;
-pub use rules::settle::{ActualCost, CostMeter, SettleFrom};
 pub use service::RateLimit;
 
 /// The core crate this middleware is built on.

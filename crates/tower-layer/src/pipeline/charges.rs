@@ -7,10 +7,10 @@ use std::sync::Arc;
 use smallvec::SmallVec;
 use tollgate_core::Receipt;
 
-use crate::CostMeter;
 use crate::pipeline::cut::StreamCut;
 use crate::pipeline::held::Hold;
 use crate::pipeline::settling::Settled;
+use crate::rules::actual_cost::CostMeter;
 use crate::rules::rule::CountWhen;
 
 /// What a request's charges leave to its response: charges that count only for some

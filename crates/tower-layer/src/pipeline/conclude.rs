@@ -19,9 +19,11 @@ use crate::pipeline::flag::Flagged;
 use crate::pipeline::plan::Plan;
 use crate::pipeline::respond;
 use crate::pipeline::settling::Settled;
+use crate::rules::actual_cost::CostMeter;
+use crate::rules::on_refusal::OnRefusal;
+use crate::rules::rule::Rule;
 use crate::rules::rule_set::{RuleRef, RuleSet};
 use crate::settings::Settings;
-use crate::{CostMeter, OnRefusal, Rule};
 
 /// What a request gets.
 // Lives for one call on the stack; boxing the larger variant would cost an allocation per

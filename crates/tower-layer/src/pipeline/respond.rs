@@ -8,7 +8,8 @@ use crate::headers::Problem;
 use crate::headers::grpc;
 use crate::headers::refused::Refused;
 use crate::pipeline::plan::Unplanned;
-use crate::rules::rule::{OnRefusal, Rule};
+use crate::rules::on_refusal::OnRefusal;
+use crate::rules::rule::Rule;
 use crate::settings::Settings;
 
 /// Whether the layer answers `request` as a gRPC call (feature `grpc`, else never):

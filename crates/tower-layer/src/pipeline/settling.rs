@@ -11,7 +11,7 @@ use smallvec::SmallVec;
 use tollgate_core::{DynStore, Estimate};
 
 use crate::observe::notices::RuleNotices;
-use crate::{CostMeter, SettleFrom};
+use crate::rules::actual_cost::{CostMeter, SettleFrom};
 
 /// One settled rule's part of a request: its estimate, where its actual cost comes from, what
 /// the response's head said of it, and the rule's notices (to say once that nothing was

@@ -6,9 +6,9 @@ use std::task::{Context, Waker};
 
 use tollgate_core::{DynStore, FleetModes, Item, Key, OnStoreFailure, Store, StoreError};
 
-use crate::Rule;
 use crate::observe::key_logging::KeyLogging;
 use crate::rules::escalation::Escalated;
+use crate::rules::rule::Rule;
 
 /// Records a refusal of `key` by `rule`: one strike, and a block once the strikes run out.
 /// The same future is polled once here and, if the store cannot answer at once, finished in a

@@ -6,14 +6,16 @@ use std::sync::Arc;
 use http::Method;
 use http::request::Parts;
 
-use crate::client_ip::Cidr;
 use crate::headers::HeaderStyle;
-use crate::key::MatchedPattern;
 use crate::observe::observers::{Observed, Observers, RuleObservers};
 use crate::rules::exemptions::Exemptions;
+use crate::rules::grpc_method::grpc_method_pattern;
 use crate::rules::path_index::PathIndex;
-use crate::{PathPattern, PathPatternError, Rule};
+use crate::rules::path_pattern::{PathPattern, PathPatternError};
+use crate::rules::rule::Rule;
 use tollgate_core::{Capabilities, RuleId, Unsupported};
+use tollgate_key::MatchedPattern;
+use tollgate_key::client_ip::Cidr;
 
 /// Where a rule sits in a [`RuleSet`], so a request's plan can outlive a borrow of the set.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -92,7 +94,7 @@ impl RuleSet {
     /// for every method of the service; see [`grpc_method_pattern`](crate::grpc_method_pattern)):
     /// requests to its path whatever their HTTP method (tonic serves any).
     pub fn grpc(self, method: &str, rule: Rule) -> Result<Self, PathPatternError> {
-        let pattern = crate::grpc_method_pattern(method)?;
+        let pattern = grpc_method_pattern(method)?;
         Ok(self.route_pattern(None, pattern, rule))
     }
 
