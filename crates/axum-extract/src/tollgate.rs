@@ -283,7 +283,11 @@ fn declare<L: Limit>(tollgate: &Tollgate) -> Declared {
     let quota = L::default_quota().map_err(|error| format!("limit {:?}: {error}", L::ID))?;
     let observers = match tollgate.layer() {
         Some(layer) => layer.rule_observers(&rule),
-        None => RuleObservers::log_only(&rule),
+        // Without a layer, the observers of a layer of no rules over the same store: the
+        // refusal events and their summary alone.
+        None => RateLimitLayer::new(tollgate.store().clone())
+            .handle()
+            .rule_observers(&rule),
     };
     Ok(DeclaredLimit {
         observers,

@@ -4,11 +4,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use tollgate_core::{DynStore, RuleId};
+use tollgate_core::{DynStore, RuleId, Unsupported};
 
 use crate::headers::HeaderStyle;
 use crate::headers::refused::Responder;
-use crate::in_force::{InForce, UnsupportedRule};
+use crate::in_force::InForce;
 use crate::observe::key_logging::KeyLogging;
 use crate::observe::notices::RuleNotices;
 use crate::observe::observers::{Observed, RuleObservers};
@@ -25,6 +25,21 @@ use crate::settings::Settings;
 /// set of its own, which an earlier handle does not replace; a later call that changes a setting
 /// (headers, key logging, ...) changes that layer value's settings, not the handle's (refusal
 /// events always show keys as the layer serving the request says).
+///
+/// It is the one way in for code that works beside the layer, and what each kind of such code
+/// uses:
+///
+/// * a rule source (a rule file, a fleet document, rules kept in a database):
+///   [`replace_rules`](Self::replace_rules), [`registry`](Self::registry) for live quotas, and
+///   [`rules_loaded`](Self::rules_loaded) to tell the observers of each load;
+/// * a decision made outside the layer (a typed limit in a handler): [`store`](Self::store) to
+///   count in, [`rule_observers`](Self::rule_observers) to tell its decisions to, and what the
+///   layer would answer with — [`header_style`](Self::header_style),
+///   [`responder`](Self::responder), [`key_logging`](Self::key_logging),
+///   [`unavailable_retry_after`](Self::unavailable_retry_after);
+/// * a report (an admin page, a fleet-wide summary): [`rules`](Self::rules),
+///   [`stats`](Self::stats), [`top_refused_rules`](Self::top_refused_rules) and
+///   [`top_refused`](Self::top_refused), and an operator's [`reset`](Self::reset).
 ///
 /// ```
 /// use std::time::Duration;
@@ -86,7 +101,7 @@ impl LayerHandle {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn replace_rules(&self, rules: RuleSet) -> Result<(), UnsupportedRule> {
-        self.in_force.install(rules)
+        (self.in_force.install(rules)).map_err(|(rule, reason)| UnsupportedRule { rule, reason })
     }
 
     /// The live-quota registry, if the layer was given one.
@@ -164,5 +179,27 @@ impl LayerHandle {
     /// records metrics).
     pub fn rules_loaded(&self, ok: bool) {
         self.in_force.observers.rules_loaded(ok);
+    }
+}
+
+/// A rule set that [`LayerHandle::replace_rules`] refused: the layer's store cannot count one of
+/// its rules as the rule asks.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("rule {rule:?} cannot be installed: {reason}")]
+pub struct UnsupportedRule {
+    rule: RuleId,
+    #[source]
+    reason: Unsupported,
+}
+
+impl UnsupportedRule {
+    /// The rule.
+    pub fn rule(&self) -> &RuleId {
+        &self.rule
+    }
+
+    /// What the store lacks, and which wrapper would give it.
+    pub fn reason(&self) -> &Unsupported {
+        &self.reason
     }
 }

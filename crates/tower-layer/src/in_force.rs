@@ -18,8 +18,8 @@ pub(crate) struct InForce {
     /// `RateLimitLayer::new`).
     pub(crate) store: DynStore,
     pub(crate) rules: ArcSwap<RuleSet>,
-    /// Who observes the decisions: kept with the rules, so whoever replaces them (a watcher, a
-    /// clone made earlier) installs them alike; shared by every layer value built from the same
+    /// Who observes the decisions: kept with the rules, so whoever replaces them (a rule file's
+    /// watcher, a clone made earlier) installs them alike; shared by every layer value built from the same
     /// `new`, so a rule keeps its admin counts across reloads.
     pub(crate) observers: Arc<Observers>,
 }
@@ -42,11 +42,11 @@ impl InForce {
     }
 
     /// Installs `rules` for every request from the next one on, unless the store cannot count
-    /// one of them as it asks.
-    pub(crate) fn install(&self, rules: RuleSet) -> Result<(), UnsupportedRule> {
+    /// one of them as it asks (that rule, and why not).
+    pub(crate) fn install(&self, rules: RuleSet) -> Result<(), (RuleId, Unsupported)> {
         let prepared = self.prepared(rules);
-        if let Some((rule, reason)) = prepared.first_unsupported() {
-            return Err(UnsupportedRule { rule, reason });
+        if let Some(unsupported) = prepared.first_unsupported() {
+            return Err(unsupported);
         }
         self.rules.store(Arc::new(prepared));
         Ok(())
@@ -57,27 +57,5 @@ impl Reobserve for InForce {
     fn reobserve(&self, observers: &Observers) {
         self.rules
             .rcu(|rules| RuleSet::clone(rules).observed_by(observers));
-    }
-}
-
-/// A rule set that [`LayerHandle::replace_rules`] refused: the layer's store cannot count one of
-/// its rules as the rule asks.
-#[derive(Debug, Clone, thiserror::Error)]
-#[error("rule {rule:?} cannot be installed: {reason}")]
-pub struct UnsupportedRule {
-    rule: RuleId,
-    #[source]
-    reason: Unsupported,
-}
-
-impl UnsupportedRule {
-    /// The rule.
-    pub fn rule(&self) -> &RuleId {
-        &self.rule
-    }
-
-    /// What the store lacks, and which wrapper would give it.
-    pub fn reason(&self) -> &Unsupported {
-        &self.reason
     }
 }

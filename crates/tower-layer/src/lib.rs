@@ -147,9 +147,8 @@ mod settings;
 
 pub use body::ResponseBody;
 pub use future::ResponseFuture;
-pub use handle::LayerHandle;
+pub use handle::{LayerHandle, UnsupportedRule};
 pub use headers::refused::{Refused, Responder};
-pub use in_force::UnsupportedRule;
 pub use layer::RateLimitLayer;
 pub use observe::key_logging::KeyLogging;
 pub use pipeline::flag::Flagged;

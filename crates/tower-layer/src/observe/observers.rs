@@ -116,10 +116,10 @@ impl Observers {
     }
 }
 
-/// What every observer of a layer keeps for one rule: the request path calls it for each
-/// decision. Typed limits in handlers get theirs from
-/// [`LayerHandle::rule_observers`](crate::LayerHandle::rule_observers), so their decisions are observed as the
-/// layer's are.
+/// What every observer of a layer keeps for one rule: the request path tells it each decision.
+/// Code that decides outside the layer (a typed limit in a handler) takes one from
+/// [`LayerHandle::rule_observers`](crate::LayerHandle::rule_observers) and tells it its own
+/// decisions, so they are observed as the layer's are.
 #[derive(Clone)]
 pub struct RuleObservers {
     observers: SmallVec<[Arc<dyn RuleObserver>; 4]>,
@@ -134,18 +134,6 @@ impl std::fmt::Debug for RuleObservers {
 }
 
 impl RuleObservers {
-    /// What a rule is observed with when there is no layer to ask: its refusal events and their
-    /// once-a-minute summary (typed limits of a `tollgate_axum::Tollgate` made without a
-    /// layer use it).
-    pub fn log_only(rule: &RuleId) -> RuleObservers {
-        let mut observers: SmallVec<[Arc<dyn RuleObserver>; 4]> = SmallVec::new();
-        observers.push(Arc::new(RuleLog {
-            rule: rule.clone(),
-            notices: Arc::default(),
-        }));
-        RuleObservers { observers }
-    }
-
     /// The store decided for the rule (see [`RuleObserver::decided`]).
     pub fn decided(&self, decision: &Decision, enforcing: bool, refused_locally: bool) {
         for observer in &self.observers {
@@ -162,14 +150,14 @@ impl RuleObservers {
     }
 
     /// The store could not answer (see [`RuleObserver::store_failed`]).
-    pub fn store_failed(&self, let_through: bool, enforcing: bool) {
+    pub(crate) fn store_failed(&self, let_through: bool, enforcing: bool) {
         for observer in &self.observers {
             observer.store_failed(let_through, enforcing);
         }
     }
 
     /// Concurrency slots taken or given back (see [`RuleObserver::slots_held`]).
-    pub fn slots_held(&self, slots: u64, taken: bool) {
+    pub(crate) fn slots_held(&self, slots: u64, taken: bool) {
         for observer in &self.observers {
             observer.slots_held(slots, taken);
         }

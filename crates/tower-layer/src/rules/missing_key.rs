@@ -26,6 +26,6 @@ pub enum MissingKey {
     /// Skip the rule even when its key cannot be found because of the deployment (no peer
     /// address): for a service that is knowingly served without one, such as a test that
     /// builds requests by hand. No `500` and no `error`; every skip is still counted
-    /// ([`Rule::keyless_skips`]) and the first one logged at `warn`, as with `Skip`.
+    /// ([`Rule::keyless_skips`](crate::Rule::keyless_skips)) and the first one logged at `warn`, as with `Skip`.
     SkipAlways,
 }
