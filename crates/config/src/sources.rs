@@ -4,11 +4,13 @@
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::SystemTime;
 
-use tollgate_core::RuleId;
-
-use super::{ConfigErrors, Extractors, RuleFile, WatchStatus};
-use tollgate_core::Store;
+use tollgate_core::{RuleId, Store};
 use tollgate_tower::LayerHandle;
+
+use crate::error::ConfigErrors;
+use crate::file::RuleFile;
+use crate::key::Extractors;
+use crate::status::WatchStatus;
 
 /// The two sources and the layer they are given to.
 pub(super) struct Sources {

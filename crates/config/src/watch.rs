@@ -5,44 +5,24 @@ use std::hash::{DefaultHasher, Hash, Hasher};
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use notify::{RecommendedWatcher, RecursiveMode, Watcher};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-use super::sources::{RuleOverlay, Sources};
-use super::{ConfigErrors, Extractors, RuleFile};
 use tollgate_core::Store;
-
 use tollgate_tower::RateLimitLayer;
+
+use crate::error::ConfigErrors;
+use crate::file::RuleFile;
+use crate::key::Extractors;
+use crate::sources::{RuleOverlay, Sources};
+use crate::status::WatchStatus;
 
 /// How long a burst of file events must be quiet before the file is read: editors and
 /// ConfigMap updates write in several steps.
 const DEBOUNCE: Duration = Duration::from_millis(100);
-
-/// Where a watched rule file stands: the version in force, when it was loaded, and the last
-/// mistake, if the newest file was refused; and the fleet document over it, if any
-/// ([`RuleOverlay`]).
-#[derive(Debug, Clone, Default)]
-pub struct WatchStatus {
-    /// A fingerprint of the file in force (16 hex digits of a hash of its bytes).
-    pub version: Option<String>,
-    /// When the rules in force were last swapped in (file or fleet document).
-    pub loaded_at: Option<SystemTime>,
-    /// How many times rules were swapped in (the first load included).
-    pub loads: u64,
-    /// The mistakes of the newest file, if it was refused (the previous rules stay in force);
-    /// `None` once a valid file is loaded.
-    pub last_error: Option<ConfigErrors>,
-    /// The version of the fleet document in force over the file, if any.
-    pub overlay_version: Option<String>,
-    /// The mistakes of the newest fleet document, if it was refused (the rules in force stay).
-    pub overlay_error: Option<ConfigErrors>,
-    /// The ids of the file's rules that the fleet document replaces: edits to them in the file
-    /// wait until the document is withdrawn.
-    pub overridden: Vec<String>,
-}
 
 /// Why watching could not start.
 #[derive(Debug, thiserror::Error)]
