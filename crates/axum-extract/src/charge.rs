@@ -6,7 +6,7 @@ use tollgate_core::{
     StoreError, Take,
 };
 use tollgate_tower::Refused;
-use tollgate_tower::observe::RuleWatch;
+use tollgate_tower::observe::RuleObservers;
 
 use crate::{Limit, LimitRejection, Tollgate};
 
@@ -19,7 +19,7 @@ pub(crate) struct Check {
     mode: Mode,
     on_store_failure: OnStoreFailure,
     take: Take,
-    watch: RuleWatch,
+    observers: RuleObservers,
 }
 
 impl Check {
@@ -44,7 +44,7 @@ impl Check {
             } else {
                 Take::Exact
             },
-            watch: resolved.watch,
+            observers: resolved.observers,
         })
     }
 
@@ -75,11 +75,11 @@ pub(crate) async fn charge(
     for (check, answer) in checks.iter().zip(batch.items()) {
         let (decision, enforcing) = (answer.decision(), check.item().is_enforcing());
         check
-            .watch
+            .observers
             .decided(decision, enforcing, answer.refused_locally());
         if !decision.is_allowed() {
             check
-                .watch
+                .observers
                 .refused(&check.key, decision, enforcing, tollgate.logging());
         }
     }

@@ -10,7 +10,7 @@ use http::request::Parts;
 use parking_lot::RwLock;
 use tollgate_core::{DynStore, Quota, RuleId, Store};
 use tollgate_tower::headers::HeaderStyle;
-use tollgate_tower::observe::RuleWatch;
+use tollgate_tower::observe::RuleObservers;
 use tollgate_tower::{KeyLogging, LayerHandle, QuotaRegistry, RateLimitLayer, Responder};
 
 use crate::{Limit, LimitRejection, TollgateSource};
@@ -244,7 +244,7 @@ impl Tollgate {
         Ok(Resolved {
             rule: declared.rule,
             quota,
-            watch: declared.watch,
+            observers: declared.observers,
         })
     }
 
@@ -266,7 +266,7 @@ type Declared = Result<DeclaredLimit, String>;
 struct DeclaredLimit {
     rule: RuleId,
     default_quota: Quota,
-    watch: RuleWatch,
+    observers: RuleObservers,
 }
 
 /// A typed limit as one request uses it.
@@ -275,18 +275,22 @@ pub(crate) struct Resolved {
     pub(crate) quota: Quota,
     /// What the layer's observers keep for it (its events, metrics, top refused callers),
     /// made once per type.
-    pub(crate) watch: RuleWatch,
+    pub(crate) observers: RuleObservers,
 }
 
 fn declare<L: Limit>(tollgate: &Tollgate) -> Declared {
     let rule = RuleId::new(L::ID).map_err(|error| format!("limit id {:?}: {error}", L::ID))?;
     let quota = L::default_quota().map_err(|error| format!("limit {:?}: {error}", L::ID))?;
-    let watch = match tollgate.layer() {
-        Some(layer) => layer.watch(&rule),
-        None => RuleWatch::log_only(&rule),
+    let observers = match tollgate.layer() {
+        Some(layer) => layer.rule_observers(&rule),
+        // Without a layer, the observers of a layer of no rules over the same store: the
+        // refusal events and their summary alone.
+        None => RateLimitLayer::new(tollgate.store().clone())
+            .handle()
+            .rule_observers(&rule),
     };
     Ok(DeclaredLimit {
-        watch,
+        observers,
         rule,
         default_quota: quota,
     })

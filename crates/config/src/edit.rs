@@ -3,7 +3,9 @@
 
 use super::error::Report;
 use super::quota::QUOTA_FIELDS;
-use super::{ConfigErrors, Contents, Extractors, RuleFile};
+use crate::error::ConfigErrors;
+use crate::file::{Contents, RuleFile};
+use crate::key::Extractors;
 
 /// The policy fields [`patch_rule`] may change besides the quota's ([`QUOTA_FIELDS`]).
 pub const POLICY_FIELDS: &[&str] = &["mode", "on_store_failure"];

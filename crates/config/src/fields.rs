@@ -13,7 +13,7 @@ use super::error::Report;
 pub(crate) struct Fields<'v, 'de> {
     table: &'v Table<'de>,
     known: &'static [&'static str],
-    /// More known fields: a quota's, beside a rule's or a limit's own.
+    /// More known fields ([`also_knowing`](Self::also_knowing)).
     also: &'static [&'static str],
 }
 
@@ -38,17 +38,11 @@ impl<'v, 'de> Fields<'v, 'de> {
         }
     }
 
-    /// [`of`](Self::of) a table holding a quota's fields
-    /// ([`QUOTA_FIELDS`](super::quota::QUOTA_FIELDS)) beside its own `known` ones.
-    pub(crate) fn with_quota(
-        value: &'v Value<'de>,
-        what: &str,
-        known: &'static [&'static str],
-        report: &mut Report<'_>,
-    ) -> Option<Self> {
-        let mut fields = Self::of(value, what, known, report)?;
-        fields.also = super::quota::QUOTA_FIELDS;
-        Some(fields)
+    /// The same table, whose fields may also be the `also` ones (a quota's, beside a rule's or
+    /// a limit's own).
+    pub(crate) fn also_knowing(mut self, also: &'static [&'static str]) -> Self {
+        self.also = also;
+        self
     }
 
     /// The value of field `name`, if present.

@@ -14,10 +14,20 @@ use std::collections::HashSet;
 use tollgate_core::RuleId;
 use toml_span::Value;
 
-use super::LimitEntry;
-use super::error::Report;
+use super::error::{Position, Report};
 use super::fields::{Fields, string};
-use super::quota::quota;
+use super::quota::{QUOTA_FIELDS, quota};
+
+/// A `[[limit]]`: the live quota of a typed limit (or any id) set in the layer's registry.
+#[derive(Debug, Clone)]
+pub(crate) struct LimitEntry {
+    pub(crate) id: RuleId,
+    pub(crate) quota: tollgate_core::Quota,
+    /// Where its id is written.
+    pub(crate) at: Position,
+    /// Its TOML.
+    pub(crate) source: String,
+}
 
 /// Every `[[limit]]` of `list`; `rules` holds the ids of the file's rules (an id is a rule's or
 /// a limit's, not both: both would read the same registry entry).
@@ -57,7 +67,7 @@ pub(super) fn limits(
 
 fn one(value: &Value<'_>, report: &mut Report<'_>) -> Option<LimitEntry> {
     // A limit's fields: its id, then a quota's.
-    let fields = Fields::with_quota(value, "a `[[limit]]`", &["id"], report)?;
+    let fields = Fields::of(value, "a `[[limit]]`", &["id"], report)?.also_knowing(QUOTA_FIELDS);
     let at = value.span.start;
     let id_value = fields.required("id", "a limit", at, report);
     let id = id_value.and_then(|value| {

@@ -58,7 +58,7 @@ pub(crate) fn rule(
     extractors: &Extractors,
     report: &mut Report<'_>,
 ) -> Option<(Rule, Applies, usize)> {
-    let fields = Fields::with_quota(value, "a `[[rule]]`", RULE_FIELDS, report)?;
+    let fields = Fields::of(value, "a `[[rule]]`", RULE_FIELDS, report)?.also_knowing(QUOTA_FIELDS);
     let at = value.span.start;
     let id_value = fields.required("id", "a rule", at, report);
     let id = id_value.and_then(|id| string(id, "`id`", report));

@@ -164,22 +164,22 @@ fn representatives(applies: &Applies) -> Vec<String> {
 /// legacy off).
 pub(super) fn headers(value: &Value<'_>, report: &mut Report<'_>) -> Option<HeaderStyle> {
     let fields = Fields::of(value, "`headers`", &["ietf", "legacy"], report)?;
-    let mut style = HeaderStyle::default();
-    let mut clean = true;
-    if let Some(value) = fields.get("ietf") {
-        match boolean(value, "`ietf`", report) {
-            Some(on) => style = style.with_ietf(on),
-            None => clean = false,
-        }
-    }
-    if let Some(value) = fields.get("legacy") {
-        match boolean(value, "`legacy`", report) {
-            Some(on) => style = style.with_legacy(on),
-            None => clean = false,
-        }
-    }
+    let layer_default = HeaderStyle::default();
+    let mut flag = |name: &str, default: bool| match fields.get(name) {
+        Some(value) => boolean(value, &format!("`{name}`"), report),
+        None => Some(default),
+    };
+    let (ietf, legacy) = (
+        flag("ietf", layer_default.ietf()),
+        flag("legacy", layer_default.legacy()),
+    );
     fields.finish("`headers`", report);
-    clean.then_some(style)
+    let base = if ietf? {
+        layer_default
+    } else {
+        HeaderStyle::none()
+    };
+    Some(base.with_legacy(legacy?))
 }
 
 #[cfg(test)]

@@ -5,44 +5,24 @@ use std::hash::{DefaultHasher, Hash, Hasher};
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use notify::{RecommendedWatcher, RecursiveMode, Watcher};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-use super::live::{Live, RuleOverlay};
-use super::{ConfigErrors, Extractors, RuleFile};
 use tollgate_core::Store;
-
 use tollgate_tower::RateLimitLayer;
+
+use crate::error::ConfigErrors;
+use crate::file::RuleFile;
+use crate::key::Extractors;
+use crate::sources::{RuleOverlay, Sources};
+use crate::status::WatchStatus;
 
 /// How long a burst of file events must be quiet before the file is read: editors and
 /// ConfigMap updates write in several steps.
 const DEBOUNCE: Duration = Duration::from_millis(100);
-
-/// Where a watched rule file stands: the version in force, when it was loaded, and the last
-/// mistake, if the newest file was refused; and the fleet document over it, if any
-/// ([`RuleOverlay`]).
-#[derive(Debug, Clone, Default)]
-pub struct WatchStatus {
-    /// A fingerprint of the file in force (16 hex digits of a hash of its bytes).
-    pub version: Option<String>,
-    /// When the rules in force were last swapped in (file or fleet document).
-    pub loaded_at: Option<SystemTime>,
-    /// How many times rules were swapped in (the first load included).
-    pub loads: u64,
-    /// The mistakes of the newest file, if it was refused (the previous rules stay in force);
-    /// `None` once a valid file is loaded.
-    pub last_error: Option<ConfigErrors>,
-    /// The version of the fleet document in force over the file, if any.
-    pub overlay_version: Option<String>,
-    /// The mistakes of the newest fleet document, if it was refused (the rules in force stay).
-    pub overlay_error: Option<ConfigErrors>,
-    /// The ids of the file's rules that the fleet document replaces: edits to them in the file
-    /// wait until the document is withdrawn.
-    pub overridden: Vec<String>,
-}
 
 /// Why watching could not start.
 #[derive(Debug, thiserror::Error)]
@@ -107,7 +87,7 @@ pub struct RuleWatcher {
 
 struct Shared {
     path: PathBuf,
-    live: Arc<Live>,
+    sources: Arc<Sources>,
 }
 
 impl RuleWatcher {
@@ -123,7 +103,7 @@ impl RuleWatcher {
         let path = path.as_ref().to_path_buf();
         let shared = Arc::new(Shared {
             path: path.clone(),
-            live: Arc::new(Live::new(extractors, layer.handle())),
+            sources: Arc::new(Sources::new(extractors, layer.handle())),
         });
         // Watch first, then read: a change made while starting is seen, not lost.
         let (changed, mut changes) = mpsc::unbounded_channel::<()>();
@@ -201,14 +181,14 @@ impl RuleWatcher {
     /// The rules in force — the file with the fleet document over it — as one TOML file, which
     /// loads again to the same rules (see [`RuleFile::to_toml`]).
     pub fn to_toml(&self) -> String {
-        self.shared.live.to_toml()
+        self.shared.sources.to_toml()
     }
 
     /// A handle that puts a fleet document over this file (see [`RuleOverlay`] for the
     /// precedence).
     pub fn overlay(&self) -> RuleOverlay {
         RuleOverlay {
-            live: Arc::clone(&self.shared.live),
+            sources: Arc::clone(&self.shared.sources),
         }
     }
 }
@@ -250,20 +230,20 @@ enum Failure {
 
 impl Shared {
     fn status(&self) -> WatchStatus {
-        self.live.lock().status.clone()
+        self.sources.lock().status.clone()
     }
 
     /// Reads, checks and (when valid and changed) applies the file; records the outcome.
     fn load(&self) -> Result<bool, Failure> {
         // Read under the lock, so two loads at once apply in the order they read.
-        let mut state = self.live.lock();
+        let mut state = self.sources.lock();
         let status = &mut state.status;
         let bytes = match std::fs::read(&self.path) {
             Ok(bytes) => bytes,
             Err(error) => {
                 tracing::error!(target: "tollgate::config", path = %self.path.display(), %error, "cannot read the rule file; the rules in force stay");
                 status.last_error = Some(ConfigErrors::unreadable(&self.path, &error));
-                self.live.count_load(false);
+                self.sources.count_load(false);
                 return Err(Failure::Read(error));
             }
         };
@@ -274,19 +254,19 @@ impl Shared {
         }
         let text = String::from_utf8_lossy(&bytes);
         let name = self.path.display().to_string();
-        let parsed = RuleFile::parse(&name, &text, &self.live.extractors)
-            .and_then(|file| self.live.set_local(&mut state, file));
+        let parsed = RuleFile::parse(&name, &text, &self.sources.extractors)
+            .and_then(|file| self.sources.set_local(&mut state, file));
         let status = &mut state.status;
         match parsed {
             Ok(()) => {
                 status.version = Some(version);
                 status.last_error = None;
-                self.live.count_load(true);
+                self.sources.count_load(true);
                 tracing::info!(target: "tollgate::config", path = %name, version = state.status.version.as_deref().unwrap_or(""), overridden_by_fleet = ?state.status.overridden, "rule file loaded");
                 Ok(true)
             }
             Err(errors) => {
-                self.live.count_load(false);
+                self.sources.count_load(false);
                 tracing::error!(target: "tollgate::config", path = %name, "rule file refused, the rules in force stay:\n{errors}");
                 status.last_error = Some(errors.clone());
                 Err(Failure::Invalid(errors))

@@ -7,12 +7,12 @@ use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
 use pin_project_lite::pin_project;
 
+use crate::pipeline::after_response::UntilBodyEnds;
 use crate::pipeline::cut::Cut;
-use crate::pipeline::refund::UntilBodyEnds;
 
 pin_project! {
     /// The body of a response that went through [`RateLimit`](crate::RateLimit): the inner
-    /// service's body, or a refusal written by the layer.
+    /// service's body, or one the layer wrote itself (a refusal, a missing key, a failed store).
     pub struct ResponseBody<B> {
         #[pin]
         kind: Kind<B>,
@@ -25,7 +25,7 @@ pin_project! {
         // `until_end`: the request's concurrency slots, given back once the body has ended
         // (or when it is dropped before), and its estimates, settled then.
         Inner { #[pin] body: B, until_end: Option<UntilBodyEnds> },
-        Refusal { data: Option<Bytes> },
+        LayerWritten { data: Option<Bytes> },
     }
 }
 
@@ -38,10 +38,10 @@ impl<B> ResponseBody<B> {
         }
     }
 
-    /// A body of `data`.
-    pub(crate) fn refusal(data: Bytes) -> Self {
+    /// A body of `data`, written by the layer.
+    pub(crate) fn layer_written(data: Bytes) -> Self {
         ResponseBody {
-            kind: Kind::Refusal { data: Some(data) },
+            kind: Kind::LayerWritten { data: Some(data) },
         }
     }
 }
@@ -91,7 +91,7 @@ where
                 }
                 frame
             }
-            KindProjection::Refusal { data } => Poll::Ready(
+            KindProjection::LayerWritten { data } => Poll::Ready(
                 data.take()
                     .filter(|data| !data.is_empty())
                     .map(|data| Ok(Frame::data(data))),
@@ -102,14 +102,14 @@ where
     fn is_end_stream(&self) -> bool {
         match &self.kind {
             Kind::Inner { body, .. } => body.is_end_stream(),
-            Kind::Refusal { data } => data.as_ref().is_none_or(Bytes::is_empty),
+            Kind::LayerWritten { data } => data.as_ref().is_none_or(Bytes::is_empty),
         }
     }
 
     fn size_hint(&self) -> SizeHint {
         match &self.kind {
             Kind::Inner { body, .. } => body.size_hint(),
-            Kind::Refusal { data } => {
+            Kind::LayerWritten { data } => {
                 SizeHint::with_exact(data.as_ref().map_or(0, |data| data.len() as u64))
             }
         }

@@ -8,16 +8,16 @@ use std::task::{Context, Poll, ready};
 use http::Response;
 use pin_project_lite::pin_project;
 
-use crate::ResponseBody;
-use crate::pipeline::disclosure::Disclosure;
-use crate::pipeline::refund::PendingRefunds;
+use crate::body::ResponseBody;
+use crate::headers::disclosure::Disclosure;
+use crate::pipeline::after_response::AfterResponse;
 
 /// A boxed response future, for the paths that must wait (a remote store, a pacing delay).
 pub(crate) type BoxedResponse<B, E> =
     Pin<Box<dyn Future<Output = Result<Response<ResponseBody<B>>, E>> + Send>>;
 
 pin_project! {
-    /// Response future of [`RateLimit`](crate::RateLimit): a refusal ready at once, the inner
+    /// Response future of [`RateLimit`](crate::RateLimit): the layer's own response ready at once, the inner
     /// service's future (whose response gets the rate-limit headers), or — for remote stores and
     /// pacing delays only — a boxed future.
     pub struct ResponseFuture<F, B, E> {
@@ -29,31 +29,28 @@ pin_project! {
 pin_project! {
     #[project = StateProjection]
     enum State<F, B, E> {
-        Refused { response: Option<Response<ResponseBody<B>>> },
-        Inner { #[pin] future: F, disclosure: Option<Disclosure>, refunds: Option<PendingRefunds> },
+        Ready { response: Option<Response<ResponseBody<B>>> },
+        Inner { #[pin] future: F, disclosure: Option<Disclosure>, after: Option<AfterResponse> },
         Boxed { future: BoxedResponse<B, E> },
     }
 }
 
 impl<F, B, E> ResponseFuture<F, B, E> {
-    pub(crate) fn refused(response: Response<ResponseBody<B>>) -> Self {
+    /// The layer's own `response` (a refusal, a missing key, a failed store), ready at once.
+    pub(crate) fn ready(response: Response<ResponseBody<B>>) -> Self {
         ResponseFuture {
-            state: State::Refused {
+            state: State::Ready {
                 response: Some(response),
             },
         }
     }
 
-    pub(crate) fn inner(
-        future: F,
-        disclosure: Disclosure,
-        refunds: Option<PendingRefunds>,
-    ) -> Self {
+    pub(crate) fn inner(future: F, disclosure: Disclosure, after: Option<AfterResponse>) -> Self {
         ResponseFuture {
             state: State::Inner {
                 future,
                 disclosure: Some(disclosure),
-                refunds,
+                after,
             },
         }
     }
@@ -73,16 +70,16 @@ where
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         match self.project().state.project() {
-            StateProjection::Refused { response } => Poll::Ready(Ok(response
+            StateProjection::Ready { response } => Poll::Ready(Ok(response
                 .take()
                 .expect("ResponseFuture polled after completion"))),
             StateProjection::Inner {
                 future,
                 disclosure,
-                refunds,
+                after,
             } => {
                 let response = ready!(future.poll(cx))?;
-                Poll::Ready(Ok(finish(response, disclosure.take(), refunds.take())))
+                Poll::Ready(Ok(finish(response, disclosure.take(), after.take())))
             }
             StateProjection::Boxed { future } => future.as_mut().poll(cx),
         }
@@ -95,13 +92,13 @@ where
 pub(crate) fn finish<B>(
     response: Response<B>,
     disclosure: Option<Disclosure>,
-    refunds: Option<PendingRefunds>,
+    after: Option<AfterResponse>,
 ) -> Response<ResponseBody<B>> {
-    let mut response = match refunds {
+    let mut response = match after {
         None => response.map(|body| ResponseBody::holding(body, None)),
-        Some(refunds) => {
+        Some(after) => {
             let (mut parts, body) = response.into_parts();
-            let until_end = refunds.settle(&mut parts);
+            let until_end = after.on_head(&mut parts);
             Response::from_parts(parts, ResponseBody::holding(body, Some(until_end)))
         }
     };

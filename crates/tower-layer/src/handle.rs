@@ -4,65 +4,19 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use arc_swap::ArcSwap;
-use tollgate_core::{DynStore, RuleId, Store, Unsupported};
+use tollgate_core::{DynStore, RuleId, Unsupported};
 
 use crate::headers::HeaderStyle;
+use crate::headers::refused::Responder;
+use crate::in_force::InForce;
+use crate::observe::key_logging::KeyLogging;
+use crate::observe::notices::RuleNotices;
+use crate::observe::observers::{Observed, RuleObservers};
 use crate::observe::stats::RuleStats;
 use crate::observe::top_refused::TopRefusedReport;
-use crate::observe::watch::{Reobserve, Watched};
-use crate::observe::{Observers, RuleWatch};
-use crate::rules::notices::RuleNotices;
-use crate::settings::{KeyLogging, Responder, Settings};
-use crate::{QuotaRegistry, RuleSet};
-
-/// What every service made by one layer value shares besides the typed store: the rules in
-/// force and how they are installed. It has no store type, so a [`LayerHandle`] can hold it.
-pub(crate) struct Live {
-    /// The layer's store, its type erased.
-    pub(crate) store: DynStore,
-    pub(crate) rules: ArcSwap<RuleSet>,
-    /// Who watches the decisions: kept with the rules, so whoever replaces them (a watcher, a
-    /// clone made earlier) installs them alike; shared by every layer value built from the same
-    /// `new`, so a rule keeps its admin counts across reloads.
-    pub(crate) observers: Arc<Observers>,
-}
-
-impl Live {
-    /// `live`, shared, and known to its observers (so an observer turned on from any layer value
-    /// reaches these rules too).
-    pub(crate) fn watched(live: Live) -> Arc<Live> {
-        let live = Arc::new(live);
-        let weak: std::sync::Weak<dyn Reobserve> = Arc::downgrade(&live) as _;
-        live.observers.watching(weak);
-        live
-    }
-
-    /// `rules` as this layer installs them: with what each observer keeps for each rule.
-    pub(crate) fn prepared(&self, rules: RuleSet) -> RuleSet {
-        rules
-            .observed_by(&self.observers)
-            .checked_against(&self.store.capabilities())
-    }
-
-    /// Installs `rules` for every request from the next one on, unless the store cannot count
-    /// one of them as it asks.
-    fn install(&self, rules: RuleSet) -> Result<(), UnsupportedRule> {
-        let prepared = self.prepared(rules);
-        if let Some((rule, reason)) = prepared.first_unsupported() {
-            return Err(UnsupportedRule { rule, reason });
-        }
-        self.rules.store(Arc::new(prepared));
-        Ok(())
-    }
-}
-
-impl Reobserve for Live {
-    fn reobserve(&self, observers: &Observers) {
-        self.rules
-            .rcu(|rules| RuleSet::clone(rules).observed_by(observers));
-    }
-}
+use crate::rules::registry::QuotaRegistry;
+use crate::rules::rule_set::RuleSet;
+use crate::settings::Settings;
 
 /// A running layer as code outside it sees it: its store, its rules in force (to read or
 /// replace), its settings, and what it has observed. Made by
@@ -71,6 +25,21 @@ impl Reobserve for Live {
 /// set of its own, which an earlier handle does not replace; a later call that changes a setting
 /// (headers, key logging, ...) changes that layer value's settings, not the handle's (refusal
 /// events always show keys as the layer serving the request says).
+///
+/// It is the one way in for code that works beside the layer, and what each kind of such code
+/// uses:
+///
+/// * a rule source (a rule file, a fleet document, rules kept in a database):
+///   [`replace_rules`](Self::replace_rules), [`registry`](Self::registry) for live quotas, and
+///   [`rules_loaded`](Self::rules_loaded) to tell the observers of each load;
+/// * a decision made outside the layer (a typed limit in a handler): [`store`](Self::store) to
+///   count in, [`rule_observers`](Self::rule_observers) to tell its decisions to, and what the
+///   layer would answer with — [`header_style`](Self::header_style),
+///   [`responder`](Self::responder), [`key_logging`](Self::key_logging),
+///   [`unavailable_retry_after`](Self::unavailable_retry_after);
+/// * a report (an admin page, a fleet-wide summary): [`rules`](Self::rules),
+///   [`stats`](Self::stats), [`top_refused_rules`](Self::top_refused_rules) and
+///   [`top_refused`](Self::top_refused), and an operator's [`reset`](Self::reset).
 ///
 /// ```
 /// use std::time::Duration;
@@ -87,14 +56,14 @@ impl Reobserve for Live {
 /// ```
 #[derive(Clone)]
 pub struct LayerHandle {
-    pub(crate) live: Arc<Live>,
+    pub(crate) in_force: Arc<InForce>,
     pub(crate) settings: Arc<Settings>,
 }
 
 impl std::fmt::Debug for LayerHandle {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LayerHandle")
-            .field("rules", &self.live.rules.load())
+            .field("rules", &self.in_force.rules.load())
             .finish_non_exhaustive()
     }
 }
@@ -102,12 +71,12 @@ impl std::fmt::Debug for LayerHandle {
 impl LayerHandle {
     /// The layer's store, its type erased: count here to count together with the layer.
     pub fn store(&self) -> &DynStore {
-        &self.live.store
+        &self.in_force.store
     }
 
     /// The rules in force.
     pub fn rules(&self) -> Arc<RuleSet> {
-        self.live.rules.load_full()
+        self.in_force.rules.load_full()
     }
 
     /// Replaces every rule at once, for every service made from this layer value (and its
@@ -133,7 +102,7 @@ impl LayerHandle {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn replace_rules(&self, rules: RuleSet) -> Result<(), UnsupportedRule> {
-        self.live.install(rules)
+        (self.in_force.install(rules)).map_err(|(rule, reason)| UnsupportedRule { rule, reason })
     }
 
     /// The live-quota registry, if the layer was given one.
@@ -144,7 +113,7 @@ impl LayerHandle {
     /// Which rate-limit headers responses carry: the rules in force's style
     /// ([`RuleSet::headers`], a rule file's `headers`), else the layer's.
     pub fn header_style(&self) -> HeaderStyle {
-        self.live
+        self.in_force
             .rules
             .load()
             .header_style(self.settings.header_style)
@@ -174,7 +143,7 @@ impl LayerHandle {
     /// `rule`'s counts ([`track_stats`](crate::RateLimitLayer::track_stats)); `None` when not
     /// tracked, or no rule with this id was installed since.
     pub fn stats(&self, rule: &RuleId) -> Option<RuleStats> {
-        self.live.observers.stats.get()?.report(rule)
+        self.in_force.observers.stats.get()?.report(rule)
     }
 
     /// `rule`'s `n` most refused callers over the last hour, shown as the layer's
@@ -182,14 +151,14 @@ impl LayerHandle {
     /// [`track_top_refused`](crate::RateLimitLayer::track_top_refused) was called. Samples still
     /// in the channel are not yet counted.
     pub fn top_refused(&self, rule: &RuleId, n: usize) -> Option<TopRefusedReport> {
-        let top = self.live.observers.top_refused.get()?;
+        let top = self.in_force.observers.top_refused.get()?;
         Some(top.report(rule, n, self.settings.key_logging))
     }
 
     /// The rules whose refusals [`top_refused`](Self::top_refused) has counted (empty unless
     /// tracked).
     pub fn top_refused_rules(&self) -> Vec<RuleId> {
-        self.live
+        self.in_force
             .observers
             .top_refused
             .get()
@@ -201,16 +170,16 @@ impl LayerHandle {
     /// typed limit's in a handler): its refusals are logged, summed up, counted in metrics and
     /// among the top refused callers as the layer's are (not in the admin counters, which show
     /// the layer's rules). Make it once per rule, not per request.
-    pub fn watch(&self, rule: &RuleId) -> RuleWatch {
+    pub fn rule_observers(&self, rule: &RuleId) -> RuleObservers {
         let notices = Arc::new(RuleNotices::default());
-        (self.live.observers).watch(rule, notices, Watched::TypedLimit)
+        (self.in_force.observers).of_rule(rule, notices, Observed::TypedLimit)
     }
 
     /// Tells the layer's observers that a rule file or fleet document was loaded (`ok`) or
     /// refused for its mistakes (counted as `tollgate_config_loads_total` when the layer
     /// records metrics).
     pub fn rules_loaded(&self, ok: bool) {
-        self.live.observers.rules_loaded(ok);
+        self.in_force.observers.rules_loaded(ok);
     }
 }
 

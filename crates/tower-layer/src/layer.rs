@@ -8,15 +8,24 @@ use bytes::Bytes;
 use http::Method;
 use tower_layer::Layer;
 
-use crate::client_ip::Cidr;
-use crate::handle::{LayerHandle, Live};
+use tollgate_core::{DynStore, Store};
+
+use crate::handle::LayerHandle;
 use crate::headers::HeaderStyle;
+use crate::headers::refused::Refused;
+use crate::in_force::InForce;
 use crate::observe::Observer;
+use crate::observe::key_logging::KeyLogging;
 use crate::observe::stats::StatsBook;
 use crate::observe::top_refused::TopRefused;
-use crate::service::Core;
-use crate::settings::{KeyLogging, Settings};
-use crate::{PathPattern, PathPatternError, QuotaRegistry, RateLimit, Refused, Rule, RuleSet};
+use crate::rules::grpc_method::grpc_method_pattern;
+use crate::rules::path_pattern::{PathPattern, PathPatternError};
+use crate::rules::registry::QuotaRegistry;
+use crate::rules::rule::Rule;
+use crate::rules::rule_set::RuleSet;
+use crate::service::RateLimit;
+use crate::settings::Settings;
+use tollgate_key::client_ip::Cidr;
 
 /// Applies rate-limit rules to every request of the services it wraps.
 ///
@@ -53,15 +62,18 @@ use crate::{PathPattern, PathPatternError, QuotaRegistry, RateLimit, Refused, Ru
 /// ```
 #[must_use]
 pub struct RateLimitLayer<St> {
-    core: Arc<Core<St>>,
+    /// The store as its own type, for [`store`](Self::store) alone: the services count through
+    /// the erased handle `in_force` holds, which shares it.
+    store: Arc<St>,
+    in_force: Arc<InForce>,
     settings: Arc<Settings>,
 }
 
 impl<St: std::fmt::Debug> std::fmt::Debug for RateLimitLayer<St> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RateLimitLayer")
-            .field("store", &self.core.store)
-            .field("rules", &self.core.live.rules.load())
+            .field("store", &self.store)
+            .field("rules", &self.in_force.rules.load())
             .finish_non_exhaustive()
     }
 }
@@ -69,23 +81,25 @@ impl<St: std::fmt::Debug> std::fmt::Debug for RateLimitLayer<St> {
 impl<St> Clone for RateLimitLayer<St> {
     fn clone(&self) -> Self {
         RateLimitLayer {
-            core: Arc::clone(&self.core),
+            store: Arc::clone(&self.store),
+            in_force: Arc::clone(&self.in_force),
             settings: Arc::clone(&self.settings),
         }
     }
 }
 
-impl<St: tollgate_core::Store> RateLimitLayer<St> {
+impl<St: Store> RateLimitLayer<St> {
     /// A layer counting in `store`, with no rules yet.
     pub fn new(store: St) -> Self {
         let store = Arc::new(store);
-        let live = Live::watched(Live {
-            store: tollgate_core::DynStore::from_arc(Arc::clone(&store)),
+        let in_force = InForce::observed(InForce {
+            store: DynStore::from_arc(Arc::clone(&store)),
             rules: ArcSwap::from_pointee(RuleSet::new()),
             observers: Arc::default(),
         });
         RateLimitLayer {
-            core: Arc::new(Core { live, store }),
+            store,
+            in_force,
             settings: Arc::new(Settings::default()),
         }
     }
@@ -121,7 +135,7 @@ impl<St: tollgate_core::Store> RateLimitLayer<St> {
     /// gRPC calls are POSTs, but tonic serves a path whatever the method, so a rule for POST
     /// alone could be walked around (see [`grpc_method_pattern`](crate::grpc_method_pattern)).
     pub fn grpc(self, method: &str, rule: Rule) -> Result<Self, PathPatternError> {
-        let pattern = crate::grpc_method_pattern(method)?;
+        let pattern = grpc_method_pattern(method)?;
         Ok(self.update_rules(|rules| rules.route_pattern(None, pattern, rule)))
     }
 
@@ -129,17 +143,13 @@ impl<St: tollgate_core::Store> RateLimitLayer<St> {
     /// a shared base extended per route) never changes the base or services already built. The
     /// store stays shared.
     fn update_rules(mut self, change: impl FnOnce(RuleSet) -> RuleSet) -> Self {
-        let live = &self.core.live;
-        let current = RuleSet::clone(&live.rules.load());
-        let rules = live.prepared(change(current));
-        let live = Live {
-            store: live.store.clone(),
+        let in_force = &self.in_force;
+        let current = RuleSet::clone(&in_force.rules.load());
+        let rules = in_force.prepared(change(current));
+        self.in_force = InForce::observed(InForce {
+            store: in_force.store.clone(),
             rules: ArcSwap::from_pointee(rules),
-            observers: Arc::clone(&live.observers),
-        };
-        self.core = Arc::new(Core {
-            store: Arc::clone(&self.core.store),
-            live: Live::watched(live),
+            observers: Arc::clone(&in_force.observers),
         });
         self
     }
@@ -166,9 +176,9 @@ impl<St: tollgate_core::Store> RateLimitLayer<St> {
     /// ```
     #[cfg(feature = "metrics")]
     pub fn metrics(self) -> Self {
-        let live = &self.core.live;
-        (live.observers.metrics).store(true, std::sync::atomic::Ordering::Release);
-        live.observers.changed();
+        let in_force = &self.in_force;
+        (in_force.observers.metrics).store(true, std::sync::atomic::Ordering::Release);
+        in_force.observers.changed();
         self
     }
 
@@ -192,9 +202,9 @@ impl<St: tollgate_core::Store> RateLimitLayer<St> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn track_stats(self) -> Self {
-        let live = &self.core.live;
-        let _ = live.observers.stats.set(StatsBook::default());
-        live.observers.changed();
+        let in_force = &self.in_force;
+        let _ = in_force.observers.stats.set(StatsBook::default());
+        in_force.observers.changed();
         self
     }
 
@@ -214,12 +224,12 @@ impl<St: tollgate_core::Store> RateLimitLayer<St> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn track_top_refused(self, k: usize) -> Self {
-        let live = &self.core.live;
-        let _ = live
+        let in_force = &self.in_force;
+        let _ = in_force
             .observers
             .top_refused
             .get_or_init(|| Arc::new(TopRefused::start(k)));
-        live.observers.changed();
+        in_force.observers.changed();
         self
     }
 
@@ -227,11 +237,11 @@ impl<St: tollgate_core::Store> RateLimitLayer<St> {
     /// now, and whenever rules are installed, for what it keeps per rule. Like the built-in
     /// ones, it is shared by the layer values built from the same `new`.
     pub fn observe(self, observer: impl Observer) -> Self {
-        let live = &self.core.live;
-        (live.observers.custom.lock())
+        let in_force = &self.in_force;
+        (in_force.observers.custom.lock())
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .push(Arc::new(observer));
-        live.observers.changed();
+        in_force.observers.changed();
         self
     }
 
@@ -318,7 +328,7 @@ impl<St: tollgate_core::Store> RateLimitLayer<St> {
     /// speak for.
     pub fn handle(&self) -> LayerHandle {
         LayerHandle {
-            live: Arc::clone(&self.core.live),
+            in_force: Arc::clone(&self.in_force),
             settings: Arc::clone(&self.settings),
         }
     }
@@ -326,7 +336,7 @@ impl<St: tollgate_core::Store> RateLimitLayer<St> {
     /// The store, as its own type (a `FleetStore` (`tollgate_wrappers`) to settle, a
     /// `FallbackStore` (`tollgate_wrappers`) to ask for its health).
     pub fn store(&self) -> &St {
-        &self.core.store
+        &self.store
     }
 }
 
@@ -334,6 +344,10 @@ impl<S, St> Layer<S> for RateLimitLayer<St> {
     type Service = RateLimit<S, St>;
 
     fn layer(&self, inner: S) -> Self::Service {
-        RateLimit::new(inner, Arc::clone(&self.core), Arc::clone(&self.settings))
+        RateLimit::new(
+            inner,
+            Arc::clone(&self.in_force),
+            Arc::clone(&self.settings),
+        )
     }
 }

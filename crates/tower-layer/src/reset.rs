@@ -2,9 +2,9 @@
 
 use tollgate_core::{RuleId, Store, StoreError};
 
-use crate::LayerHandle;
+use crate::handle::LayerHandle;
 
-use crate::key::{KeyValueError, key_of_values};
+use tollgate_key::{KeyValueError, key_of_values};
 
 /// What [`LayerHandle::reset`] cleared.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -82,7 +82,7 @@ impl LayerHandle {
         let mut cleared = vec![found.id().clone()];
         // Every sub-bucket the rule's configuration names, whether or not this gateway has
         // counted in it since it started.
-        let spread = found.sub_buckets.min(tollgate_core::MAX_SUB_BUCKETS);
+        let spread = found.modes.sub_buckets();
         if spread > 1 {
             cleared.extend((0..spread).map(|index| found.id().sub_bucket(index, spread)));
         }

@@ -1,34 +1,30 @@
 //! The service: decides each request before the inner service sees it.
 
+use std::marker::PhantomData;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
+use bytes::Bytes;
 use http::request::Parts;
 use http::{Request, Response};
 use tollgate_core::Store;
 use tower_service::Service;
 
-use crate::ResponseBody;
+use crate::body::ResponseBody;
 use crate::future::{ResponseFuture, finish};
-use crate::handle::Live;
-use crate::pipeline::conclude::{Charges, Conclusion, conclude};
-use crate::pipeline::disclosure::Disclosure;
+use crate::headers::disclosure::Disclosure;
+use crate::in_force::InForce;
+use crate::pipeline::after_response::AfterResponse;
+use crate::pipeline::charges::Charges;
+use crate::pipeline::conclude::{Conclusion, conclude};
 use crate::pipeline::plan::Plan;
 #[cfg(feature = "grpc")]
 use crate::pipeline::plan::Unplanned;
-use crate::pipeline::refund::PendingRefunds;
 use crate::pipeline::respond;
 use crate::pipeline::strike;
 use crate::rules::rule_set::RuleSet;
 use crate::settings::Settings;
-
-/// What every service made by one layer value shares: the store (shared with every layer built
-/// from the same `RateLimitLayer::new`) and the rules in force (this layer value's own).
-pub(crate) struct Core<St> {
-    pub(crate) store: Arc<St>,
-    pub(crate) live: Arc<Live>,
-}
 
 /// Rate-limits requests to `S`; made by [`RateLimitLayer`](crate::RateLimitLayer).
 ///
@@ -45,26 +41,31 @@ pub(crate) struct Core<St> {
 /// [`MatchedPattern`]: crate::key::MatchedPattern
 pub struct RateLimit<S, St> {
     inner: S,
-    core: Arc<Core<St>>,
+    /// The store (one handle, its type erased: the store type is the layer's, for
+    /// [`RateLimitLayer::store`](crate::RateLimitLayer::store)) and the rules in force.
+    in_force: Arc<InForce>,
     settings: Arc<Settings>,
+    store: PhantomData<fn() -> St>,
 }
 
 impl<S: Clone, St> Clone for RateLimit<S, St> {
     fn clone(&self) -> Self {
         RateLimit {
             inner: self.inner.clone(),
-            core: Arc::clone(&self.core),
+            in_force: Arc::clone(&self.in_force),
             settings: Arc::clone(&self.settings),
+            store: PhantomData,
         }
     }
 }
 
 impl<S, St> RateLimit<S, St> {
-    pub(crate) fn new(inner: S, core: Arc<Core<St>>, settings: Arc<Settings>) -> Self {
+    pub(crate) fn new(inner: S, in_force: Arc<InForce>, settings: Arc<Settings>) -> Self {
         RateLimit {
             inner,
-            core,
+            in_force,
             settings,
+            store: PhantomData,
         }
     }
 
@@ -84,12 +85,12 @@ impl<S, St> RateLimit<S, St> {
     }
 }
 
-impl<S: std::fmt::Debug, St: std::fmt::Debug> std::fmt::Debug for RateLimit<S, St> {
+impl<S: std::fmt::Debug, St> std::fmt::Debug for RateLimit<S, St> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RateLimit")
             .field("inner", &self.inner)
-            .field("store", &self.core.store)
-            .field("rules", &self.core.live.rules.load())
+            .field("store", &self.in_force.store)
+            .field("rules", &self.in_force.rules.load())
             .finish_non_exhaustive()
     }
 }
@@ -115,7 +116,7 @@ where
         let (mut parts, body) = request.into_parts();
         // A guard, not a clone of the `Arc`: one load, no reference count touched (a request
         // that must wait for the store takes its own reference).
-        let rules = self.core.live.rules.load();
+        let rules = self.in_force.rules.load();
         if self.settings.exemptions.covers(&parts) || rules.exempts(&parts) {
             return call_inner(&mut self.inner, parts, body, Disclosure::nothing(), None);
         }
@@ -123,12 +124,12 @@ where
             Ok(plan) => plan,
             Err(unplanned) => {
                 let response = respond::unplanned(&unplanned, respond::is_grpc(&parts));
-                return ResponseFuture::refused(response.map(ResponseBody::refusal));
+                return ResponseFuture::ready(response.map(ResponseBody::layer_written));
             }
         };
         #[cfg(feature = "grpc")]
         let body = match crate::grpc::messages::charge_each(
-            &self.core.live.store,
+            &self.in_force.store,
             &self.settings,
             &rules,
             &mut plan,
@@ -138,7 +139,7 @@ where
             Err(_unreadable) => {
                 let response =
                     respond::unplanned(&Unplanned::Misconfigured, respond::is_grpc(&parts));
-                return ResponseFuture::refused(response.map(ResponseBody::refusal));
+                return ResponseFuture::ready(response.map(ResponseBody::layer_written));
             }
         };
         if plan.entries.is_empty() {
@@ -147,75 +148,33 @@ where
                 cut: plan.cut.take(),
                 ..Charges::default()
             };
-            let refunds = pending(&self.core, charges);
-            return call_inner(&mut self.inner, parts, body, Disclosure::nothing(), refunds);
+            let after = after_response(&self.in_force, charges);
+            return call_inner(&mut self.inner, parts, body, Disclosure::nothing(), after);
         }
         let items = plan.items(&rules, self.settings.gateway);
-        let Some(answer) = self.core.store.check_now(&items) else {
+        let Some(answer) = self.in_force.store.check_now(&items) else {
             drop(items);
-            let (core, settings) = (Arc::clone(&self.core), Arc::clone(&self.settings));
+            let (in_force, settings) = (Arc::clone(&self.in_force), Arc::clone(&self.settings));
             let inner = self.take_ready_inner();
             let rules = arc_swap::Guard::into_inner(rules);
-            return call_after_store(inner, core, settings, rules, plan, parts, body);
+            return call_after_store(inner, in_force, settings, rules, plan, parts, body);
         };
         let conclusion = conclude(&self.settings, &rules, &plan, &items, answer, &mut parts);
         drop(items);
-        self.respond(conclusion, &rules, &plan, parts, body)
-    }
-}
-
-impl<S: Clone, St: Store> RateLimit<S, St> {
-    /// Carries out a conclusion reached inside `call`.
-    fn respond<B, ResBody>(
-        &mut self,
-        conclusion: Conclusion,
-        rules: &RuleSet,
-        plan: &Plan,
-        parts: Parts,
-        body: B,
-    ) -> ResponseFuture<S::Future, ResBody, S::Error>
-    where
-        S: Service<Request<B>, Response = Response<ResBody>> + Send + 'static,
-        S::Future: Send + 'static,
-        B: Send + 'static,
-        ResBody: Send + 'static,
-    {
-        match conclusion {
-            Conclusion::Respond {
-                response,
-                refused_by,
-            } => {
-                strike(&self.core, &self.settings, rules, plan, refused_by);
-                ResponseFuture::refused(response.map(ResponseBody::refusal))
+        match Next::of(conclusion, &self.in_force, &self.settings, &rules, &plan) {
+            Next::Answer(response) => {
+                ResponseFuture::ready(response.map(ResponseBody::layer_written))
             }
-            Conclusion::Proceed {
+            Next::Call {
                 disclosure,
                 delay,
-                charges,
-            } => {
-                let refunds = pending(&self.core, charges);
-                if delay.is_zero() {
-                    call_inner(&mut self.inner, parts, body, disclosure, refunds)
-                } else {
-                    let inner = self.take_ready_inner();
-                    call_after_delay(inner, delay, parts, body, disclosure, refunds)
-                }
+                after,
+            } if delay.is_zero() => call_inner(&mut self.inner, parts, body, disclosure, after),
+            next => {
+                let inner = self.take_ready_inner();
+                ResponseFuture::boxed(Box::pin(next.run(inner, parts, body)))
             }
         }
-    }
-}
-
-/// Records a strike against the caller refused by the rule at `refused_by`, if it escalates.
-fn strike<St: Store>(
-    core: &Arc<Core<St>>,
-    settings: &Settings,
-    rules: &RuleSet,
-    plan: &Plan,
-    refused_by: Option<usize>,
-) {
-    let refused = refused_by.and_then(|position| plan.rules(rules).nth(position));
-    if let Some((planned, rule)) = refused {
-        strike::record_refusal(&core.store, rule, &planned.key, settings.key_logging);
     }
 }
 
@@ -228,12 +187,94 @@ impl<S: Clone, St> RateLimit<S, St> {
     }
 }
 
-/// Refunds to settle once the response is known, if any rule counts only some responses.
-fn pending<St: Store>(core: &Arc<Core<St>>, charges: Charges) -> Option<PendingRefunds> {
+/// What is left to do once the request is decided: answer it, or call the inner service.
+// Lives for one call on the stack, as `Conclusion` does: boxing the larger variant would cost an
+// allocation per allowed request instead.
+#[allow(clippy::large_enum_variant)]
+enum Next {
+    /// The layer's own response.
+    Answer(Response<Bytes>),
+    /// Call the inner service after `delay` (pacing), then show `disclosure` in its response;
+    /// `after` is what the charges leave to that response.
+    Call {
+        disclosure: Disclosure,
+        delay: Duration,
+        after: Option<AfterResponse>,
+    },
+}
+
+impl Next {
+    /// Carries out `conclusion` up to the inner service: a refusal by an escalating rule
+    /// records its strike; going ahead keeps what the charges leave to the response (holding
+    /// concurrency slots from now on).
+    fn of(
+        conclusion: Conclusion,
+        in_force: &InForce,
+        settings: &Settings,
+        rules: &RuleSet,
+        plan: &Plan,
+    ) -> Next {
+        match conclusion {
+            Conclusion::Respond {
+                response,
+                refused_by,
+            } => {
+                let refused = refused_by.and_then(|position| plan.rules(rules).nth(position));
+                if let Some((planned, rule)) = refused {
+                    strike::record_refusal(
+                        &in_force.store,
+                        rule,
+                        &planned.key,
+                        settings.key_logging,
+                    );
+                }
+                Next::Answer(response)
+            }
+            Conclusion::Proceed {
+                disclosure,
+                delay,
+                charges,
+            } => Next::Call {
+                disclosure,
+                delay,
+                after: after_response(in_force, charges),
+            },
+        }
+    }
+
+    /// Does it with the (ready) inner service, waiting out the delay first.
+    async fn run<S, B, ResBody>(
+        self,
+        mut inner: S,
+        parts: Parts,
+        body: B,
+    ) -> Result<Response<ResponseBody<ResBody>>, S::Error>
+    where
+        S: Service<Request<B>, Response = Response<ResBody>>,
+    {
+        match self {
+            Next::Answer(response) => Ok(response.map(ResponseBody::layer_written)),
+            Next::Call {
+                disclosure,
+                delay,
+                after,
+            } => {
+                if !delay.is_zero() {
+                    tokio::time::sleep(delay).await;
+                }
+                let response = inner.call(Request::from_parts(parts, body)).await?;
+                Ok(finish(response, Some(disclosure), after))
+            }
+        }
+    }
+}
+
+/// What `charges` leave to the response, if anything.
+fn after_response(in_force: &InForce, charges: Charges) -> Option<AfterResponse> {
     if charges.is_empty() {
         return None;
     }
-    Some(PendingRefunds::new(charges, core.live.store.clone()))
+    Some(AfterResponse::new(charges, in_force.store.clone()))
 }
 
 fn call_inner<S, B, ResBody>(
@@ -241,42 +282,20 @@ fn call_inner<S, B, ResBody>(
     parts: Parts,
     body: B,
     disclosure: Disclosure,
-    refunds: Option<PendingRefunds>,
+    after: Option<AfterResponse>,
 ) -> ResponseFuture<S::Future, ResBody, S::Error>
 where
     S: Service<Request<B>, Response = Response<ResBody>>,
 {
     let future = inner.call(Request::from_parts(parts, body));
-    ResponseFuture::inner(future, disclosure, refunds)
-}
-
-/// Pacing: wait the decided delay, then call the (ready) inner service.
-fn call_after_delay<S, B, ResBody>(
-    mut inner: S,
-    delay: Duration,
-    parts: Parts,
-    body: B,
-    disclosure: Disclosure,
-    refunds: Option<PendingRefunds>,
-) -> ResponseFuture<S::Future, ResBody, S::Error>
-where
-    S: Service<Request<B>, Response = Response<ResBody>> + Send + 'static,
-    S::Future: Send + 'static,
-    B: Send + 'static,
-    ResBody: Send + 'static,
-{
-    ResponseFuture::boxed(Box::pin(async move {
-        tokio::time::sleep(delay).await;
-        let response = inner.call(Request::from_parts(parts, body)).await?;
-        Ok(finish(response, Some(disclosure), refunds))
-    }))
+    ResponseFuture::inner(future, disclosure, after)
 }
 
 /// A store that must be awaited (a remote one): decide inside a boxed future, then call the
 /// (ready) inner service.
-fn call_after_store<S, St, B, ResBody>(
-    mut inner: S,
-    core: Arc<Core<St>>,
+fn call_after_store<S, B, ResBody>(
+    inner: S,
+    in_force: Arc<InForce>,
     settings: Arc<Settings>,
     rules: Arc<RuleSet>,
     plan: Plan,
@@ -286,36 +305,16 @@ fn call_after_store<S, St, B, ResBody>(
 where
     S: Service<Request<B>, Response = Response<ResBody>> + Send + 'static,
     S::Future: Send + 'static,
-    St: Store,
     B: Send + 'static,
     ResBody: Send + 'static,
 {
     ResponseFuture::boxed(Box::pin(async move {
         let conclusion = {
             let items = plan.items(&rules, settings.gateway);
-            let answer = core.store.check(&items).await;
+            let answer = in_force.store.check(&items).await;
             conclude(&settings, &rules, &plan, &items, answer, &mut parts)
         };
-        match conclusion {
-            Conclusion::Respond {
-                response,
-                refused_by,
-            } => {
-                strike(&core, &settings, &rules, &plan, refused_by);
-                Ok(response.map(ResponseBody::refusal))
-            }
-            Conclusion::Proceed {
-                disclosure,
-                delay,
-                charges,
-            } => {
-                let refunds = pending(&core, charges);
-                if !delay.is_zero() {
-                    tokio::time::sleep(delay).await;
-                }
-                let response = inner.call(Request::from_parts(parts, body)).await?;
-                Ok(finish(response, Some(disclosure), refunds))
-            }
-        }
+        let next = Next::of(conclusion, &in_force, &settings, &rules, &plan);
+        next.run(inner, parts, body).await
     }))
 }

@@ -20,12 +20,12 @@ use tollgate_core::{BatchDecision, DynStore, Item, OnStoreFailure, Store, StoreE
 use tonic::Status;
 
 use super::framing::Framing;
-use crate::KeyLogging;
-use crate::pipeline::conclude::refusal_status;
+use crate::headers::grpc;
+use crate::headers::refused::Refused;
+use crate::observe::key_logging::KeyLogging;
 use crate::pipeline::cut::StreamCut;
 use crate::pipeline::plan::Plan;
 use crate::pipeline::plan::Planned;
-use crate::pipeline::refused::Refused;
 use crate::rules::rule_set::RuleSet;
 use crate::settings::Settings;
 
@@ -91,13 +91,13 @@ impl MessageCharges {
                 .filter_map(|planned| Some((planned, self.rules.get(planned.rule)?)))
         };
         for ((planned, rule), answer) in rules().zip(batch.items()) {
-            let Some(watch) = self.rules.watch(planned.rule) else {
+            let Some(observers) = self.rules.observers(planned.rule) else {
                 continue;
             };
             let decision = answer.decision();
-            watch.decided(decision, rule.can_refuse(), answer.refused_locally());
+            observers.decided(decision, rule.can_refuse(), answer.refused_locally());
             if !decision.is_allowed() {
-                watch.refused(&planned.key, decision, rule.can_refuse(), self.key_logging);
+                observers.refused(&planned.key, decision, rule.can_refuse(), self.key_logging);
             }
         }
         if batch.is_allowed() {
@@ -114,9 +114,8 @@ impl MessageCharges {
             .and_then(|item| answer.counted_quota(item))
             .unwrap_or(planned.quota);
         let refused = Refused::new(&rule.id, quota, *answer.decision(), HeaderMap::new())
-            .answered_with(refusal_status(rule))
-            .of_grpc_call(true);
-        Verdict::Stop(super::refusal_status(&refused))
+            .answered_with(rule.on_refusal.http_status());
+        Verdict::Stop(refused.grpc_status())
     }
 
     /// The store could not answer: an enforcing rule failing closed stops the call with
@@ -128,8 +127,8 @@ impl MessageCharges {
                 continue;
             };
             let fails_closed = rule.on_store_failure == OnStoreFailure::Closed;
-            if let Some(watch) = self.rules.watch(planned.rule) {
-                watch.store_failed(!fails_closed, rule.can_refuse());
+            if let Some(observers) = self.rules.observers(planned.rule) {
+                observers.store_failed(!fails_closed, rule.can_refuse());
             }
             if fails_closed && rule.can_refuse() {
                 closed.get_or_insert(rule);
@@ -143,7 +142,7 @@ impl MessageCharges {
                     %error,
                     "rate-limit store failed; the rule fails closed, ending the gRPC call"
                 );
-                Verdict::Stop(super::unavailable_status(self.unavailable_retry_after))
+                Verdict::Stop(grpc::unavailable_status(self.unavailable_retry_after))
             }
             None => {
                 tracing::warn!(
@@ -158,7 +157,7 @@ impl MessageCharges {
 }
 
 /// The layer cannot read a call's messages, and an enforcing rule asks it to: answer
-/// [`misconfigured`](super::misconfigured).
+/// `INTERNAL` ([`grpc::misconfigured`]).
 #[derive(Debug)]
 pub(crate) struct Unreadable;
 

@@ -337,7 +337,7 @@ mod tests {
     #[test]
     fn the_example_of_ratelimitfields() -> Result<(), Box<dyn std::error::Error>> {
         use super::rate_limit_fields;
-        use crate::headers::PolicyReport;
+        use crate::headers::report::PolicyReport;
         use std::time::Duration;
         use tollgate_core::{Decision, Quota};
 
@@ -353,7 +353,7 @@ mod tests {
     #[test]
     fn the_example_of_rate_limit_policy_value() -> Result<(), Box<dyn std::error::Error>> {
         use super::rate_limit_policy_value;
-        use crate::headers::PolicyReport;
+        use crate::headers::report::PolicyReport;
         use std::time::Duration;
         use tollgate_core::{Decision, Quota};
 

@@ -114,8 +114,8 @@ mod tests {
     #[test]
     fn the_example_of_legacy_fields() -> Result<(), Box<dyn std::error::Error>> {
         use super::legacy_fields;
-        use crate::headers::PolicyReport;
         use crate::headers::legacy::X_RATELIMIT_RESET;
+        use crate::headers::report::PolicyReport;
         use std::time::Duration;
         use tollgate_core::{Decision, Quota};
 

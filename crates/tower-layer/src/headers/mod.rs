@@ -1,5 +1,7 @@
 //! What an HTTP caller sees about its limits: the `RateLimit` and `RateLimit-Policy` fields,
-//! the legacy `X-RateLimit-*` fields, `Retry-After`, and RFC 9457 problem bodies for refusals.
+//! the legacy `X-RateLimit-*` fields, `Retry-After`, and RFC 9457 problem bodies for refusals
+//! (and, with the `grpc` feature, the gRPC statuses a gRPC caller reads instead); a refusal as
+//! the layer's responder hook sees it ([`Refused`](crate::Refused)) is made of them.
 //!
 //! Everything here is formatting: it takes a policy name, its quota and this request's decision
 //! ([`HeaderStyle::fields`]) and produces [`http`] header values and bodies. It does not choose what
@@ -108,17 +110,19 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+pub(crate) mod disclosure;
+#[cfg(feature = "grpc")]
+pub(crate) mod grpc;
 mod ietf;
 mod json;
 mod legacy;
 mod policy;
 mod problem;
+pub(crate) mod refused;
 mod report;
 mod retry_after;
 mod sf;
 mod style;
 
 pub use problem::Problem;
-pub(crate) use report::PolicyReport;
-pub(crate) use retry_after::{insert_retry_after, refusal_retry_after_secs};
 pub use style::HeaderStyle;

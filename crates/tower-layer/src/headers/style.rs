@@ -54,13 +54,6 @@ impl HeaderStyle {
         }
     }
 
-    /// Whether to send `RateLimit` and `RateLimit-Policy` (default: yes).
-    #[must_use]
-    pub const fn with_ietf(mut self, on: bool) -> HeaderStyle {
-        self.ietf = on;
-        self
-    }
-
     /// Whether to send `X-RateLimit-Limit`, `X-RateLimit-Remaining` and `X-RateLimit-Reset`,
     /// for the first policy only (default: no).
     #[must_use]
@@ -174,7 +167,11 @@ mod tests {
     fn none_sends_nothing() {
         assert!(HeaderStyle::none().is_none());
         assert!(names(HeaderStyle::none()).is_empty());
-        assert!(names(HeaderStyle::default().with_ietf(false)).is_empty());
+        let ietf_off = HeaderStyle {
+            ietf: false,
+            ..HeaderStyle::default()
+        };
+        assert!(names(ietf_off).is_empty());
     }
 
     #[test]

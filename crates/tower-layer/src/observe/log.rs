@@ -7,8 +7,8 @@ use std::sync::Arc;
 use tollgate_core::{Decision, Key, RuleId};
 
 use super::RuleObserver;
-use crate::rules::notices::RuleNotices;
-use crate::settings::KeyLogging;
+use super::key_logging::KeyLogging;
+use super::notices::RuleNotices;
 
 /// One rule's log: its refusal events and their summary.
 pub(crate) struct RuleLog {

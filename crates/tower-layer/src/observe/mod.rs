@@ -1,4 +1,4 @@
-//! Everything that watches the layer's decisions, in one place and through one trait: the
+//! Everything that observes the layer's decisions, in one place and through one trait: the
 //! refusal events and their once-a-minute summaries (always on), metrics
 //! ([`RateLimitLayer::metrics`](crate::RateLimitLayer::metrics)), the admin counters
 //! ([`track_stats`](crate::RateLimitLayer::track_stats)), the top refused callers
@@ -44,23 +44,24 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+pub(crate) mod key_logging;
 mod log;
 #[cfg(feature = "metrics")]
 mod metrics;
+pub(crate) mod notices;
+pub(crate) mod observers;
 pub mod stats;
 pub mod top_refused;
-pub(crate) mod watch;
 
 use std::sync::Arc;
 
 use tollgate_core::{Decision, Key, RuleId};
 
-use crate::settings::KeyLogging;
+use self::key_logging::KeyLogging;
 
-pub(crate) use self::watch::Observers;
-pub use self::watch::RuleWatch;
+pub use self::observers::RuleObservers;
 
-/// Something that watches a layer's decisions: asked once per rule for what it keeps for that
+/// Something that observes a layer's decisions: asked once per rule for what it keeps for that
 /// rule, and told of rule loads.
 pub trait Observer: Send + Sync + 'static {
     /// What this observer keeps for `rule` (counters, a label): made when a rule set holding it

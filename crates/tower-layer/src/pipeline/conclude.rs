@@ -7,48 +7,23 @@ use std::time::Duration;
 use bytes::Bytes;
 use http::Response;
 use http::request::Parts;
-use smallvec::SmallVec;
 use tollgate_core::{
-    BatchDecision, Charge, Decision, Estimate, Item, ItemDecision, Key, OnStoreFailure, Receipt,
+    BatchDecision, Charge, Decision, Estimate, Item, ItemDecision, Key, OnStoreFailure,
     RefusalReason, StoreError,
 };
 
-use crate::pipeline::cut::StreamCut;
-use crate::pipeline::disclosure::Disclosure;
+use crate::headers::disclosure::Disclosure;
+use crate::headers::refused::Refused;
+use crate::pipeline::charges::Charges;
 use crate::pipeline::flag::Flagged;
-use crate::pipeline::held::Hold;
 use crate::pipeline::plan::Plan;
-use crate::pipeline::refused::Refused;
 use crate::pipeline::respond;
 use crate::pipeline::settling::Settled;
-use crate::rules::rule::CountWhen;
+use crate::rules::actual_cost::CostMeter;
+use crate::rules::on_refusal::OnRefusal;
+use crate::rules::rule::Rule;
 use crate::rules::rule_set::{RuleRef, RuleSet};
 use crate::settings::Settings;
-use crate::{CostMeter, OnRefusal, Rule};
-
-/// Receipts the response settles: charges that count only for some responses, with the
-/// rule's test, concurrency slots, given back when the response body ends, and estimates
-/// settled with the actual cost then (read from `meter`, for costs the handler reports).
-#[derive(Default)]
-pub(crate) struct Charges {
-    pub(crate) conditional: SmallVec<[(Receipt, CountWhen); 1]>,
-    pub(crate) held: SmallVec<[Hold; 1]>,
-    pub(crate) settled: SmallVec<[(Settled, Option<CountWhen>); 1]>,
-    pub(crate) meter: Option<CostMeter>,
-    /// The call's response stream, ended early if an inbound message is refused (per-message
-    /// rules).
-    pub(crate) cut: Option<Arc<StreamCut>>,
-}
-
-impl Charges {
-    /// Whether there is nothing to settle.
-    pub(crate) fn is_empty(&self) -> bool {
-        self.conditional.is_empty()
-            && self.held.is_empty()
-            && self.settled.is_empty()
-            && self.cut.is_none()
-    }
-}
 
 /// What a request gets.
 // Lives for one call on the stack; boxing the larger variant would cost an allocation per
@@ -99,7 +74,7 @@ pub(crate) fn conclude(
         if refused_locally && !answer.refused_locally() {
             continue;
         }
-        count(rules, planned.rule, answer, rule.can_refuse());
+        tell_decided(rules, planned.rule, answer, rule.can_refuse());
     }
     if let Some((position, block)) = gate {
         return blocked(
@@ -117,7 +92,7 @@ pub(crate) fn conclude(
         if decision.is_allowed() {
             continue;
         }
-        refusal(
+        tell_refused(
             settings,
             rules,
             planned.rule,
@@ -162,7 +137,7 @@ pub(crate) fn conclude(
         return Conclusion::Proceed {
             disclosure,
             delay: batch.delay(items),
-            charges: settled_after(rules, plan, items, batch, request),
+            charges: left_to_response(rules, plan, items, batch, request),
         };
     };
     let quota = (batch.items().get(position).zip(items.get(position)))
@@ -171,23 +146,23 @@ pub(crate) fn conclude(
     // Read only when refusing: an allowed request never looks at its content-type.
     let grpc = respond::is_grpc(request);
     let refused = Refused::new(&rule.id, quota, *decision, disclosure.to_headers())
-        .answered_with(refusal_status(rule))
+        .answered_with(rule.on_refusal.http_status())
         .of_grpc_call(grpc);
     Conclusion::Respond {
-        response: respond::refusal(settings, rule, refused, grpc),
+        response: respond::answer_refusal(settings, rule, refused, grpc),
         refused_by: (decision.refusal() == Some(RefusalReason::LimitReached)).then_some(position),
     }
 }
 
 /// Tells the rule's observers of its own decision (a refusal made without the store too).
-fn count(rules: &RuleSet, at: RuleRef, answer: &ItemDecision, enforcing: bool) {
-    if let Some(watch) = rules.watch(at) {
-        watch.decided(answer.decision(), enforcing, answer.refused_locally());
+fn tell_decided(rules: &RuleSet, at: RuleRef, answer: &ItemDecision, enforcing: bool) {
+    if let Some(observers) = rules.observers(at) {
+        observers.decided(answer.decision(), enforcing, answer.refused_locally());
     }
 }
 
 /// Tells the rule's observers it refused `key` (`enforced`: the request was refused).
-fn refusal(
+fn tell_refused(
     settings: &Settings,
     rules: &RuleSet,
     at: RuleRef,
@@ -195,8 +170,8 @@ fn refusal(
     decision: &Decision,
     enforced: bool,
 ) {
-    if let Some(watch) = rules.watch(at) {
-        watch.refused(key, decision, enforced, settings.key_logging);
+    if let Some(observers) = rules.observers(at) {
+        observers.refused(key, decision, enforced, settings.key_logging);
     }
 }
 
@@ -232,8 +207,8 @@ fn blocked(
     let until = block.retry_after();
     let limit = planned.quota.limit();
     let decision = Decision::refused(RefusalReason::LimitReached, limit, 0, until, until);
-    refusal(settings, rules, planned.rule, &planned.key, &decision, true);
-    count(
+    tell_refused(settings, rules, planned.rule, &planned.key, &decision, true);
+    tell_decided(
         rules,
         planned.rule,
         &ItemDecision::uncharged(decision),
@@ -245,17 +220,17 @@ fn blocked(
     let headers = Disclosure::of(rules.header_style(settings.header_style), shown).to_headers();
     let refused = Refused::new(&rule.id, planned.quota, decision, headers).of_grpc_call(grpc);
     Conclusion::Respond {
-        response: respond::refusal(settings, rule, refused, grpc),
+        response: respond::answer_refusal(settings, rule, refused, grpc),
         refused_by: None,
     }
 }
 
 /// The charges of rules that count only some responses, the slots of concurrency rules and the
-/// estimates of settled rules, to settle later (the answer is consumed: each charge becomes at
+/// estimates of settled rules, left to the response (the answer is consumed: each charge becomes at
 /// most one receipt). A slot is given back whatever the response, so a concurrency rule's
 /// `count_when` does not apply. A request with a rule settled from what the handler reports
 /// gets a [`CostMeter`] in its extensions.
-fn settled_after(
+fn left_to_response(
     rules: &RuleSet,
     plan: &Plan,
     items: &[Item<'_>],
@@ -304,7 +279,7 @@ fn settled_after(
             Some(counts) if !held => charges.conditional.push((receipt, Arc::clone(counts))),
             _ => charges
                 .held
-                .push((receipt, rules.watch(planned.rule).cloned())),
+                .push((receipt, rules.observers(planned.rule).cloned())),
         }
     }
     charges
@@ -324,9 +299,9 @@ fn store_failed(
 ) -> Conclusion {
     // Each rule counted as its failure policy answers the request.
     for (planned, rule) in plan.rules(rules) {
-        if let Some(watch) = rules.watch(planned.rule) {
+        if let Some(observers) = rules.observers(planned.rule) {
             let closed = rule.on_store_failure == OnStoreFailure::Closed;
-            watch.store_failed(!closed, rule.can_refuse());
+            observers.store_failed(!closed, rule.can_refuse());
         }
     }
     let closed = plan
@@ -360,13 +335,5 @@ fn store_failed(
                 },
             }
         }
-    }
-}
-
-/// The status a rule's refusals are answered with.
-pub(crate) fn refusal_status(rule: &Rule) -> http::StatusCode {
-    match rule.on_refusal {
-        OnRefusal::Unavailable => http::StatusCode::SERVICE_UNAVAILABLE,
-        _ => http::StatusCode::TOO_MANY_REQUESTS,
     }
 }

@@ -11,7 +11,7 @@ use tokio::task::AbortHandle;
 use tollgate_core::{Charge, DynStore, Receipt, Store};
 
 use super::refund::refund_all;
-use crate::observe::RuleWatch;
+use crate::observe::observers::RuleObservers;
 
 /// The slots one request holds; dropping it gives them back.
 pub(crate) struct HeldSlots {
@@ -19,8 +19,8 @@ pub(crate) struct HeldSlots {
     renewal: Option<AbortHandle>,
 }
 
-/// A held receipt and what watches its rule (the in-flight gauge).
-pub(crate) type Hold = (Receipt, Option<RuleWatch>);
+/// A held receipt and its rule's observers (the in-flight gauge).
+pub(crate) type Hold = (Receipt, Option<RuleObservers>);
 
 /// The holds, given back when the last reference goes (the guard's, or a renewal's in progress
 /// when the guard went).
@@ -30,11 +30,11 @@ struct Held {
 }
 
 impl Held {
-    /// Tells each hold's watch that its slots were taken (`true`) or given back.
-    fn watch(&self, taken: bool) {
-        for (receipt, watch) in &self.holds {
-            if let Some(watch) = watch {
-                watch.slots_held(slots_of(receipt), taken);
+    /// Tells each hold's observers that its slots were taken (`true`) or given back.
+    fn tell_observers(&self, taken: bool) {
+        for (receipt, observers) in &self.holds {
+            if let Some(observers) = observers {
+                observers.slots_held(slots_of(receipt), taken);
             }
         }
     }
@@ -42,7 +42,7 @@ impl Held {
 
 impl Drop for Held {
     fn drop(&mut self) {
-        self.watch(false);
+        self.tell_observers(false);
         let receipts: Vec<Receipt> = self.holds.drain(..).map(|(receipt, _)| receipt).collect();
         refund_all(self.store.clone(), receipts);
     }
@@ -62,7 +62,7 @@ impl HeldSlots {
     pub(crate) fn new(holds: SmallVec<[Hold; 1]>, store: DynStore) -> Self {
         let every = renewal_period(&holds);
         let held = Arc::new(Held { holds, store });
-        held.watch(true);
+        held.tell_observers(true);
         let renewal = every.and_then(|every| start_renewal(&held, every));
         HeldSlots { held, renewal }
     }

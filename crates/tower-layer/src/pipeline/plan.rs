@@ -6,8 +6,10 @@ use smallvec::SmallVec;
 use tollgate_core::{Counting, FleetModes, Item, Key, Quota, Take};
 
 use crate::rules::escalation::Escalated;
+use crate::rules::missing_key::MissingKey;
+use crate::rules::registry::QuotaRegistry;
+use crate::rules::rule::Rule;
 use crate::rules::rule_set::{RuleRef, RuleSet};
-use crate::{MissingKey, QuotaRegistry, Rule};
 
 /// One rule's part of a request.
 #[derive(Debug, Clone)]

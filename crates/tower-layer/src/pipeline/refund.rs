@@ -1,18 +1,7 @@
-//! Taking back charges once the response is known: those it says should not count ("count
-//! only failed logins"), the concurrency slots the request holds until its body ends, and the
-//! estimates settled when it ends.
+//! Giving charges back to the store: at once when it answers at once (in memory), else in a
+//! spawned task; a refund that fails is logged, and the caller keeps the charge.
 
-use std::sync::Arc;
-
-use http::response::Parts;
-use smallvec::SmallVec;
 use tollgate_core::{DynStore, Receipt, RefundError, RefundNow, Store};
-
-use super::conclude::Charges;
-use super::cut::StreamCut;
-use super::held::HeldSlots;
-use super::settling::Settling;
-use crate::rules::rule::CountWhen;
 
 /// Refunds every receipt to `store`: at once when the store can, else in a spawned task.
 pub(crate) fn refund_all(store: DynStore, receipts: Vec<Receipt>) {
@@ -48,92 +37,4 @@ fn log_failure(failed: &RefundError) {
         error = %failed,
         "could not refund a charge that should not count"
     );
-}
-
-/// Charges to take back unless the response says they count, slots to give back when the
-/// response body ends, and estimates to settle then (when this, or what it becomes, is dropped
-/// first: then).
-pub(crate) struct PendingRefunds {
-    charges: SmallVec<[(Receipt, CountWhen); 1]>,
-    until_body_ends: UntilBodyEnds,
-    /// The settled rules' tests of whether a response counts, in the order of their estimates.
-    settled_counts: SmallVec<[Option<CountWhen>; 1]>,
-    store: DynStore,
-}
-
-/// What a response body keeps until it ends (or is dropped): the request's concurrency slots,
-/// and its estimates still to settle.
-#[derive(Default)]
-pub(crate) struct UntilBodyEnds {
-    held: Option<HeldSlots>,
-    settling: Option<Settling>,
-    /// Ends the body early when an inbound message is refused (per-message rules).
-    pub(crate) cut: Option<Arc<StreamCut>>,
-}
-
-impl UntilBodyEnds {
-    /// Whether there is nothing to keep.
-    pub(crate) fn is_empty(&self) -> bool {
-        self.held.is_none() && self.settling.is_none() && self.cut.is_none()
-    }
-}
-
-impl PendingRefunds {
-    /// `charges` to settle with `store` once the response is known, and the slots held until
-    /// its body ends.
-    pub(crate) fn new(charges: Charges, store: DynStore) -> Self {
-        let held = (!charges.held.is_empty()).then(|| HeldSlots::new(charges.held, store.clone()));
-        let any_settled = !charges.settled.is_empty();
-        let (settled, settled_counts) = charges.settled.into_iter().unzip();
-        let settling = any_settled.then(|| Settling::new(settled, charges.meter, store.clone()));
-        PendingRefunds {
-            charges: charges.conditional,
-            until_body_ends: UntilBodyEnds {
-                held,
-                settling,
-                cut: charges.cut,
-            },
-            settled_counts,
-            store,
-        }
-    }
-
-    /// Refunds the charges whose rule says the response (its head: `response`) does not
-    /// count, reads what the head says of settled rules' actual costs, and answers what the
-    /// response body keeps until it ends.
-    pub(crate) fn settle(self, response: &mut Parts) -> UntilBodyEnds {
-        let status = response.status;
-        let receipts: Vec<Receipt> = self
-            .charges
-            .into_iter()
-            .filter(|(_, counts)| !counts(status))
-            .map(|(receipt, _)| receipt)
-            .collect();
-        if !receipts.is_empty() {
-            refund_all(self.store, receipts);
-        }
-        let mut until_body_ends = self.until_body_ends;
-        // A trailers-only response (the handler answered with an error status) ends with its
-        // head: nothing to cut later. If a message was refused before it, the refusal's status
-        // is the answer, whatever status the handler made of it.
-        if response.headers.contains_key("grpc-status")
-            && let Some(cut) = until_body_ends.cut.take()
-            && let Some(trailers) = cut.take_cut()
-        {
-            for name in ["grpc-status", "grpc-message", "grpc-status-details-bin"] {
-                response.headers.remove(name);
-            }
-            for (name, value) in &trailers {
-                response.headers.insert(name, value.clone());
-            }
-        }
-        if let Some(settling) = &mut until_body_ends.settling {
-            let counts = self.settled_counts.iter();
-            settling.read_head(
-                response,
-                counts.map(|counts| counts.as_ref().is_none_or(|counts| counts(status))),
-            );
-        }
-        until_body_ends
-    }
 }

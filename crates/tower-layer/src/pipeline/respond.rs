@@ -4,15 +4,29 @@ use bytes::Bytes;
 use http::Response;
 
 use crate::headers::Problem;
+#[cfg(feature = "grpc")]
+use crate::headers::grpc;
+use crate::headers::refused::Refused;
 use crate::pipeline::plan::Unplanned;
-use crate::pipeline::refused::Refused;
+use crate::rules::on_refusal::OnRefusal;
+use crate::rules::rule::Rule;
 use crate::settings::Settings;
-use crate::{OnRefusal, Rule};
 
-/// Whether the layer answers `request` as a gRPC call (feature `grpc`; see `crate::grpc`).
+/// Whether the layer answers `request` as a gRPC call (feature `grpc`, else never):
+/// `content-type: application/grpc`, or a subtype such as `application/grpc+proto` (any case).
+/// gRPC-Web (`application/grpc-web*`) frames its status otherwise, and is answered as HTTP.
 pub(crate) fn is_grpc(request: &http::request::Parts) -> bool {
     #[cfg(feature = "grpc")]
-    return crate::grpc::is_grpc(request);
+    {
+        let Some(kind) = request.headers.get(http::header::CONTENT_TYPE) else {
+            return false;
+        };
+        let kind = kind.as_bytes();
+        const GRPC: &[u8] = b"application/grpc";
+        kind.len() >= GRPC.len()
+            && kind[..GRPC.len()].eq_ignore_ascii_case(GRPC)
+            && matches!(kind.get(GRPC.len()), None | Some(b'+' | b';' | b' '))
+    }
     #[cfg(not(feature = "grpc"))]
     {
         let _ = request;
@@ -22,7 +36,7 @@ pub(crate) fn is_grpc(request: &http::request::Parts) -> bool {
 
 /// What a refusal by `rule` answers (to a gRPC call when `grpc`): the rule's own responder,
 /// else the layer's, else the default.
-pub(crate) fn refusal(
+pub(crate) fn answer_refusal(
     settings: &Settings,
     rule: &Rule,
     refused: Refused,
@@ -33,7 +47,7 @@ pub(crate) fn refusal(
         _ => match &settings.responder {
             Some(responder) => responder(&refused),
             #[cfg(feature = "grpc")]
-            None if grpc => crate::grpc::refusal(&refused),
+            None if grpc => refused.grpc_response(),
             None => {
                 let _ = grpc;
                 refused.default_response()
@@ -48,10 +62,8 @@ pub(crate) fn unplanned(unplanned: &Unplanned, grpc: bool) -> Response<Bytes> {
     #[cfg(feature = "grpc")]
     if grpc {
         return match unplanned {
-            Unplanned::MissingKey { status, rule } => {
-                crate::grpc::missing_key(rule.as_str(), *status)
-            }
-            Unplanned::Misconfigured => crate::grpc::misconfigured(),
+            Unplanned::MissingKey { status, rule } => grpc::missing_key(rule.as_str(), *status),
+            Unplanned::Misconfigured => grpc::misconfigured(),
         };
     }
     let _ = grpc;
@@ -66,7 +78,7 @@ pub(crate) fn unplanned(unplanned: &Unplanned, grpc: bool) -> Response<Bytes> {
 pub(crate) fn limiter_unavailable(settings: &Settings, grpc: bool) -> Response<Bytes> {
     #[cfg(feature = "grpc")]
     if grpc {
-        return crate::grpc::unavailable(settings.unavailable_retry_after);
+        return grpc::unavailable(settings.unavailable_retry_after);
     }
     let _ = grpc;
     problem_response(Problem::limiter_unavailable(

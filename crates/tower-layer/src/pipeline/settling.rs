@@ -10,8 +10,8 @@ use http::response::Parts;
 use smallvec::SmallVec;
 use tollgate_core::{DynStore, Estimate};
 
-use crate::rules::notices::RuleNotices;
-use crate::{CostMeter, SettleFrom};
+use crate::observe::notices::RuleNotices;
+use crate::rules::actual_cost::{CostMeter, SettleFrom};
 
 /// One settled rule's part of a request: its estimate, where its actual cost comes from, what
 /// the response's head said of it, and the rule's notices (to say once that nothing was

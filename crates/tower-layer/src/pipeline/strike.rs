@@ -2,28 +2,22 @@
 //! (what the strikes and the block are: [`Escalation`](crate::Escalation)).
 
 use std::future::Future;
-use std::sync::Arc;
 use std::task::{Context, Waker};
 
-use tollgate_core::{FleetModes, Item, Key, OnStoreFailure, Store, StoreError};
+use tollgate_core::{DynStore, FleetModes, Item, Key, OnStoreFailure, Store, StoreError};
 
-use crate::Rule;
+use crate::observe::key_logging::KeyLogging;
 use crate::rules::escalation::Escalated;
-use crate::settings::KeyLogging;
+use crate::rules::rule::Rule;
 
 /// Records a refusal of `key` by `rule`: one strike, and a block once the strikes run out.
 /// The same future is polled once here and, if the store cannot answer at once, finished in a
 /// spawned task, so a strike is never sent twice.
-pub(crate) fn record_refusal<St: Store>(
-    store: &Arc<St>,
-    rule: &Rule,
-    key: &Key,
-    logging: KeyLogging,
-) {
+pub(crate) fn record_refusal(store: &DynStore, rule: &Rule, key: &Key, logging: KeyLogging) {
     let Some(escalated) = rule.escalation.clone() else {
         return;
     };
-    let (store, key, policy) = (Arc::clone(store), key.clone(), rule.on_store_failure);
+    let (store, key, policy) = (store.clone(), key.clone(), rule.on_store_failure);
     let home = rule.store.clone();
     let mut recording = Box::pin(async move {
         let counted = Counted {

@@ -5,9 +5,9 @@ use std::sync::OnceLock;
 use http::request::Parts;
 
 use super::path_index::PathIndex;
-use crate::PathPattern;
-use crate::client_ip::Cidr;
-use crate::key::peer_addr;
+use crate::rules::path_pattern::PathPattern;
+use tollgate_key::client_ip::Cidr;
+use tollgate_key::peer_addr;
 
 /// Exempt paths and peer networks: the layer's own, and a rule set's (a rule file's `[exempt]`).
 #[derive(Debug, Clone, Default)]

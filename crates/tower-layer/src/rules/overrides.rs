@@ -6,7 +6,7 @@ use std::sync::Arc;
 use http::request::Parts;
 use tollgate_core::{Key, Quota};
 
-use crate::key::KeyExtractor;
+use tollgate_key::KeyExtractor;
 
 /// The quotas a rule gives particular callers instead of its own: by the caller's key (a
 /// partner's API key, under contract for more), or by the caller's plan, which another
@@ -80,7 +80,7 @@ impl QuotaOverrides {
         quotas: impl IntoIterator<Item = (&'a str, Quota)>,
     ) -> Self {
         self.plan = Some(PlanQuotas {
-            extractor: crate::key::shared(plan),
+            extractor: tollgate_key::shared(plan),
             quotas: quotas
                 .into_iter()
                 .map(|(name, quota)| (Key::new(name), (Arc::from(name), quota)))

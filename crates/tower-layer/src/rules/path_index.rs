@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use smallvec::SmallVec;
 
 use super::path_pattern::Segment;
-use crate::PathPattern;
+use crate::rules::path_pattern::PathPattern;
 
 /// The positions of the patterns a path matched (in no particular order).
 pub(crate) type Matches = SmallVec<[usize; 8]>;

@@ -3,17 +3,18 @@
 use std::fmt;
 use std::sync::Arc;
 
-use bytes::Bytes;
 use http::StatusCode;
 use http::request::Parts;
 use tollgate_core::{Counting, FleetModes, Mode, OnStoreFailure, Quota, RuleId, RuleIdError};
 
-use crate::QuotaOverrides;
-use crate::key::KeyExtractor;
+use crate::observe::notices::RuleNotices;
+use crate::rules::actual_cost::SettleFrom;
+use crate::rules::cost::Cost;
 use crate::rules::escalation::{Escalated, Escalation};
-use crate::rules::notices::RuleNotices;
-use crate::rules::settle::SettleFrom;
-use crate::settings::Responder;
+use crate::rules::missing_key::MissingKey;
+use crate::rules::on_refusal::OnRefusal;
+use crate::rules::overrides::QuotaOverrides;
+use tollgate_key::KeyExtractor;
 
 /// One rate limit, as the layer applies it: the policy name, the algorithm and quota, who is
 /// counted, the cost of a request, the mode, what a refusal does, what a missing key does, what
@@ -49,10 +50,12 @@ pub struct Rule {
     pub(crate) on_refusal: OnRefusal,
     pub(crate) on_missing_key: MissingKey,
     pub(crate) on_store_failure: OnStoreFailure,
-    pub(crate) counting: Counting,
-    pub(crate) sub_buckets: u32,
-    pub(crate) cache_blocked: bool,
-    pub(crate) replica_ack: Option<std::time::Duration>,
+    /// What the rule asks of the store beyond an exact count, but its store's name (a
+    /// `FleetModes` borrows the name it carries: [`fleet_modes`](Self::fleet_modes) lends it
+    /// `store`).
+    pub(crate) modes: FleetModes<'static>,
+    /// The store it is counted in, among a `Stores` (`tollgate_wrappers`)' (`None`: the
+    /// default one).
     pub(crate) store: Option<Arc<str>>,
     pub(crate) disclose: Option<bool>,
     pub(crate) count_when: Option<CountWhen>,
@@ -80,16 +83,13 @@ impl Rule {
         Ok(Rule {
             id: RuleId::new(id)?,
             quota,
-            key: crate::key::shared(key),
+            key: tollgate_key::shared(key),
             cost: Cost::Fixed(1),
             mode: Mode::Enforce,
             on_refusal: OnRefusal::Reject,
             on_missing_key: MissingKey::Skip,
             on_store_failure: OnStoreFailure::Open,
-            counting: Counting::Exact,
-            sub_buckets: 1,
-            cache_blocked: false,
-            replica_ack: None,
+            modes: FleetModes::new(),
             store: None,
             disclose: None,
             count_when: None,
@@ -163,6 +163,26 @@ impl Rule {
         self
     }
 
+    /// Each request's cost (or estimate, for a settled rule) is the integer in its header
+    /// `name`; a request without it, or with a value that is not an integer, costs `default`.
+    /// The caller sets the header, so a value below 1 counts as 1: a request can never make
+    /// itself free (a cost of 0 always passes).
+    ///
+    /// ```
+    /// use tollgate_core::{Quota, Rate};
+    /// use tollgate_tower::{Rule, key::Global};
+    ///
+    /// let rule = Rule::new("tokens", Quota::token_bucket(1_000, Rate::per_second(100))?, Global)?
+    ///     .cost_from_header(http::HeaderName::from_static("x-max-tokens"), 100);
+    /// # let _ = rule;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[must_use]
+    pub fn cost_from_header(mut self, name: http::HeaderName, default: u64) -> Self {
+        self.cost = Cost::from_header(name, default);
+        self
+    }
+
     /// Settles each request's cost once its response is known: the rule's cost
     /// ([`cost`](Self::cost), [`cost_fn`](Self::cost_fn)) is an **estimate** taken up front, and
     /// the actual cost is read `from` the response (see [`SettleFrom`]) when its body ends.
@@ -205,6 +225,11 @@ impl Rule {
     pub fn settle(mut self, from: SettleFrom) -> Self {
         self.settle = Some(from);
         self
+    }
+
+    /// Whether the rule settles its cost after the response ([`settle`](Self::settle)).
+    pub fn settles(&self) -> bool {
+        self.settle.is_some()
     }
 
     /// Charges every inbound message of a gRPC call instead of the call (feature `grpc`): the
@@ -260,37 +285,6 @@ impl Rule {
     /// feature `grpc`); a concurrency rule never does.
     pub fn is_per_message(&self) -> bool {
         self.per_message && self.quota.algorithm() != tollgate_core::Algorithm::Concurrency
-    }
-
-    /// Whether the rule settles its cost after the response ([`settle`](Self::settle)).
-    pub fn settles(&self) -> bool {
-        self.settle.is_some()
-    }
-
-    /// Each request's cost (or estimate, for a settled rule) is the integer in its header
-    /// `name`; a request without it, or with a value that is not an integer, costs `default`.
-    /// The caller sets the header, so a value below 1 counts as 1: a request can never make
-    /// itself free (a cost of 0 always passes).
-    ///
-    /// ```
-    /// use tollgate_core::{Quota, Rate};
-    /// use tollgate_tower::{Rule, key::Global};
-    ///
-    /// let rule = Rule::new("tokens", Quota::token_bucket(1_000, Rate::per_second(100))?, Global)?
-    ///     .cost_from_header(http::HeaderName::from_static("x-max-tokens"), 100);
-    /// # let _ = rule;
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    #[must_use]
-    pub fn cost_from_header(self, name: http::HeaderName, default: u64) -> Self {
-        self.cost_fn(move |request| {
-            request
-                .headers
-                .get(&name)
-                .and_then(crate::rules::settle::units_in)
-                .unwrap_or(default)
-                .max(1)
-        })
     }
 
     /// Shadow mode: never refuses; would-be refusals are recorded (a `tollgate::refusal` event).
@@ -356,13 +350,13 @@ impl Rule {
     /// ```
     #[must_use]
     pub fn with_counting(mut self, counting: Counting) -> Self {
-        self.counting = counting;
+        self.modes = self.modes.with_counting(counting);
         self
     }
 
     /// How the rule is counted across a fleet.
     pub fn counting(&self) -> Counting {
-        self.counting
+        self.modes.counting()
     }
 
     /// Shares the limit out among `gateways` gateways, each allowing its part with no shared
@@ -400,7 +394,7 @@ impl Rule {
     /// in new sub-buckets (like a new rule id).
     #[must_use]
     pub fn sub_buckets(mut self, sub_buckets: u32) -> Self {
-        self.sub_buckets = sub_buckets.clamp(1, tollgate_core::MAX_SUB_BUCKETS);
+        self.modes = self.modes.with_sub_buckets(sub_buckets);
         self
     }
 
@@ -410,7 +404,7 @@ impl Rule {
     /// `Retry-After`; counted as `refused_locally`.
     #[must_use]
     pub fn cache_blocked(mut self, cache_blocked: bool) -> Self {
-        self.cache_blocked = cache_blocked;
+        self.modes = self.modes.with_cache_blocked(cache_blocked);
         self
     }
 
@@ -433,7 +427,7 @@ impl Rule {
     /// ```
     #[must_use]
     pub fn replica_ack(mut self, wait: std::time::Duration) -> Self {
-        self.replica_ack = Some(wait);
+        self.modes = self.modes.with_replica_ack(wait);
         self
     }
 
@@ -450,12 +444,8 @@ impl Rule {
     /// fleet, sub-buckets, cached refusals, a named store, a replica's acknowledgement — as the store's
     /// [`Capabilities`](tollgate_core::Capabilities) check it.
     pub fn fleet_modes(&self) -> FleetModes<'_> {
-        FleetModes::new()
-            .with_counting(self.counting)
-            .with_sub_buckets(self.sub_buckets)
-            .with_cache_blocked(self.cache_blocked)
-            .with_store(self.store.as_deref())
-            .with_replica_ack(self.replica_ack)
+        let modes: FleetModes<'_> = self.modes;
+        modes.with_store(self.store.as_deref())
     }
 
     /// The store this rule names, if any.
@@ -553,11 +543,9 @@ impl Rule {
         )
     }
 
+    /// What `request` costs this rule (its estimate, for a settled rule).
     pub(crate) fn cost_of(&self, request: &Parts) -> u64 {
-        match &self.cost {
-            Cost::Fixed(cost) => *cost,
-            Cost::Computed(cost) => cost(request),
-        }
+        self.cost.of(request)
     }
 }
 
@@ -573,94 +561,4 @@ impl fmt::Debug for Rule {
             .field("disclosed", &self.is_disclosed())
             .finish_non_exhaustive()
     }
-}
-
-/// What a request costs.
-#[derive(Clone)]
-pub(crate) enum Cost {
-    Fixed(u64),
-    Computed(Arc<dyn Fn(&Parts) -> u64 + Send + Sync>),
-}
-
-/// What a refusal by a rule does.
-#[derive(Clone, Default)]
-#[non_exhaustive]
-pub enum OnRefusal {
-    /// Answer `429 Too Many Requests` with `Retry-After` and a problem body (or the layer's
-    /// responder).
-    #[default]
-    Reject,
-    /// Answer with this response instead (a challenge, such as a CAPTCHA page), built from what
-    /// the layer's own responder would see: the [`Refused`](crate::Refused) with its rule,
-    /// decision and rate-limit headers (`Retry-After` included), so a challenge can carry them.
-    Respond(Responder),
-    /// Let the request through, marked with a [`Flagged`](crate::Flagged) extension naming the
-    /// rule, so downstream code can, say, put a new account into review.
-    Flag,
-    /// Answer `503 Service Unavailable` with `Retry-After` and a problem body (or the layer's
-    /// responder, which reads it from [`Refused::status`](crate::Refused::status)): for a limit
-    /// that protects the service's capacity rather than metering its caller, such as a
-    /// concurrency rule. A request that costs more than the rule ever allows is still 429.
-    Unavailable,
-}
-
-impl OnRefusal {
-    /// Answers refusals with `respond(refused)`.
-    ///
-    /// ```
-    /// use bytes::Bytes;
-    /// use tollgate_tower::{OnRefusal, Refused};
-    ///
-    /// // A challenge page that keeps tollgate's headers (Retry-After, RateLimit).
-    /// let challenge = OnRefusal::respond(|refused: &Refused| {
-    ///     let mut page = http::Response::new(Bytes::from_static(b"<form>solve me</form>"));
-    ///     page.headers_mut().extend(refused.headers().clone());
-    ///     page
-    /// });
-    /// # let _ = challenge;
-    /// ```
-    pub fn respond(
-        respond: impl Fn(&crate::Refused) -> http::Response<Bytes> + Send + Sync + 'static,
-    ) -> Self {
-        OnRefusal::Respond(Arc::new(respond))
-    }
-}
-
-impl fmt::Debug for OnRefusal {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            OnRefusal::Reject => f.write_str("Reject"),
-            OnRefusal::Respond(_) => f.write_str("Respond(..)"),
-            OnRefusal::Flag => f.write_str("Flag"),
-            OnRefusal::Unavailable => f.write_str("Unavailable"),
-        }
-    }
-}
-
-/// What a rule does with a request that has no key for it (an anonymous caller for an account
-/// rule, a request without an API key).
-///
-/// A key that cannot be found because of how the service is deployed — an IP rule on a request
-/// that carries no peer address — is not a missing key: the request is answered `500
-/// Internal Server Error` (problem type `urn:tollgate:problem:misconfigured`) and the fix is
-/// logged at `error`, at most once a minute per rule, whatever this says, unless it says
-/// [`SkipAlways`](MissingKey::SkipAlways). A shadow or flag rule logs the same error but never
-/// stops a request.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-#[non_exhaustive]
-pub enum MissingKey {
-    /// The rule does not apply to this request (the default: other rules, such as a per-IP one,
-    /// still do).
-    #[default]
-    Skip,
-    /// Refuse the request with this status (for example 401 for an API that needs a key) and a
-    /// `urn:tollgate:problem:missing-key` problem body. The status must be a client error
-    /// (4xx); anything else is sent as 400. The layer's responder hook is for rate-limit
-    /// refusals and does not render this one.
-    Refuse(StatusCode),
-    /// Skip the rule even when its key cannot be found because of the deployment (no peer
-    /// address): for a service that is knowingly served without one, such as a test that
-    /// builds requests by hand. No `500` and no `error`; every skip is still counted
-    /// ([`Rule::keyless_skips`]) and the first one logged at `warn`, as with `Skip`.
-    SkipAlways,
 }

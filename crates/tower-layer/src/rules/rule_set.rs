@@ -6,15 +6,16 @@ use std::sync::Arc;
 use http::Method;
 use http::request::Parts;
 
-use crate::client_ip::Cidr;
 use crate::headers::HeaderStyle;
-use crate::key::MatchedPattern;
-use crate::observe::watch::Watched;
-use crate::observe::{Observers, RuleWatch};
+use crate::observe::observers::{Observed, Observers, RuleObservers};
 use crate::rules::exemptions::Exemptions;
+use crate::rules::grpc_method::grpc_method_pattern;
 use crate::rules::path_index::PathIndex;
-use crate::{PathPattern, PathPatternError, Rule};
+use crate::rules::path_pattern::{PathPattern, PathPatternError};
+use crate::rules::rule::Rule;
 use tollgate_core::{Capabilities, RuleId, Unsupported};
+use tollgate_key::MatchedPattern;
+use tollgate_key::client_ip::Cidr;
 
 /// Where a rule sits in a [`RuleSet`], so a request's plan can outlive a borrow of the set.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,7 +44,7 @@ pub struct RuleSet {
     header_style: Option<HeaderStyle>,
     /// What the layer's observers keep for each rule, by position (`everywhere`, then
     /// `routes`), made when the set is installed.
-    watches: Option<Arc<[RuleWatch]>>,
+    observers: Option<Arc<[RuleObservers]>>,
     /// Why the layer's store cannot count each rule as it asks (`None`: it can), by position,
     /// found when the set is installed.
     unsupported: Option<Arc<[Option<Unsupported>]>>,
@@ -63,10 +64,10 @@ impl RuleSet {
         self
     }
 
-    /// Watches are by position: a set whose rules moved drops them (the layer that installs it
-    /// makes new ones).
+    /// Observers and checks are by position: a set whose rules moved drops them (the layer that
+    /// installs it makes new ones).
     fn positions_changed(&mut self) {
-        self.watches = None;
+        self.observers = None;
         self.unsupported = None;
         self.route_index = std::sync::OnceLock::new();
     }
@@ -93,7 +94,7 @@ impl RuleSet {
     /// for every method of the service; see [`grpc_method_pattern`](crate::grpc_method_pattern)):
     /// requests to its path whatever their HTTP method (tonic serves any).
     pub fn grpc(self, method: &str, rule: Rule) -> Result<Self, PathPatternError> {
-        let pattern = crate::grpc_method_pattern(method)?;
+        let pattern = grpc_method_pattern(method)?;
         Ok(self.route_pattern(None, pattern, rule))
     }
 
@@ -131,14 +132,14 @@ impl RuleSet {
     /// The set with what `observers` keep for each of its rules (made now, once: the request
     /// path only uses them).
     pub(crate) fn observed_by(mut self, observers: &Observers) -> Self {
-        let watches: Vec<RuleWatch> = self
+        let each: Vec<RuleObservers> = self
             .rules()
             .map(|rule| {
                 let notices = Arc::clone(&rule.notices);
-                observers.watch(&rule.id, notices, Watched::LayerRule)
+                observers.of_rule(&rule.id, notices, Observed::LayerRule)
             })
             .collect();
-        self.watches = Some(watches.into());
+        self.observers = Some(each.into());
         self
     }
 
@@ -166,8 +167,8 @@ impl RuleSet {
     }
 
     /// What the layer's observers keep for the rule `at` names, once the set is installed.
-    pub(crate) fn watch(&self, at: RuleRef) -> Option<&RuleWatch> {
-        self.watches.as_ref()?.get(self.position(at))
+    pub(crate) fn observers(&self, at: RuleRef) -> Option<&RuleObservers> {
+        self.observers.as_ref()?.get(self.position(at))
     }
 
     /// Where the rule `at` names is among [`rules`](Self::rules).

@@ -25,7 +25,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use tollgate_core::{Key, RuleId};
 
 use self::window::Window;
-use crate::KeyLogging;
+use crate::observe::key_logging::KeyLogging;
 
 /// The most counters per rule and slice (a larger `k` is taken as this): memory per rule is
 /// `k` × 12 slices × a key.

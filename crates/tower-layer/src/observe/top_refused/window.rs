@@ -60,7 +60,7 @@ impl Window {
     /// count, and at most the error above it.
     pub(crate) fn top(&self, n: usize, now_micros: u64) -> Merged {
         let current = now_micros / slice_micros();
-        let live: Vec<&SpaceSaving> = self
+        let in_window: Vec<&SpaceSaving> = self
             .slots
             .iter()
             .flatten()
@@ -68,7 +68,7 @@ impl Window {
             .map(|(_, summary)| summary)
             .collect();
         let mut merged: HashMap<&Key, Estimate> = HashMap::new();
-        for summary in &live {
+        for summary in &in_window {
             for (key, estimate) in summary.estimates() {
                 let entry = merged.entry(key).or_insert(Estimate { count: 0, error: 0 });
                 entry.count += estimate.count;
@@ -78,7 +78,7 @@ impl Window {
         let mut top: Vec<(Key, Estimate)> = merged
             .into_iter()
             .map(|(key, mut estimate)| {
-                for summary in &live {
+                for summary in &in_window {
                     if !summary.holds(key) {
                         estimate.count += summary.floor();
                         estimate.error += summary.floor();
@@ -88,7 +88,7 @@ impl Window {
             })
             .collect();
         top.sort_by(|a, b| b.1.count.cmp(&a.1.count).then_with(|| a.0.cmp(&b.0)));
-        let floors: u64 = live.iter().map(|summary| summary.floor()).sum();
+        let floors: u64 = in_window.iter().map(|summary| summary.floor()).sum();
         let cut = if top.len() > n {
             top.get(n.saturating_sub(1))
                 .map_or(0, |(_, estimate)| estimate.count)
@@ -98,7 +98,7 @@ impl Window {
         top.truncate(n);
         Merged {
             top,
-            samples: live.iter().map(|summary| summary.samples()).sum(),
+            samples: in_window.iter().map(|summary| summary.samples()).sum(),
             unlisted: floors.max(cut),
         }
     }

@@ -7,12 +7,12 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
 use smallvec::SmallVec;
 use tollgate_core::{Decision, Key, RuleId};
 
+use super::key_logging::KeyLogging;
 use super::log::RuleLog;
+use super::notices::RuleNotices;
 use super::stats::StatsBook;
 use super::top_refused::{RuleTop, TopRefused};
 use super::{Observer, RuleObserver};
-use crate::rules::notices::RuleNotices;
-use crate::settings::KeyLogging;
 
 /// Every observer of one layer (shared by the layer values built from one `new`, so a clone
 /// that turns one on turns it on for the rest): the built-in ones, each on when asked for, and
@@ -28,21 +28,21 @@ pub(crate) struct Observers {
     pub(crate) top_refused: OnceLock<Arc<TopRefused>>,
     /// The service's own ([`RateLimitLayer::observe`](crate::RateLimitLayer::observe)).
     pub(crate) custom: Mutex<Vec<Arc<dyn Observer>>>,
-    /// Every rule set in force that these observers watch (one per layer value with rules of
+    /// Every rule set in force that these observers hear from (one per layer value with rules of
     /// its own), so an observer turned on from any of them reaches them all.
-    watched: Mutex<Vec<Weak<dyn Reobserve>>>,
+    observed: Mutex<Vec<Weak<dyn Reobserve>>>,
 }
 
 /// Rules in force that can be installed again with what the observers keep now.
 pub(crate) trait Reobserve: Send + Sync {
-    /// Installs the rules in force again, in place, watched by `observers` as they are now.
+    /// Installs the rules in force again, in place, observed by `observers` as they are now.
     fn reobserve(&self, observers: &Observers);
 }
 
-/// Which decisions a watch is for: a layer's rule, or a typed limit in a handler (which the
-/// admin counters do not count: they show the layer's rules).
+/// Whose decisions a rule's observers hear: a layer's rule's, or a typed limit's in a handler
+/// (which the admin counters do not count: they show the layer's rules).
 #[derive(Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Watched {
+pub(crate) enum Observed {
     LayerRule,
     TypedLimit,
 }
@@ -55,12 +55,12 @@ impl Observers {
     }
 
     /// What every observer keeps for `rule`.
-    pub(crate) fn watch(
+    pub(crate) fn of_rule(
         &self,
         rule: &RuleId,
         notices: Arc<RuleNotices>,
-        watched: Watched,
-    ) -> RuleWatch {
+        observed: Observed,
+    ) -> RuleObservers {
         let mut observers: SmallVec<[Arc<dyn RuleObserver>; 4]> = SmallVec::new();
         observers.push(Arc::new(RuleLog {
             rule: rule.clone(),
@@ -70,7 +70,7 @@ impl Observers {
         if self.metered() {
             observers.push(Arc::new(super::metrics::RuleMetrics::new(rule)));
         }
-        if let (Some(book), Watched::LayerRule) = (self.stats.get(), watched) {
+        if let (Some(book), Observed::LayerRule) = (self.stats.get(), observed) {
             observers.push(book.counters(rule));
         }
         if let Some(top) = self.top_refused.get() {
@@ -81,24 +81,24 @@ impl Observers {
         }
         let custom = self.custom.lock().unwrap_or_else(PoisonError::into_inner);
         observers.extend(custom.iter().map(|observer| observer.rule(rule)));
-        RuleWatch { observers }
+        RuleObservers { observers }
     }
 
-    /// Remembers `rules` (weakly) as watched by these observers.
-    pub(crate) fn watching(&self, rules: Weak<dyn Reobserve>) {
-        let mut watched = self.watched.lock().unwrap_or_else(PoisonError::into_inner);
-        watched.retain(|rules| rules.strong_count() > 0);
-        watched.push(rules);
+    /// Remembers `rules` (weakly) as observed by these observers.
+    pub(crate) fn observing(&self, rules: Weak<dyn Reobserve>) {
+        let mut observed = self.observed.lock().unwrap_or_else(PoisonError::into_inner);
+        observed.retain(|rules| rules.strong_count() > 0);
+        observed.push(rules);
     }
 
-    /// After an observer was turned on: every rule set these observers watch gets what each
+    /// After an observer was turned on: every rule set these observers hear from gets what each
     /// observer keeps for its rules.
     pub(crate) fn changed(&self) {
-        let watched: Vec<Arc<dyn Reobserve>> = {
-            let watched = self.watched.lock().unwrap_or_else(PoisonError::into_inner);
-            watched.iter().filter_map(Weak::upgrade).collect()
+        let observed: Vec<Arc<dyn Reobserve>> = {
+            let observed = self.observed.lock().unwrap_or_else(PoisonError::into_inner);
+            observed.iter().filter_map(Weak::upgrade).collect()
         };
-        for rules in watched {
+        for rules in observed {
             rules.reobserve(self);
         }
     }
@@ -116,36 +116,24 @@ impl Observers {
     }
 }
 
-/// What every observer of a layer keeps for one rule: the request path calls it for each
-/// decision. Typed limits in handlers get theirs from
-/// [`LayerHandle::watch`](crate::LayerHandle::watch), so their decisions are observed as the
-/// layer's are.
+/// What every observer of a layer keeps for one rule: the request path tells it each decision.
+/// Code that decides outside the layer (a typed limit in a handler) takes one from
+/// [`LayerHandle::rule_observers`](crate::LayerHandle::rule_observers) and tells it its own
+/// decisions, so they are observed as the layer's are.
 #[derive(Clone)]
-pub struct RuleWatch {
+pub struct RuleObservers {
     observers: SmallVec<[Arc<dyn RuleObserver>; 4]>,
 }
 
-impl std::fmt::Debug for RuleWatch {
+impl std::fmt::Debug for RuleObservers {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RuleWatch")
+        f.debug_struct("RuleObservers")
             .field("observers", &self.observers.len())
             .finish()
     }
 }
 
-impl RuleWatch {
-    /// What a rule is watched with when there is no layer to ask: its refusal events and their
-    /// once-a-minute summary (typed limits of a `tollgate_axum::Tollgate` made without a
-    /// layer use it).
-    pub fn log_only(rule: &RuleId) -> RuleWatch {
-        let mut observers: SmallVec<[Arc<dyn RuleObserver>; 4]> = SmallVec::new();
-        observers.push(Arc::new(RuleLog {
-            rule: rule.clone(),
-            notices: Arc::default(),
-        }));
-        RuleWatch { observers }
-    }
-
+impl RuleObservers {
     /// The store decided for the rule (see [`RuleObserver::decided`]).
     pub fn decided(&self, decision: &Decision, enforcing: bool, refused_locally: bool) {
         for observer in &self.observers {
@@ -162,14 +150,14 @@ impl RuleWatch {
     }
 
     /// The store could not answer (see [`RuleObserver::store_failed`]).
-    pub fn store_failed(&self, let_through: bool, enforcing: bool) {
+    pub(crate) fn store_failed(&self, let_through: bool, enforcing: bool) {
         for observer in &self.observers {
             observer.store_failed(let_through, enforcing);
         }
     }
 
     /// Concurrency slots taken or given back (see [`RuleObserver::slots_held`]).
-    pub fn slots_held(&self, slots: u64, taken: bool) {
+    pub(crate) fn slots_held(&self, slots: u64, taken: bool) {
         for observer in &self.observers {
             observer.slots_held(slots, taken);
         }

@@ -4,7 +4,8 @@ use http::HeaderMap;
 use smallvec::SmallVec;
 use tollgate_core::{Decision, Quota, RuleId};
 
-use crate::headers::{HeaderStyle, PolicyReport};
+use crate::headers::report::PolicyReport;
+use crate::headers::style::HeaderStyle;
 
 /// What an allowed response will carry in its rate-limit fields: written straight into the
 /// inner service's response headers, so the allowed path builds no header map of its own.

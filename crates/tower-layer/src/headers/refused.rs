@@ -1,13 +1,21 @@
-//! A refusal as the responder hooks see it.
+//! A refusal as the responder hooks see it, and the hook's type.
+
+use std::sync::Arc;
 
 use bytes::Bytes;
 use http::{HeaderMap, Response, StatusCode};
 use tollgate_core::{Decision, Quota, RuleId};
 
-use crate::headers::{
-    HeaderStyle, PolicyReport, Problem, insert_retry_after, refusal_retry_after_secs,
-};
-use crate::pipeline::disclosure::Disclosure;
+use crate::headers::disclosure::Disclosure;
+use crate::headers::problem::Problem;
+use crate::headers::report::PolicyReport;
+use crate::headers::retry_after::{insert_retry_after, refusal_retry_after_secs};
+use crate::headers::style::HeaderStyle;
+
+/// Renders a refusal the service's own way (custom JSON, a gRPC status): the hook
+/// [`RateLimitLayer::responder`](crate::RateLimitLayer::responder) sets, and a rule's own
+/// [`OnRefusal::Respond`](crate::OnRefusal::Respond).
+pub type Responder = Arc<dyn Fn(&Refused) -> Response<Bytes> + Send + Sync>;
 
 /// A refusal, as the layer's responder hook sees it: which rule refused, its decision, the
 /// rate-limit headers the layer would send, and the response it would send by default.
@@ -97,7 +105,19 @@ impl Refused {
     /// ```
     #[cfg(feature = "grpc")]
     pub fn grpc_response(&self) -> Response<Bytes> {
-        crate::grpc::refusal(self)
+        crate::headers::grpc::refusal_response(self.grpc_status(), &self.headers)
+    }
+
+    /// The refusal as a gRPC status (feature `grpc`): what [`grpc_response`](Self::grpc_response)
+    /// carries, and what ends a call whose inbound message was refused.
+    #[cfg(feature = "grpc")]
+    pub(crate) fn grpc_status(&self) -> tonic::Status {
+        crate::headers::grpc::status_of_refusal(
+            &self.rule,
+            &self.quota,
+            &self.decision,
+            self.status(),
+        )
     }
 
     /// The refusal answered with `status` (a rule's [`OnRefusal::Unavailable`] answers 503).

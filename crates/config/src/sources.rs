@@ -4,14 +4,16 @@
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::SystemTime;
 
-use tollgate_core::RuleId;
-
-use super::{ConfigErrors, Extractors, RuleFile, WatchStatus};
-use tollgate_core::Store;
+use tollgate_core::{RuleId, Store};
 use tollgate_tower::LayerHandle;
 
+use crate::error::ConfigErrors;
+use crate::file::RuleFile;
+use crate::key::Extractors;
+use crate::status::WatchStatus;
+
 /// The two sources and the layer they are given to.
-pub(super) struct Live {
+pub(super) struct Sources {
     pub(super) extractors: Extractors,
     /// The layer: where the rules go, its registry (where `[[limit]]` quotas go), its store's
     /// names, and whether it records metrics now (it may be turned on after the watcher starts).
@@ -28,9 +30,9 @@ pub(super) struct State {
     pub(super) status: WatchStatus,
 }
 
-impl Live {
-    pub(super) fn new(extractors: Extractors, layer: LayerHandle) -> Live {
-        Live {
+impl Sources {
+    pub(super) fn new(extractors: Extractors, layer: LayerHandle) -> Sources {
+        Sources {
             extractors,
             layer,
             state: Mutex::new(State::default()),
@@ -108,7 +110,7 @@ impl Live {
     ) -> Result<(), ConfigErrors> {
         let read = self.read_overlay(&format!("fleet document {version}"), text);
         let mut state = self.lock();
-        match read.and_then(|file| Live::conflicts(&state, &file).map(|()| file)) {
+        match read.and_then(|file| Sources::conflicts(&state, &file).map(|()| file)) {
             Ok(file) => {
                 state.overlay = Some(file);
                 state.status.overlay_version = Some(version.to_owned());
@@ -213,7 +215,7 @@ impl Live {
 /// ```
 #[derive(Clone)]
 pub struct RuleOverlay {
-    pub(super) live: std::sync::Arc<Live>,
+    pub(super) sources: std::sync::Arc<Sources>,
 }
 
 impl RuleOverlay {
@@ -221,7 +223,7 @@ impl RuleOverlay {
     /// over the local file; its mistakes when refused (the rules in force stay, and the
     /// mistakes are kept as [`WatchStatus::overlay_error`]).
     pub fn apply(&self, version: &str, text: &str) -> Result<(), ConfigErrors> {
-        self.live.set_overlay(version, text, true)
+        self.sources.set_overlay(version, text, true)
     }
 
     /// As [`apply`](Self::apply), for a change someone asked for and is answered with its
@@ -230,51 +232,51 @@ impl RuleOverlay {
     /// checked against the local file under the same lock it is installed with, so a reload
     /// cannot slip in between.
     pub fn apply_requested(&self, version: &str, text: &str) -> Result<(), ConfigErrors> {
-        self.live.set_overlay(version, text, false)
+        self.sources.set_overlay(version, text, false)
     }
 
     /// Checks `text` as [`apply`](Self::apply) would — alone, against this layer, and merged
     /// over the local file — without applying it: what a publisher runs before writing.
     pub fn check(&self, text: &str) -> Result<(), ConfigErrors> {
-        let file = self.live.read_overlay("fleet document", text)?;
-        Live::conflicts(&self.live.lock(), &file)
+        let file = self.sources.read_overlay("fleet document", text)?;
+        Sources::conflicts(&self.sources.lock(), &file)
     }
 
     /// Withdraws the fleet document: the local file decides every rule again.
     pub fn clear(&self) {
-        self.live.clear_overlay();
+        self.sources.clear_overlay();
     }
 
     /// The version of the fleet document in force.
     pub fn version(&self) -> Option<String> {
-        self.live.lock().status.overlay_version.clone()
+        self.sources.lock().status.overlay_version.clone()
     }
 
     /// Where the watched file and the document over it stand (as
     /// [`RuleWatcher::status`](super::RuleWatcher::status)).
     pub fn status(&self) -> WatchStatus {
-        self.live.lock().status.clone()
+        self.sources.lock().status.clone()
     }
 
     /// The rules in force — the file with the document over it — as one TOML file (as
     /// [`RuleWatcher::to_toml`](super::RuleWatcher::to_toml)).
     pub fn to_toml(&self) -> String {
-        self.live.to_toml()
+        self.sources.to_toml()
     }
 
     /// The fleet document in force, if any (what a change of one rule builds on).
     pub fn document(&self) -> Option<RuleFile> {
-        self.live.lock().overlay.clone()
+        self.sources.lock().overlay.clone()
     }
 
     /// The rule file in force under the document (`None` before it is first loaded).
     pub fn local(&self) -> Option<RuleFile> {
-        self.live.lock().local.clone()
+        self.sources.lock().local.clone()
     }
 
     /// The registered extractors, to check a document before publishing it.
     pub fn extractors(&self) -> &Extractors {
-        &self.live.extractors
+        &self.sources.extractors
     }
 }
 
