@@ -161,7 +161,30 @@ where
         };
         let conclusion = conclude(&self.settings, &rules, &plan, &items, answer, &mut parts);
         drop(items);
-        match Next::of(conclusion, &self.in_force, &self.settings, &rules, &plan) {
+        let next = Next::of(conclusion, &self.in_force, &self.settings, &rules, &plan);
+        self.carry_out(next, parts, body)
+    }
+}
+
+impl<S: Clone, St> RateLimit<S, St> {
+    /// Does `next` inside `call`: answers at once, or calls the inner service now, or (after a
+    /// pacing delay) in a boxed future.
+    // A method of its own, as the compiler then arranges `call`: written inline there, the
+    // route_matching bench measured its exempt/10 case 1.4 times slower and routes/10 1.1 times
+    // (the same instructions, laid out otherwise).
+    fn carry_out<B, ResBody>(
+        &mut self,
+        next: Next,
+        parts: Parts,
+        body: B,
+    ) -> ResponseFuture<S::Future, ResBody, S::Error>
+    where
+        S: Service<Request<B>, Response = Response<ResBody>> + Send + 'static,
+        S::Future: Send + 'static,
+        B: Send + 'static,
+        ResBody: Send + 'static,
+    {
+        match next {
             Next::Answer(response) => {
                 ResponseFuture::ready(response.map(ResponseBody::layer_written))
             }
@@ -176,9 +199,7 @@ where
             }
         }
     }
-}
 
-impl<S: Clone, St> RateLimit<S, St> {
     /// The service that `poll_ready` made ready, leaving a clone in its place: a boxed future
     /// that calls the inner service later must use the ready one.
     fn take_ready_inner(&mut self) -> S {
