@@ -6,7 +6,7 @@ use crate::{Algorithm, Counting, FleetModes, Key, Mode, OnStoreFailure, Quota, R
 /// is, all of it even past the limit, or all of it or nothing once the caller's debt is paid.
 ///
 /// [`UpTo`](Take::UpTo) and [`AsDebt`](Take::AsDebt) exist for the fleet modes, which count
-/// part of a rule's traffic on each gateway and settle with the shared store in batches;
+/// part of a rule's traffic on each gateway and reconcile with the shared store in batches;
 /// [`AsDebt`](Take::AsDebt) and [`AfterDebt`](Take::AfterDebt) for a cost known only after the
 /// response ([`Estimate`](crate::Estimate)):
 ///

@@ -151,7 +151,7 @@ async fn flood(gateways: &[Gateway], clock: &ManualClock, counting: Counting) ->
         clock.advance(STEP);
     }
     for gateway in gateways.iter() {
-        gateway.settle().await;
+        gateway.give_back().await;
     }
     measured
 }
@@ -360,7 +360,7 @@ fn while_redis_is_down_synced_spend_waits_and_each_rule_fails_as_planned() {
         for item in [open, closed] {
             assert!(gateway.check(&[item]).await.expect("answers").is_allowed());
         }
-        gateway.settle().await;
+        gateway.give_back().await;
 
         server.pause().expect("SIGSTOP redis-server");
         clock.advance(Duration::from_millis(60));
@@ -501,7 +501,7 @@ fn gateways_learn_the_fleet_and_a_limit_too_small_for_it_is_counted_exactly() {
             }
         }
         for gateway in &fleet {
-            gateway.settle().await;
+            gateway.give_back().await;
         }
         let left = fleet[0]
             .shared()
@@ -588,7 +588,7 @@ fn a_push_that_timed_out_never_lands_late_so_synced_spend_counts_once() {
         }
 
         server.pause().expect("SIGSTOP redis-server");
-        gateway.settle().await; // the push of the unsynced spend times out
+        gateway.give_back().await; // the push of the unsynced spend times out
         assert!(gateway.stats().failed_pushes >= 1);
         assert!(gateway.stats().unsynced_units >= 3, "the spend is kept");
         server.resume().expect("SIGCONT redis-server");
@@ -607,7 +607,7 @@ fn a_push_that_timed_out_never_lands_late_so_synced_spend_counts_once() {
             if gateway.stats().unsynced_units == 0 {
                 break;
             }
-            gateway.settle().await;
+            gateway.give_back().await;
         }
         assert_eq!(gateway.stats().unsynced_units, 0, "the spend is pushed");
         let probe = Item::new(&rule, daily, &key).with_cost(0);
@@ -676,7 +676,7 @@ fn a_push_whose_caller_stops_waiting_still_lands_once() {
         assert!(gateway.check(&[item]).await.expect("answers").is_allowed());
         admitted += 1;
         gateway.background_done().await;
-        gateway.settle().await;
+        gateway.give_back().await;
         assert_eq!(gateway.stats().unsynced_units, 0, "the spend is pushed");
         let probe = Item::new(&rule, daily, &key).with_cost(0);
         let left = gateway

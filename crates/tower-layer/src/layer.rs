@@ -333,8 +333,8 @@ impl<St: Store> RateLimitLayer<St> {
         }
     }
 
-    /// The store, as its own type (a `FleetStore` (`tollgate_wrappers`) to settle, a
-    /// `FallbackStore` (`tollgate_wrappers`) to ask for its health).
+    /// The store, as its own type: a `FleetStore` (tollgate-wrappers) to give back what it holds
+    /// before the gateway stops, a `FallbackStore` to ask for its health.
     pub fn store(&self) -> &St {
         &self.store
     }

@@ -43,7 +43,7 @@ fn a_flood_of_keys_keeps_the_fleet_tables_bounded() {
         let stats = fleet.stats();
         assert!(stats.leased_keys <= 1 << 16, "{stats:?}");
         assert!(stats.synced_keys <= (1 << 16) + 1, "{stats:?}");
-        fleet.settle().await;
+        fleet.give_back().await;
         let first_key = Key::new(0u32.to_be_bytes());
         let first = Item::new(&leased, quota, &first_key).with_cost(0);
         assert_eq!(
@@ -189,7 +189,7 @@ fn extreme_settings_tick_without_overflow() {
             let answer = fleet.check(&[item]).await.expect("answers");
             assert!(answer.is_allowed(), "{counting:?}: {answer:?}");
             fleet.tick().await;
-            fleet.settle().await;
+            fleet.give_back().await;
             assert_eq!(fleet.stats().leased_keys, 0, "settling ended every lease");
         }
     });
@@ -224,14 +224,14 @@ fn check_now_without_a_runtime_answers_from_the_lease_and_leaves_top_ups_to_chec
     // The key's demand grows until leases of more than one unit are taken and topped up.
     let admitted = (0..100).filter(|_| check(&fleet)).count();
     assert_eq!(admitted, 100, "every check fits in a quota of 1,000");
-    futures_executor::block_on(fleet.settle());
+    futures_executor::block_on(fleet.give_back());
     let stats = fleet.stats();
     assert!(
         answered_now.get() > 50,
         "most checks were decided from the lease at once, without a runtime: {} of 100 ({stats:?})",
         answered_now.get()
     );
-    // Nothing was lost or left on its way: once the gateway settles, the shared count holds
+    // Nothing was lost or left on its way: once the gateway gives back what it holds, the shared count holds
     // exactly the 100 units spent.
     let remaining = shared
         .peek(&Item::new(&rule, quota, &key).with_cost(0))

@@ -148,7 +148,7 @@ fn plain_threads_without_a_runtime_never_wait_for_a_call_nobody_makes() {
 }
 
 /// A top-up handed to a runtime that is dropped before the task ever ran: the key is not left
-/// waiting for it, and the gateway still settles.
+/// waiting for it, and the gateway still gives back what it holds.
 #[test]
 fn a_top_up_lost_with_its_runtime_strands_nothing() {
     let gateway = gateway();
@@ -174,14 +174,14 @@ fn a_top_up_lost_with_its_runtime_strands_nothing() {
             let answer = answer.expect("the key waits for the lost top-up");
             assert!(answer.expect("answers").is_allowed());
         }
-        tokio::time::timeout(STUCK, gateway.fleet.settle())
+        tokio::time::timeout(STUCK, gateway.fleet.give_back())
             .await
-            .expect("settle waits for the lost job");
+            .expect("give_back waits for the lost job");
     });
 }
 
 /// A check dropped while its call for the key is on its way (a request that timed out): the
-/// next check asks again instead of waiting for that call, and the gateway settles.
+/// next check asks again instead of waiting for that call, and the gateway gives back what it holds.
 #[test]
 fn a_check_dropped_mid_call_leaves_the_key_to_the_next_check() {
     let gateway = gateway();
@@ -202,8 +202,8 @@ fn a_check_dropped_mid_call_leaves_the_key_to_the_next_check() {
             .await
             .expect("the key waits for the abandoned call");
         assert!(answer.expect("answers").is_allowed());
-        tokio::time::timeout(STUCK, gateway.fleet.settle())
+        tokio::time::timeout(STUCK, gateway.fleet.give_back())
             .await
-            .expect("settle returns");
+            .expect("give_back returns");
     });
 }

@@ -23,7 +23,7 @@ impl<S: Store, C: Clock + Clone> FleetStore<S, C> {
     }
 
     /// Waits until no top-up, give-back or push started in the background is still running
-    /// (for tests, and for a gateway stopping: then [`settle`](Self::settle)).
+    /// (for tests, and for a gateway stopping: then [`give_back`](Self::give_back)).
     pub async fn background_done(&self) {
         loop {
             let idle = self.inner.idle.notified();
@@ -35,7 +35,7 @@ impl<S: Store, C: Clock + Clone> FleetStore<S, C> {
     }
 
     /// Gives back every lease and pushes every unsynced unit now: call it before a gateway stops.
-    pub async fn settle(&self) {
+    pub async fn give_back(&self) {
         self.background_done().await;
         let held = self.inner.leases.end_all();
         self.inner.give_back(held).await;

@@ -48,7 +48,7 @@ use tollgate_core::{Counting, FleetModes, Item, Take};
 /// Timers: leases end and quiet keys are settled by [`tick`](Self::tick), which
 /// [`spawn_ticker`](Self::spawn_ticker) runs in the background; top-ups and pushes run on their
 /// own as tasks of the Tokio runtime the check runs in (inline without one). Call
-/// [`settle`](Self::settle) before a gateway stops, so it strands nothing.
+/// [`give_back`](Self::give_back) before a gateway stops, so it strands nothing.
 ///
 /// What the modes give up: a leased, synced or split check has no receipt (a spend made here
 /// cannot be refunded one request at a time), and [`peek`](Store::peek) reads the shared count
@@ -71,7 +71,7 @@ use tollgate_core::{Counting, FleetModes, Item, Take};
 ///     assert!(store.check(&[item]).await?.is_allowed());
 /// }
 /// assert!(store.stats().store_calls < 50, "most checks were decided here");
-/// store.settle().await; // gives back what this gateway still holds
+/// store.give_back().await; // gives back what this gateway still holds
 /// assert_eq!(store.leased(&rule, &key), 0);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// # })?;
