@@ -21,7 +21,7 @@ struct Session {
     expires: Instant,
 }
 
-/// Live sessions by the digest of their id.
+/// Open sessions by the digest of their id.
 #[derive(Default)]
 pub(crate) struct Sessions(Mutex<HashMap<[u8; 32], Session>>);
 

@@ -59,7 +59,7 @@ pub const NODE_BREAKER_OPEN: &str = "tollgate_node_breaker_open";
 pub const CONFIG_LOADS: &str = "tollgate_config_loads_total";
 /// Keys held by the in-memory store.
 pub const MEMORY_KEYS: &str = "tollgate_memory_keys";
-/// Live states evicted because the in-memory store was full.
+/// States still in use evicted because the in-memory store was full.
 pub const MEMORY_LOSSY_EVICTIONS: &str = "tollgate_memory_lossy_evictions_total";
 
 /// Callers a blocked-caller cache remembers.

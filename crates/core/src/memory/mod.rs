@@ -151,7 +151,7 @@ pub struct MemoryStats {
     pub keys: usize,
     /// States removed because dropping them lost nothing.
     pub lossless_evictions: u64,
-    /// Live states evicted because a shard was full: each one forgot part of someone's usage.
+    /// States still in use evicted because a shard was full: each one forgot part of someone's usage.
     pub lossy_evictions: u64,
 }
 
