@@ -179,8 +179,10 @@ pub enum StoreErrorKind {
     /// The store's clock reads a time past [`Timestamp::MAX_SUPPORTED`] (2^52 − 1 µs since the
     /// Unix epoch, in the year 2112), which no store can represent (a misread clock, a test
     /// clock): nothing was read or changed, and the same call answers normally once the clock is
-    /// back in range. A `FallbackStore` (tollgate-wrappers) answers it by each rule's
-    /// failure policy, as any error of its primary.
+    /// back in range. The stores that wrap stores (tollgate-wrappers) answer it too when their
+    /// own clock reads past the range, before they count anything in their own memory; a
+    /// `FallbackStore` whose primary alone answers it (a remote store on its own clock) answers
+    /// by each rule's failure policy, as for any error of its primary.
     #[error("time outside the supported range")]
     TimeOutOfRange,
 }

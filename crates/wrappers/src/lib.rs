@@ -53,6 +53,7 @@ mod fallback;
 mod fleet;
 mod stores;
 mod sub_buckets;
+mod time_range;
 
 pub use blocked::{BlockedCache, BlockedStats, DEFAULT_MAX_BLOCKED};
 pub use fallback::{

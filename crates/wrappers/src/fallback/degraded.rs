@@ -31,6 +31,8 @@ pub(super) fn check<C: Clock>(
     items: &[Item<'_>],
     outage: Outage,
 ) -> Result<BatchDecision, StoreError> {
+    // Local memory is never written at a time no store can represent.
+    crate::time_range::in_range(local.clock().now())?;
     if items.iter().any(fails_closed) {
         return Err(outage.into_error());
     }

@@ -50,7 +50,7 @@ impl<S: Store, C: Clock + Clone> Inner<S, C> {
         self: &Arc<Self>,
         items: &[Item<'_>],
     ) -> Result<BatchDecision, StoreError> {
-        let now = self.clock.now();
+        let now = crate::time_range::in_range(self.clock.now())?;
         let mut answers: Vec<Option<ItemDecision>> = items.iter().map(|_| None).collect();
         let mut undo = Vec::new();
         let mut refused = false;
@@ -178,7 +178,7 @@ impl<S: Store, C: Clock + Clone> Store for FleetStore<S, C> {
         if let [item] = items {
             // One leased or synced rule, the hot path: decided without the mixed batch's
             // bookkeeping.
-            let now = self.inner.clock.now();
+            let now = crate::time_range::in_range(self.inner.clock.now())?;
             let (answer, _) = match item.counting() {
                 Counting::Lease(settings) => self.inner.lease(item, settings, now).await?,
                 Counting::Sync(settings) => self.inner.sync(item, settings, now).await?,
@@ -205,16 +205,16 @@ impl<S: Store, C: Clock + Clone> Store for FleetStore<S, C> {
                 None
             };
         };
+        let now = match crate::time_range::in_range(self.inner.clock.now()) {
+            Ok(now) => now,
+            Err(error) => return Some(Err(error)),
+        };
         let answer = match item.counting() {
             Counting::Split(_) => self.inner.split(item).0,
-            Counting::Lease(settings) => {
-                self.inner
-                    .lease_now(item, settings, self.inner.clock.now())?
-            }
+            Counting::Lease(settings) => self.inner.lease_now(item, settings, now)?,
             Counting::Sync(settings) => {
                 tokio::runtime::Handle::try_current().ok()?;
-                self.inner
-                    .sync_now(item, settings, self.inner.clock.now())?
+                self.inner.sync_now(item, settings, now)?
             }
             Counting::Exact => return None,
         };
@@ -225,6 +225,7 @@ impl<S: Store, C: Clock + Clone> Store for FleetStore<S, C> {
     /// A split item's part, read here; every other item in the shared store.
     async fn peek(&self, item: &Item<'_>) -> Result<Decision, StoreError> {
         if let Counting::Split(_) = item.counting() {
+            crate::time_range::in_range(self.inner.clock.now())?;
             return Ok(self.inner.split.peek_sync(item));
         }
         self.inner.shared.peek(item).await

@@ -132,8 +132,11 @@ impl Synced {
 
     /// Whether a push of this key may go out at `now`.
     fn may_push(&self, now: Timestamp) -> bool {
+        // A last attempt after `now` is a clock that stepped back: it holds nothing up.
         !self.pushing
-            && (!self.down || now.micros_since(self.attempted) >= micros(self.settings.interval()))
+            && (!self.down
+                || self.attempted > now
+                || now.micros_since(self.attempted) >= micros(self.settings.interval()))
     }
 }
 

@@ -42,7 +42,12 @@ impl<S: Store, C: Clock + Clone> Inner<S, C> {
         self.start(async move {
             let _one_at_a_time = inner.pushing.lock().await;
             inner.push_queued.store(false, Ordering::Release);
-            let pushes = inner.syncs.start_push(inner.clock.now(), None);
+            // Past the supported range nothing is pushed (a push's time is kept): the spend
+            // waits for the clock to come back.
+            let Ok(now) = crate::time_range::in_range(inner.clock.now()) else {
+                return;
+            };
+            let pushes = inner.syncs.start_push(now, None);
             inner.send(pushes).await;
         })
     }
@@ -94,7 +99,10 @@ impl<S: Store, C: Clock + Clone> Inner<S, C> {
     /// caller runs it, and a caller that stops waiting gives it up (see `send`).
     pub(super) async fn push(self: &Arc<Self>, only: Option<&Item<'_>>) {
         let one_at_a_time = Arc::clone(&self.pushing).lock_owned().await;
-        let pushes = self.syncs.start_push(self.clock.now(), only);
+        let Ok(now) = crate::time_range::in_range(self.clock.now()) else {
+            return;
+        };
+        let pushes = self.syncs.start_push(now, only);
         if pushes.is_empty() {
             return;
         }
