@@ -7,9 +7,12 @@ use std::time::Duration;
 use futures_executor::block_on;
 use tollgate_core::{
     BatchDecision, Counting, FleetModes, Item, Key, MemoryStore, OnStoreFailure, Quota, Receipt,
-    RefundError, RuleId, SplitSettings, Store, StoreError,
+    RuleId, SplitSettings, Store,
 };
 use tollgate_wrappers::{FallbackStore, FleetStore};
+
+mod common;
+use common::Down;
 
 fn rule(id: &str) -> RuleId {
     RuleId::new(id).expect("a valid rule id")
@@ -49,25 +52,6 @@ fn a_hold_from_before_a_reset_frees_no_newer_holders_slot() {
         store.refund(after).await.expect("the store answers");
         assert!(hold(&store, item).await.is_some());
     });
-}
-
-/// A primary that always fails.
-#[derive(Clone)]
-struct Down;
-
-impl Store for Down {
-    async fn check(&self, _: &[Item<'_>]) -> Result<BatchDecision, StoreError> {
-        Err(StoreError::unavailable("down"))
-    }
-    async fn peek(&self, _: &Item<'_>) -> Result<tollgate_core::Decision, StoreError> {
-        Err(StoreError::unavailable("down"))
-    }
-    async fn refund(&self, receipt: Receipt) -> Result<(), RefundError> {
-        Err(RefundError::new(StoreError::unavailable("down"), receipt))
-    }
-    async fn reset(&self, _: &RuleId, _: &Key) -> Result<(), StoreError> {
-        Err(StoreError::unavailable("down"))
-    }
 }
 
 /// A rate rule that fails open within a concurrency quota takes a local slot while the primary

@@ -6,11 +6,14 @@
 use std::time::Duration;
 
 use tollgate_core::{
-    BatchDecision, Counting, FleetModes, Item, Key, MemoryStore, OnStoreFailure, Quota, Receipt,
-    RefundError, RuleId, SplitSettings, Store, StoreError, SyncSettings, Timestamp,
+    Counting, FleetModes, Item, Key, MemoryStore, OnStoreFailure, Quota, RuleId, SplitSettings,
+    Store, SyncSettings, Timestamp,
 };
 use tollgate_testing::ManualClock;
 use tollgate_wrappers::{FallbackStore, FleetStore};
+
+mod common;
+use common::Down;
 
 const PAST: Timestamp = Timestamp::from_micros(Timestamp::MAX_SUPPORTED.as_micros() + 1);
 
@@ -122,24 +125,6 @@ fn a_split_rule_answers_the_range_error_and_keeps_its_part() {
         let answer = fleet.check_one(&item).await.expect("back in range");
         assert!(answer.decision().is_allowed(), "a new window: {answer:?}");
     });
-}
-
-/// A primary that is down.
-struct Down;
-
-impl Store for Down {
-    async fn check(&self, _: &[Item<'_>]) -> Result<BatchDecision, StoreError> {
-        Err(StoreError::unavailable("down"))
-    }
-    async fn peek(&self, _: &Item<'_>) -> Result<tollgate_core::Decision, StoreError> {
-        Err(StoreError::unavailable("down"))
-    }
-    async fn refund(&self, receipt: Receipt) -> Result<(), RefundError> {
-        Err(RefundError::new(StoreError::unavailable("down"), receipt))
-    }
-    async fn reset(&self, _: &RuleId, _: &Key) -> Result<(), StoreError> {
-        Err(StoreError::unavailable("down"))
-    }
 }
 
 /// A fallback whose own clock reads past the range counts nothing in its local memory (a
