@@ -39,6 +39,15 @@ fn a_cost_computed_from_a_request_can_never_become_an_error() {
 
 #[test]
 fn the_core_crate_is_reachable_through_the_facade() {
+    let clock = tollgate_testing::ManualClock::default();
+    let store = tollgate::core::MemoryStore::builder().clock(clock).build();
+    assert_eq!(store.stats().keys, 0);
+}
+
+/// With the `testing` feature the testing kit is where it always was, `tollgate::core::testing`.
+#[cfg(feature = "testing")]
+#[test]
+fn the_testing_kit_is_reachable_through_the_facade_core() {
     let clock = tollgate::core::testing::ManualClock::default();
     let store = tollgate::core::MemoryStore::builder().clock(clock).build();
     assert_eq!(store.stats().keys, 0);
