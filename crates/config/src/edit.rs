@@ -118,6 +118,10 @@ impl RuleFile {
                 .collect(),
             exempt: contents.exempt.clone(),
             headers: contents.headers.clone(),
+            unlimited: (contents.unlimited.iter())
+                .filter(|rule| rule.id.as_str() != id)
+                .cloned()
+                .collect(),
         })
     }
 
@@ -125,6 +129,7 @@ impl RuleFile {
     pub fn is_empty(&self) -> bool {
         let contents = &self.contents;
         contents.entries.is_empty()
+            && contents.unlimited.is_empty()
             && contents.limits.is_empty()
             && contents.exempt.is_none()
             && contents.headers.is_none()
@@ -137,5 +142,10 @@ impl RuleFile {
             .iter()
             .find(|entry| entry.rule.id().as_str() == id)
             .and_then(|entry| entry.rule.source_toml())
+            .or_else(|| {
+                (self.contents.unlimited.iter())
+                    .find(|rule| rule.id.as_str() == id)
+                    .map(|rule| rule.source.as_str())
+            })
     }
 }

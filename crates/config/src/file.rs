@@ -5,12 +5,13 @@ use std::collections::HashSet;
 
 use tollgate_tower::RuleSet;
 
+use crate::descriptor::{DescriptorMatch, DescriptorRule, UnlimitedRule};
 use crate::error::{self, ConfigError, ConfigErrors, Report};
 use crate::fields::Fields;
 use crate::key::Extractors;
 use crate::limit::LimitEntry;
 use crate::rule::Applies;
-use crate::{limit, rule, set, write};
+use crate::{descriptor, limit, rule, set, write};
 
 /// A rule file, read and checked: the rules it defines.
 ///
@@ -44,6 +45,8 @@ pub(crate) struct Contents {
     pub(crate) exempt: Option<(set::Exempt, String)>,
     /// `headers`, and its TOML.
     pub(crate) headers: Option<(tollgate_tower::headers::HeaderStyle, String)>,
+    /// The rules that match Envoy's descriptors and never limit.
+    pub(crate) unlimited: Vec<UnlimitedRule>,
 }
 
 /// One rule of a file and where it applies.
@@ -51,6 +54,8 @@ pub(crate) struct Contents {
 pub(crate) struct Entry {
     pub(crate) rule: tollgate_tower::Rule,
     pub(crate) applies: Applies,
+    /// Where it applies at an Envoy edge.
+    pub(crate) envoy: Option<DescriptorMatch>,
     /// What it asks of the layer's store, and where.
     pub(crate) asks: Asks,
 }
@@ -189,6 +194,20 @@ impl RuleFile {
         if !rules.is_empty() {
             parts.push(rules);
         }
+        // Rules for Envoy only are in no route of the set.
+        parts.extend(
+            self.contents
+                .entries
+                .iter()
+                .filter(|entry| matches!(entry.applies, Applies::Nowhere))
+                .filter_map(|entry| entry.rule.source_toml().map(str::to_owned)),
+        );
+        parts.extend(
+            self.contents
+                .unlimited
+                .iter()
+                .map(|rule| rule.source.clone()),
+        );
         parts.extend(
             self.contents
                 .limits
@@ -201,12 +220,58 @@ impl RuleFile {
         parts.join("\n")
     }
 
-    /// The ids of the file's rules, in the order written.
+    /// The ids of the file's rules, in the order written (unlimited descriptor rules last).
     pub fn ids(&self) -> impl Iterator<Item = &str> {
         self.contents
             .entries
             .iter()
             .map(|entry| entry.rule.id().as_str())
+            .chain(self.contents.unlimited.iter().map(|rule| rule.id.as_str()))
+    }
+
+    /// The rules that apply at an Envoy edge (those with `envoy = { domain, descriptor }`), in
+    /// the order written, unlimited ones last: what `tollgate-envoy`'s rate limit service
+    /// matches Envoy's descriptors against. A rule with `envoy` and no `match` is in these only,
+    /// not in [`rules`](Self::rules).
+    ///
+    /// ```
+    /// use tollgate_config::{Extractors, RuleFile};
+    ///
+    /// let text = r#"
+    /// [[rule]]
+    /// id = "api"
+    /// match = { path = "/api/{*rest}" }
+    /// envoy = { domain = "edge", descriptor = [{ key = "remote_address" }] }
+    /// key = "peer_ip"
+    /// algorithm = "gcra"
+    /// capacity = 10
+    /// refill = { amount = 10, per = "1s" }
+    ///
+    /// [[rule]]
+    /// id = "internal"
+    /// envoy = { domain = "edge", descriptor = [{ key = "client", value = "internal-*" }], unlimited = true }
+    /// "#;
+    /// let file = RuleFile::parse("rules.toml", text, &Extractors::new())?;
+    /// let ids: Vec<&str> = file.descriptor_rules().map(|rule| rule.id().as_str()).collect();
+    /// assert_eq!(ids, ["api", "internal"]);
+    /// assert_eq!(file.rules().rules().count(), 1); // `api` limits HTTP requests too
+    /// assert!(file.descriptor_rules().nth(1).is_some_and(|rule| rule.rule().is_none()));
+    /// # Ok::<(), tollgate_config::ConfigErrors>(())
+    /// ```
+    pub fn descriptor_rules(&self) -> impl Iterator<Item = DescriptorRule<'_>> {
+        let counting = self.contents.entries.iter().filter_map(|entry| {
+            Some(DescriptorRule {
+                id: entry.rule.id(),
+                matcher: entry.envoy.as_ref()?,
+                rule: Some(&entry.rule),
+            })
+        });
+        let unlimited = self.contents.unlimited.iter().map(|rule| DescriptorRule {
+            id: &rule.id,
+            matcher: &rule.matcher,
+            rule: None,
+        });
+        counting.chain(unlimited)
     }
 
     /// These rules overridden by `overrides`' (a fleet document's): a rule of `overrides`
@@ -247,16 +312,23 @@ impl RuleFile {
                 .iter()
                 .find(|entry| entry.rule.id().as_str() == id)
         };
+        let unlimited_there = |id: &str| theirs.unlimited.iter().any(|rule| rule.id.as_str() == id);
         let mut entries: Vec<Entry> = own
             .entries
             .iter()
+            .filter(|entry| !unlimited_there(entry.rule.id().as_str()))
             .map(|entry| {
                 replacement(entry.rule.id().as_str())
                     .unwrap_or(entry)
                     .clone()
             })
             .collect();
-        let own_ids: Vec<&str> = self.ids().collect();
+        // Counting rules only: one of theirs with an unlimited rule's id takes its place.
+        let own_ids: Vec<&str> = own
+            .entries
+            .iter()
+            .map(|entry| entry.rule.id().as_str())
+            .collect();
         entries.extend(
             theirs
                 .entries
@@ -271,11 +343,20 @@ impl RuleFile {
             .cloned()
             .collect();
         limits.extend(theirs.limits.iter().cloned());
+        let their_ids: Vec<&str> = overrides.ids().collect();
+        let mut unlimited: Vec<UnlimitedRule> = own
+            .unlimited
+            .iter()
+            .filter(|rule| !their_ids.contains(&rule.id.as_str()))
+            .cloned()
+            .collect();
+        unlimited.extend(theirs.unlimited.iter().cloned());
         RuleFile::of(Contents {
             entries,
             limits,
             exempt: theirs.exempt.clone().or_else(|| own.exempt.clone()),
             headers: theirs.headers.clone().or_else(|| own.headers.clone()),
+            unlimited,
         })
     }
 
@@ -450,27 +531,34 @@ fn entries(
         .iter()
         .filter_map(|value| Some(value.as_table()?.get("id")?.as_str()?.to_owned()))
         .collect();
+    let mut unlimited = Vec::new();
     for value in tables {
-        let Some((rule, applies, id_at)) = rule::rule(value, extractors, report) else {
+        if descriptor::is_unlimited(value) {
+            let Some((rule, id_at)) = descriptor::unlimited_rule(value, report) else {
+                set = None;
+                continue;
+            };
+            if unique(&mut seen, rule.id.as_str(), id_at, report) {
+                unlimited.push(rule);
+            } else {
+                set = None;
+            }
+            continue;
+        }
+        let Some(read) = rule::rule(value, extractors, report) else {
             set = None;
             continue;
         };
-        if !seen.insert(rule.id().as_str().to_owned()) {
-            report.at(
-                id_at,
-                format!(
-                    "rule id {:?} is used twice; ids name policies and must be unique",
-                    rule.id().as_str()
-                ),
-            );
+        if !unique(&mut seen, read.rule.id().as_str(), read.id_at, report) {
             set = None;
             continue;
         }
         if let Some(set) = set.as_mut() {
             let asks = Asks::of(value, report);
             set.push(Entry {
-                rule,
-                applies,
+                rule: read.rule,
+                applies: read.applies,
+                envoy: read.envoy,
                 asks,
             });
         }
@@ -492,6 +580,14 @@ fn entries(
         }
     }
     let (entries, limits) = (set?, limits?);
+    descriptor::replaced_rules_exist(
+        tables,
+        entries
+            .iter()
+            .filter_map(|entry| entry.envoy.as_ref().map(|_| entry.rule.id()))
+            .chain(unlimited.iter().map(|rule| &rule.id)),
+        report,
+    );
     if entries.is_empty() && limits.is_empty() {
         // An empty file (or one truncated while being written) would turn limiting off.
         report.at(0, "the file defines no rules; an empty rule set would limit nothing, so it is refused (write at least one `[[rule]]` or `[[limit]]`)");
@@ -508,13 +604,27 @@ fn entries(
             (Some(read), Some(value)) => Some((read?, write::field("headers", value))),
             _ => None,
         },
+        unlimited,
     })
+}
+
+/// Whether `id` (written at `at`) is new to `seen`; a mistake recorded when it is not.
+fn unique(seen: &mut HashSet<String>, id: &str, at: usize, report: &mut Report<'_>) -> bool {
+    let new = seen.insert(id.to_owned());
+    if !new {
+        report.at(
+            at,
+            format!("rule id {id:?} is used twice; ids name policies and must be unique"),
+        );
+    }
+    new
 }
 
 /// Adds `rule` where it applies (the pattern was checked when read).
 fn add(set: RuleSet, rule: tollgate_tower::Rule, applies: &Applies) -> RuleSet {
     match applies {
         Applies::Everywhere => set.rule(rule),
+        Applies::Nowhere => set,
         Applies::Route { methods, pattern } => {
             let Ok(pattern) = tollgate_tower::PathPattern::new(pattern) else {
                 return set;

@@ -43,6 +43,7 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod counting;
+mod descriptor;
 mod edit;
 mod error;
 mod fields;
@@ -61,6 +62,9 @@ mod status;
 mod watch;
 mod write;
 
+pub use self::descriptor::{
+    DescriptorMatch, DescriptorRule, EntryMatch, MAX_DESCRIPTOR_ENTRIES, ValueMatch,
+};
 pub use self::edit::{POLICY_FIELDS, is_patchable, parse_rule, patch_rule};
 pub use self::error::{ConfigError, ConfigErrors};
 pub use self::file::RuleFile;

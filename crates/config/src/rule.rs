@@ -1,9 +1,10 @@
 //! One `[[rule]]` table: its id, where it applies, its quota, who it counts and what it does.
 
 use http::Method;
-use tollgate_core::{Mode, OnStoreFailure};
+use tollgate_core::{Algorithm, Mode, OnStoreFailure};
 use toml_span::Value;
 
+use super::descriptor::DescriptorMatch;
 use super::error::Report;
 use super::fields::{Fields, boolean, duration, one_or_many, positive, string};
 use super::key::{Extractors, key};
@@ -37,13 +38,16 @@ const RULE_FIELDS: &[&str] = &[
     "count_only_when",
     "settle",
     "per_message",
+    "envoy",
 ];
 
-/// Where a rule applies.
+/// Where a rule applies to HTTP requests.
 #[derive(Debug, Clone)]
 pub(crate) enum Applies {
     /// Every request.
     Everywhere,
+    /// No HTTP request: a rule for Envoy's descriptors only (`envoy` and no `match`).
+    Nowhere,
     /// Requests whose path matches, with one of the methods (none: any method).
     Route {
         methods: Vec<Method>,
@@ -51,25 +55,53 @@ pub(crate) enum Applies {
     },
 }
 
-/// A rule read from `value`, with where it applies and where its id is (for duplicate checks);
-/// `None` when a mistake was recorded.
+/// One rule as read: the rule, where it applies, and where its id is (for duplicate checks).
+pub(crate) struct Read {
+    pub(crate) rule: Rule,
+    pub(crate) applies: Applies,
+    /// Where it applies at an Envoy edge (`envoy`).
+    pub(crate) envoy: Option<DescriptorMatch>,
+    pub(crate) id_at: usize,
+}
+
+/// A rule read from `value`; `None` when a mistake was recorded.
 pub(crate) fn rule(
     value: &Value<'_>,
     extractors: &Extractors,
     report: &mut Report<'_>,
-) -> Option<(Rule, Applies, usize)> {
+) -> Option<Read> {
     let fields = Fields::of(value, "a `[[rule]]`", RULE_FIELDS, report)?.also_knowing(QUOTA_FIELDS);
     let at = value.span.start;
     let id_value = fields.required("id", "a rule", at, report);
     let id = id_value.and_then(|id| string(id, "`id`", report));
     let quota = quota(&fields, "a rule", at, report);
-    let key = fields
-        .required("key", "a rule", at, report)
-        .and_then(|value| key(value, extractors, report));
-    let applies = match fields.get("match") {
-        Some(value) => applies(value, report),
-        None => Some(Applies::Everywhere),
+    let envoy = fields
+        .get("envoy")
+        .map(|value| super::descriptor::descriptor_match(value, report));
+    let key = match (fields.get("key"), &envoy, fields.get("match")) {
+        (Some(value), ..) => key(value, extractors, report),
+        // A rule for Envoy only names its callers by the descriptor's values.
+        (None, Some(matcher), None) => matcher.as_ref().map(super::descriptor::own_key),
+        (None, ..) => {
+            fields.required("key", "a rule", at, report);
+            None
+        }
     };
+    let applies = match (fields.get("match"), &envoy) {
+        (Some(value), _) => applies(value, report),
+        (None, Some(_)) => Some(Applies::Nowhere),
+        (None, None) => Some(Applies::Everywhere),
+    };
+    if let (Some(Some(_)), Some(quota), Some(algorithm)) = (&envoy, &quota, fields.get("algorithm"))
+    {
+        let name = quota.algorithm();
+        if matches!(name, Algorithm::LeakyBucket | Algorithm::Concurrency) {
+            report.at(algorithm.span.start, format!(
+                "a rule with `envoy` cannot use {:?}: Envoy's rate limit service answers OK or OVER_LIMIT, with no delay to wait and no slot to give back; use a token bucket, GCRA or a window",
+                algorithm.as_str().unwrap_or_default()
+            ));
+        }
+    }
     let mut built = match (id, quota, key) {
         (Some(id), Some(quota), Some(key)) => match Rule::new(id, quota, key) {
             Ok(rule) => Some(rule),
@@ -164,11 +196,15 @@ pub(crate) fn rule(
     built = super::per_message::per_message(&fields, built, report);
     fields.finish("a `[[rule]]`", report);
     let built = built.map(|rule| rule.with_source_toml(super::write::table("rule", true, value)));
-    Some((
-        built?,
-        applies?,
-        id_value.map_or(at, |value| value.span.start),
-    ))
+    Some(Read {
+        rule: built?,
+        applies: applies?,
+        envoy: match envoy {
+            Some(matcher) => Some(matcher?),
+            None => None,
+        },
+        id_at: id_value.map_or(at, |value| value.span.start),
+    })
 }
 
 /// `match = { path = "/posts", method = "POST" }` (`method` may be a list, or left out for any

@@ -82,6 +82,9 @@ pub(super) fn covered<'r>(
     }
     let mut mistakes = Vec::new();
     for (id, applies) in rules {
+        if matches!(applies, Applies::Nowhere) {
+            continue; // no HTTP request to cover
+        }
         let paths = representatives(applies);
         let exempting = |path: &String| {
             patterns

@@ -467,6 +467,29 @@ impl Rule {
         &self.id
     }
 
+    /// The key this rule counts a caller named by `values` under (one value per part of its
+    /// key, as an operator's reset names one; see
+    /// [`KeyExtractor::key_from_values`](crate::key::KeyExtractor::key_from_values)): how a
+    /// service outside HTTP — an Envoy rate limit service handed a descriptor's values — counts
+    /// the same caller in the same place.
+    ///
+    /// ```
+    /// use tollgate_core::{Quota, Rate};
+    /// use tollgate_tower::Rule;
+    /// use tollgate_tower::key::PeerIp;
+    ///
+    /// let rule = Rule::new("reads", Quota::gcra(Rate::per_second(5), 5)?, PeerIp::new())?;
+    /// assert_eq!(rule.key_of_values(&["2001:db8::1"])?, rule.key_of_values(&["2001:db8::2"])?); // one /64
+    /// assert!(rule.key_of_values(&["no address"]).is_err());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn key_of_values(
+        &self,
+        values: &[&str],
+    ) -> Result<tollgate_core::Key, tollgate_key::KeyValueError> {
+        tollgate_key::key_of_values(&*self.key, values)
+    }
+
     /// The quota.
     pub fn quota(&self) -> &Quota {
         &self.quota
