@@ -422,6 +422,31 @@ impl RuleFile {
         (!mistakes.is_empty()).then_some(ConfigErrors(mistakes))
     }
 
+    /// `Ok` when a store with `capabilities` can count every rule as it asks; else the mistakes,
+    /// each at the field that asks (a `store` it does not have, leases or syncs without a
+    /// `FleetStore`, ...): what [`install`](Self::install) checks for a layer, for whoever
+    /// counts the file's rules in a store of their own (`tollgate-envoy`'s rate limit service).
+    ///
+    /// ```
+    /// use tollgate_core::{MemoryStore, Store};
+    /// use tollgate_config::{Extractors, RuleFile};
+    ///
+    /// let text = "[[rule]]\nid = \"login\"\nalgorithm = \"fixed_window\"\nlimit = 5\nwindow = \"15m\"\nkey = \"global\"\nsub_buckets = 4\n";
+    /// let file = RuleFile::parse("rules.toml", text, &Extractors::new())?;
+    /// let refused = file.fits_store(&MemoryStore::new().capabilities()).unwrap_err();
+    /// assert!(refused.to_string().starts_with("rules.toml:7:"), "{refused}"); // at `sub_buckets`
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn fits_store(
+        &self,
+        capabilities: &tollgate_core::Capabilities,
+    ) -> Result<(), ConfigErrors> {
+        match self.unsupported(capabilities) {
+            Some(errors) => Err(errors),
+            None => Ok(()),
+        }
+    }
+
     /// The ids of the rules and `[[limit]]`s both files define (what `overrides` replaces).
     pub(crate) fn shared_ids(&self, overrides: &RuleFile) -> Vec<String> {
         let theirs: Vec<&str> = overrides

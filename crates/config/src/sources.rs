@@ -19,7 +19,12 @@ pub(super) struct Sources {
     /// names, and whether it records metrics now (it may be turned on after the watcher starts).
     layer: LayerHandle,
     state: Mutex<State>,
+    /// Told of the rules in force after every install ([`RuleWatcher::on_install`](super::RuleWatcher::on_install)).
+    followers: Mutex<Vec<Follower>>,
 }
+
+/// What is told of the rules in force, merged, after every install.
+pub(super) type Follower = Box<dyn Fn(&RuleFile) + Send + Sync>;
 
 #[derive(Default)]
 pub(super) struct State {
@@ -36,6 +41,7 @@ impl Sources {
             extractors,
             layer,
             state: Mutex::new(State::default()),
+            followers: Mutex::new(Vec::new()),
         }
     }
 
@@ -143,12 +149,31 @@ impl Sources {
 
     /// The rules in force as one TOML file (the local file overridden by the overlay).
     pub(super) fn to_toml(&self) -> String {
+        self.in_force(&self.lock())
+            .map(|file| file.to_toml())
+            .unwrap_or_default()
+    }
+
+    /// The rules in force: the local file overridden by the overlay (`None` before the local
+    /// file is loaded).
+    fn in_force(&self, state: &State) -> Option<RuleFile> {
+        let local = state.local.as_ref()?;
+        Some(match &state.overlay {
+            Some(overlay) => local.overridden_by(overlay),
+            None => local.clone(),
+        })
+    }
+
+    /// Tells `follower` of the rules in force now, and after every install from now on.
+    pub(super) fn follow(&self, follower: Follower) {
         let state = self.lock();
-        match (&state.local, &state.overlay) {
-            (Some(local), Some(overlay)) => local.overridden_by(overlay).to_toml(),
-            (Some(local), None) => local.to_toml(),
-            (None, _) => String::new(),
+        if let Some(file) = self.in_force(&state) {
+            follower(&file);
         }
+        self.followers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(follower);
     }
 
     /// Gives the layer the local file overridden by the overlay (nothing before the local
@@ -172,9 +197,17 @@ impl Sources {
             state.limits_set = limits;
         }
         // `check` found, at their fields, every rule the layer would refuse.
-        if let Err(refused) = self.layer.replace_rules(merged.into_rules()) {
+        if let Err(refused) = self.layer.replace_rules(merged.rules().clone()) {
             tracing::error!(target: "tollgate::config", %refused, "rules not installed; the rules in force stay");
             return;
+        }
+        for follower in self
+            .followers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+        {
+            follower(&merged);
         }
         state.status.overridden = overridden;
         state.status.loaded_at = Some(SystemTime::now());

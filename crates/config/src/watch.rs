@@ -184,6 +184,36 @@ impl RuleWatcher {
         self.shared.sources.to_toml()
     }
 
+    /// Calls `follower` with the rules in force — the file with the fleet document over it —
+    /// now and after every change installed from now on (a refused change calls nothing): how
+    /// something beside the layer follows the same file, such as `tollgate-envoy`'s rate limit
+    /// service, which reads the file's rules for Envoy's descriptors. It runs while the change
+    /// is installed: keep it short, and do not call back into this watcher from it.
+    ///
+    /// ```
+    /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dir = tempfile::tempdir()?;
+    /// # let path = dir.path().join("rules.toml");
+    /// # std::fs::write(&path, "[[rule]]\nid = \"reads\"\nalgorithm = \"fixed_window\"\nlimit = 50\nwindow = \"1s\"\nkey = \"peer_ip\"\n")?;
+    /// use std::sync::{Arc, Mutex};
+    /// use tollgate_core::MemoryStore;
+    /// use tollgate_tower::RateLimitLayer;
+    /// use tollgate_config::{Extractors, RuleWatcher};
+    ///
+    /// let layer = RateLimitLayer::new(MemoryStore::new());
+    /// let watcher = RuleWatcher::start(&path, Extractors::new(), &layer)?;
+    /// let seen = Arc::new(Mutex::new(Vec::new()));
+    /// let follower = Arc::clone(&seen);
+    /// watcher.on_install(move |file| follower.lock().unwrap().push(file.ids().count()));
+    /// watcher.overlay().apply("2", "[[rule]]\nid = \"writes\"\nalgorithm = \"fixed_window\"\nlimit = 5\nwindow = \"1s\"\nkey = \"peer_ip\"\n")?;
+    /// assert_eq!(*seen.lock().unwrap(), [1, 2]); // at once, then the file with the document over it
+    /// # Ok(()) }
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(run()).unwrap();
+    /// ```
+    pub fn on_install(&self, follower: impl Fn(&RuleFile) + Send + Sync + 'static) {
+        self.shared.sources.follow(Box::new(follower));
+    }
+
     /// A handle that puts a fleet document over this file (see [`RuleOverlay`] for the
     /// precedence).
     pub fn overlay(&self) -> RuleOverlay {
