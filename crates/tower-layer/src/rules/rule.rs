@@ -550,16 +550,41 @@ impl Rule {
     }
 
     /// How the rule is sent to the store: a flag rule as a shadow one (it never stops a
-    /// request).
-    pub(crate) fn store_mode(&self) -> Mode {
+    /// request). What a service that counts the rule outside this layer (an Envoy rate limit
+    /// service) gives its items.
+    ///
+    /// ```
+    /// use tollgate_core::{Mode, Quota, Rate};
+    /// use tollgate_tower::{OnRefusal, Rule};
+    /// use tollgate_tower::key::Global;
+    ///
+    /// let rule = Rule::new("signups", Quota::gcra(Rate::per_minute(5), 5)?, Global)?;
+    /// assert_eq!(rule.store_mode(), Mode::Enforce);
+    /// assert_eq!(rule.on_refusal(OnRefusal::Flag).store_mode(), Mode::Shadow);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn store_mode(&self) -> Mode {
         match self.on_refusal {
             OnRefusal::Flag => Mode::Shadow,
             _ => self.mode,
         }
     }
 
-    /// Whether the policy is shown in headers.
-    pub(crate) fn is_disclosed(&self) -> bool {
+    /// Whether the policy is shown in rate-limit headers: as the rule's `disclose` says, else
+    /// when it enforces and answers a plain refusal (a challenge, a flag or a shadow rule is
+    /// not announced).
+    ///
+    /// ```
+    /// use tollgate_core::{Quota, Rate};
+    /// use tollgate_tower::Rule;
+    /// use tollgate_tower::key::Global;
+    ///
+    /// let rule = Rule::new("signups", Quota::gcra(Rate::per_minute(5), 5)?, Global)?;
+    /// assert!(rule.is_disclosed());
+    /// assert!(!rule.shadow().is_disclosed());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn is_disclosed(&self) -> bool {
         self.disclose.unwrap_or(
             matches!(self.mode, Mode::Enforce | Mode::ReadOnly)
                 && matches!(self.on_refusal, OnRefusal::Reject | OnRefusal::Unavailable),

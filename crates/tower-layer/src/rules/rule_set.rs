@@ -184,8 +184,17 @@ impl RuleSet {
         self.exemptions.covers(request)
     }
 
-    /// The header style in force: the set's, else the layer's.
-    pub(crate) fn header_style(&self, layer: HeaderStyle) -> HeaderStyle {
+    /// The header style in force: the set's (a rule file's `headers`), else `layer`'s.
+    ///
+    /// ```
+    /// use tollgate_tower::RuleSet;
+    /// use tollgate_tower::headers::HeaderStyle;
+    ///
+    /// let set = RuleSet::new().headers(HeaderStyle::default().with_legacy(true));
+    /// assert!(set.header_style(HeaderStyle::default()).legacy());
+    /// assert!(!RuleSet::new().header_style(HeaderStyle::default()).legacy());
+    /// ```
+    pub fn header_style(&self, layer: HeaderStyle) -> HeaderStyle {
         self.header_style.unwrap_or(layer)
     }
 

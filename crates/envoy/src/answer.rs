@@ -1,0 +1,124 @@
+//! A decision as Envoy reads it: the overall code, a status per descriptor, the IETF
+//! `RateLimit` fields (and `Retry-After` and a problem body when over the limit).
+
+use envoy_types::pb::envoy::config::core::v3::HeaderValue;
+use envoy_types::pb::envoy::service::ratelimit::v3::RateLimitResponse;
+use envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_response::{Code, DescriptorStatus};
+use envoy_types::pb::google::protobuf::Duration as ProtoDuration;
+use http::HeaderMap;
+use tollgate_core::{BatchDecision, Decision, Item};
+use tollgate_tower::Refused;
+use tollgate_tower::headers::HeaderStyle;
+
+use crate::plan::Planned;
+use crate::unit::current_limit;
+
+/// An answer with no statuses: a domain no rule names.
+pub(crate) fn unknown_domain() -> RateLimitResponse {
+    RateLimitResponse {
+        overall_code: Code::Ok as i32,
+        ..RateLimitResponse::default()
+    }
+}
+
+/// The answer to a request of `descriptors` descriptors, of which `planned` were counted as
+/// `items` and decided as `batch` (`None`: nothing to count).
+pub(crate) fn answer(
+    descriptors: usize,
+    planned: &[Planned<'_>],
+    items: &[Item<'_>],
+    batch: Option<&BatchDecision>,
+    style: HeaderStyle,
+) -> RateLimitResponse {
+    let mut statuses = vec![
+        DescriptorStatus {
+            code: Code::Ok as i32,
+            ..DescriptorStatus::default()
+        };
+        descriptors
+    ];
+    let Some(batch) = batch else {
+        return RateLimitResponse {
+            overall_code: Code::Ok as i32,
+            statuses,
+            ..RateLimitResponse::default()
+        };
+    };
+    for ((planned, item), decided) in planned.iter().zip(items).zip(batch.items()) {
+        let decision = decided.decision();
+        let enforcing = item.is_enforcing();
+        planned.candidate.counters.decided(decision, enforcing);
+        if let Some(status) = statuses.get_mut(planned.at) {
+            *status = status_of(planned, decision, enforcing);
+        }
+    }
+    let (overall_code, headers, raw_body) = match batch.worst_refusal(items) {
+        Some((at, refused)) if !batch.is_allowed() => {
+            let item = &items[at];
+            let refusal =
+                Refused::for_policy(item.rule(), *item.quota(), *refused.decision(), style);
+            let response = refusal.default_response();
+            (
+                Code::OverLimit,
+                response.headers().clone(),
+                response.body().to_vec(),
+            )
+        }
+        _ => {
+            let shown = planned
+                .iter()
+                .zip(items)
+                .zip(batch.items())
+                .filter(|((planned, _), _)| planned.rule.is_disclosed())
+                .map(|((_, item), decided)| {
+                    (item.rule().as_str(), item.quota(), decided.decision())
+                });
+            (Code::Ok, style.fields(shown), Vec::new())
+        }
+    };
+    RateLimitResponse {
+        overall_code: overall_code as i32,
+        statuses,
+        response_headers_to_add: header_values(&headers),
+        raw_body,
+        ..RateLimitResponse::default()
+    }
+}
+
+/// One counted descriptor's status: OVER_LIMIT only when an enforcing rule refused (a shadow
+/// rule's refusal is logged and counted, and the descriptor is OK).
+fn status_of(planned: &Planned<'_>, decision: &Decision, enforcing: bool) -> DescriptorStatus {
+    let over = enforcing && !decision.is_allowed();
+    DescriptorStatus {
+        code: if over { Code::OverLimit } else { Code::Ok } as i32,
+        current_limit: Some(current_limit(
+            planned.candidate.id.as_str(),
+            planned.rule.quota(),
+        )),
+        limit_remaining: u32::try_from(decision.remaining()).unwrap_or(u32::MAX),
+        duration_until_reset: Some(proto_duration(decision.reset_after())),
+        quota: None,
+    }
+}
+
+fn proto_duration(duration: std::time::Duration) -> ProtoDuration {
+    ProtoDuration {
+        seconds: i64::try_from(duration.as_secs()).unwrap_or(i64::MAX),
+        nanos: i32::try_from(duration.subsec_nanos()).unwrap_or(0),
+    }
+}
+
+/// `headers` as Envoy's header values (each value is ASCII: the fields are structured fields,
+/// `Retry-After` a number and the content type a token).
+fn header_values(headers: &HeaderMap) -> Vec<HeaderValue> {
+    headers
+        .iter()
+        .filter_map(|(name, value)| {
+            Some(HeaderValue {
+                key: name.as_str().to_owned(),
+                value: value.to_str().ok()?.to_owned(),
+                raw_value: Vec::new(),
+            })
+        })
+        .collect()
+}

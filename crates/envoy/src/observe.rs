@@ -1,0 +1,50 @@
+//! Each rule's decisions at the edge, under the names the HTTP layer uses
+//! (`tollgate_checks_total{rule, outcome}`, `tollgate_near_limit_total{rule}`), so one
+//! dashboard shows a rule whether Envoy or an axum service asked; and one counter of answers,
+//! `tollgate_envoy_answers_total{code}`.
+
+use tollgate_core::metrics::{CHECKS, NEAR_LIMIT, is_near_limit};
+use tollgate_core::{Decision, RuleId};
+
+/// Answers of the rate limit service by what they said: `ok`, `over_limit`, `unavailable`
+/// (the store could not answer and a rule fails closed), `invalid_argument`.
+pub const ANSWERS: &str = "tollgate_envoy_answers_total";
+
+/// One rule's counters, registered when its rule file is installed.
+pub(crate) struct RuleCounters {
+    allowed: metrics::Counter,
+    refused: metrics::Counter,
+    shadow_refused: metrics::Counter,
+    near_limit: metrics::Counter,
+}
+
+impl RuleCounters {
+    pub(crate) fn new(rule: &RuleId) -> RuleCounters {
+        let checks = |outcome: &'static str| metrics::counter!(CHECKS, "rule" => rule.as_str().to_owned(), "outcome" => outcome);
+        RuleCounters {
+            allowed: checks("allowed"),
+            refused: checks("refused"),
+            shadow_refused: checks("shadow_refused"),
+            near_limit: metrics::counter!(NEAR_LIMIT, "rule" => rule.as_str().to_owned()),
+        }
+    }
+
+    /// Counts one decision of an `enforcing` rule (else a shadow one).
+    pub(crate) fn decided(&self, decision: &Decision, enforcing: bool) {
+        if decision.is_allowed() {
+            self.allowed.increment(1);
+            if is_near_limit(decision.remaining(), decision.limit()) {
+                self.near_limit.increment(1);
+            }
+        } else if enforcing {
+            self.refused.increment(1);
+        } else {
+            self.shadow_refused.increment(1);
+        }
+    }
+}
+
+/// Counts one answer.
+pub(crate) fn answered(code: &'static str) {
+    metrics::counter!(ANSWERS, "code" => code).increment(1);
+}

@@ -1,0 +1,86 @@
+//! From Envoy's descriptors to store items: the rule each descriptor matches, the caller its
+//! values name, and what it costs.
+
+use envoy_types::pb::envoy::service::ratelimit::v3::RateLimitRequest;
+use smallvec::SmallVec;
+use tollgate_core::{Item, Key, RuleId, Take};
+use tollgate_tower::Rule;
+use tonic::Status;
+
+use crate::caps::invalid;
+use crate::table::{Candidate, DescriptorTable};
+
+/// One descriptor to count.
+pub(crate) struct Planned<'t> {
+    /// Its position in the request.
+    pub(crate) at: usize,
+    pub(crate) candidate: &'t Candidate,
+    pub(crate) rule: &'t Rule,
+    pub(crate) key: Key,
+    pub(crate) cost: u64,
+}
+
+/// The descriptors of `request` that count (matched, not unlimited, not replaced), with their
+/// keys; `INVALID_ARGUMENT` when a descriptor's values do not name a caller its rule counts.
+pub(crate) fn plan<'t>(
+    table: &'t DescriptorTable,
+    request: &RateLimitRequest,
+) -> Result<SmallVec<[Planned<'t>; 4]>, Status> {
+    let matched: SmallVec<[Option<&Candidate>; 4]> = request
+        .descriptors
+        .iter()
+        .map(|descriptor| table.resolve(&request.domain, &descriptor.entries))
+        .collect();
+    let replaced: SmallVec<[&RuleId; 4]> = matched
+        .iter()
+        .flatten()
+        .flat_map(|candidate| candidate.matcher.replaces())
+        .collect();
+    // Envoy's request `hits_addend`: 0 (unset) counts as 1.
+    let request_hits = u64::from(request.hits_addend.max(1));
+    let mut planned = SmallVec::new();
+    for (at, (descriptor, candidate)) in request.descriptors.iter().zip(&matched).enumerate() {
+        let Some(candidate) = candidate else { continue };
+        let Some(rule) = &candidate.rule else {
+            continue;
+        }; // unlimited
+        if replaced.contains(&&candidate.id) {
+            continue;
+        }
+        let values: SmallVec<[&str; 4]> = candidate
+            .matcher
+            .key_values(descriptor.entries.iter().map(|entry| entry.value.as_str()))
+            .collect();
+        let key = rule.key_of_values(&values).map_err(|error| {
+            invalid(format!(
+                "descriptor {at} does not name a caller of rule {:?}: {error}",
+                candidate.id.as_str()
+            ))
+        })?;
+        // A descriptor's own `hits_addend`, even 0 (checked, not counted), else the request's.
+        let cost = descriptor
+            .hits_addend
+            .as_ref()
+            .map_or(request_hits, |hits| hits.value);
+        planned.push(Planned {
+            at,
+            candidate,
+            rule,
+            key,
+            cost,
+        });
+    }
+    Ok(planned)
+}
+
+impl Planned<'_> {
+    /// The store item: the rule's quota, policies and fleet modes, at this descriptor's cost.
+    pub(crate) fn item(&self) -> Item<'_> {
+        Item::new(&self.candidate.id, *self.rule.quota(), &self.key)
+            .with_cost(self.cost)
+            .with_mode(self.rule.store_mode())
+            .with_store_failure(self.rule.on_store_failure())
+            .with_fleet_modes(self.rule.fleet_modes())
+            .with_take(Take::Exact)
+    }
+}
