@@ -8,12 +8,12 @@ use crate::action::Action;
 use crate::rate_limit_filter::{RATE_LIMIT_CLUSTER, RateLimitFilter};
 use crate::yaml::{list_item, scalar};
 
-/// The port [`EnvoyConfig::to_yaml`] gives the listener; `Envoy::start`
+/// The port [`EnvoyConfig::to_yaml`] gives the listener; [`Envoy::start`](crate::Envoy::start)
 /// lets the kernel choose one instead.
 pub const LISTENER_PORT: u16 = 10_000;
 
 /// The port [`EnvoyConfig::to_yaml`] gives the admin interface (Envoy's customary one);
-/// `Envoy::start` lets the kernel choose one instead.
+/// [`Envoy::start`](crate::Envoy::start) lets the kernel choose one instead.
 pub const ADMIN_PORT: u16 = 9_901;
 
 /// The name of the cluster of the test's upstream; the rate limit filter's statistics are under
