@@ -1,7 +1,10 @@
 //! What the harness's tests put around Envoy: an axum upstream on a loopback port, a port where
-//! nothing listens, and a client.
+//! nothing listens, a client, and a rate limit service that records what Envoy asks
+//! (recording_service.rs).
 
 #![allow(dead_code, unreachable_pub)]
+
+pub mod recording_service;
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::Arc;
