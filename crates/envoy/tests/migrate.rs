@@ -1,8 +1,10 @@
 //! Migrating envoyproxy/ratelimit configurations to tollgate rule files: the exact text of a
-//! realistic one, its shape as TOML, its ids, each refusal at its line and column.
+//! realistic one, its shape as TOML, its ids, each refusal at its line and column, and no
+//! panic on any input.
 
 use std::collections::BTreeSet;
 
+use proptest::prelude::*;
 use tollgate_envoy::migrate::{MigrationErrors, migrate};
 use toml::{Table, Value};
 
@@ -529,4 +531,89 @@ fn a_deep_nesting_is_refused_at_the_list_that_goes_too_deep() {
         report.starts_with("config.yaml:67:131: descriptors are nested more than 32 deep here"),
         "{report}"
     );
+}
+
+#[test]
+fn every_truncation_and_every_deleted_character_is_answered() {
+    let boundaries: Vec<usize> = REALISTIC.char_indices().map(|(at, _)| at).collect();
+    for &at in &boundaries {
+        let _ = migrate("cut.yaml", &REALISTIC[..at]);
+        let mut without = REALISTIC.to_owned();
+        without.remove(at);
+        let _ = migrate("cut.yaml", &without);
+    }
+}
+
+/// Pieces of YAML syntax and of ratelimit's format, to splice into a valid file.
+const PIECES: &[&str] = &[
+    ":",
+    "- ",
+    "-",
+    "{",
+    "}",
+    "[",
+    "]",
+    ",",
+    "*",
+    "&a ",
+    "*a",
+    "!!str ",
+    "!x ",
+    "\n",
+    "  ",
+    "\t",
+    "'",
+    "\"",
+    "#",
+    "---\n",
+    "...\n",
+    "<<: ",
+    "~",
+    "?",
+    "|",
+    ">",
+    "%YAML 1.2\n",
+    "0",
+    "0x",
+    "1_",
+    "key: ",
+    "value: ",
+    "rate_limit: ",
+    "descriptors:\n",
+    "unit: ",
+    "requests_per_unit: ",
+    "unlimited: true",
+    "replaces: ",
+    "name: ",
+    "\u{feff}",
+    "é",
+    "\u{0}",
+];
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    #[test]
+    fn any_text_is_answered_without_panicking(text in ".{0,400}") {
+        let _ = migrate("fuzz.yaml", &text);
+    }
+
+    #[test]
+    fn a_valid_file_spliced_with_yaml_pieces_is_answered_without_panicking(
+        splices in proptest::collection::vec((0..REALISTIC.len(), 0..PIECES.len(), 0usize..4), 1..6),
+    ) {
+        let mut text = REALISTIC.to_owned();
+        for (at, piece, cut) in splices {
+            let mut at = at.min(text.len());
+            while !text.is_char_boundary(at) {
+                at -= 1;
+            }
+            let mut end = (at + cut).min(text.len());
+            while !text.is_char_boundary(end) {
+                end += 1;
+            }
+            text.replace_range(at..end, PIECES[piece]);
+        }
+        let _ = migrate("fuzz.yaml", &text);
+    }
 }
