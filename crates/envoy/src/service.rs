@@ -93,7 +93,8 @@ impl RateLimitService {
         let store = DynStore::new(store);
         RateLimitService {
             shared: Arc::new(Shared {
-                layer: RateLimitLayer::new(store.clone()),
+                // Counts rule loads as `tollgate_config_loads_total`, like any layer's.
+                layer: RateLimitLayer::new(store.clone()).metrics(),
                 store,
                 table: Arc::new(ArcSwap::from_pointee(DescriptorTable::default())),
             }),
