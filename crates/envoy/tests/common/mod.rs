@@ -6,6 +6,7 @@
 #![allow(dead_code, unreachable_pub)]
 
 pub mod quota;
+pub mod upstream;
 
 use std::net::SocketAddr;
 use std::sync::OnceLock;
