@@ -59,7 +59,11 @@ pub struct EnvoyConfig {
     rate_limits: Vec<Vec<Action>>,
     http_filters: Vec<String>,
     grpc_clusters: Vec<(String, SocketAddr)>,
+    log_level: String,
 }
+
+/// The level Envoy logs at unless a config says otherwise ([`EnvoyConfig::log_level`]).
+pub const DEFAULT_LOG_LEVEL: &str = "warn";
 
 impl EnvoyConfig {
     /// A plain proxy: every request to the server on `upstream`, no filter but the router.
@@ -70,7 +74,29 @@ impl EnvoyConfig {
             rate_limits: Vec::new(),
             http_filters: Vec::new(),
             grpc_clusters: Vec::new(),
+            log_level: DEFAULT_LOG_LEVEL.to_owned(),
         }
+    }
+
+    /// The level Envoy logs at (`--log-level`: `trace`, `debug`, `info`, `warn` — the default —,
+    /// `error`, `critical`, `off`), what [`Envoy::log`](crate::Envoy::log) then holds. A filter's
+    /// conversation with its service shows at `debug` (the quota filter logs each report it
+    /// sends and each response it receives).
+    ///
+    /// ```
+    /// use tollgate_envoy_harness::EnvoyConfig;
+    ///
+    /// let config = EnvoyConfig::new("127.0.0.1:3000".parse().unwrap()).log_level("debug");
+    /// assert_ne!(config, EnvoyConfig::new("127.0.0.1:3000".parse().unwrap()));
+    /// ```
+    pub fn log_level(mut self, level: impl Into<String>) -> Self {
+        self.log_level = level.into();
+        self
+    }
+
+    /// The level Envoy logs at.
+    pub(crate) fn level(&self) -> &str {
+        &self.log_level
     }
 
     /// Puts the rate limit filter in front of the router (replacing any set before), and adds

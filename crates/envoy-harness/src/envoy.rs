@@ -47,7 +47,8 @@ const LOG_TAIL_LINES: usize = 60;
 ///        --admin-address-path admin-address
 /// ```
 ///
-/// and waits until the admin's `/ready` answers `LIVE`, reading the ports back from the admin
+/// (`warn`, or the config's [`log_level`](EnvoyConfig::log_level)) and waits until the admin's
+/// `/ready` answers `LIVE`, reading the ports back from the admin
 /// (`/listeners`). `--disable-hot-restart` leaves out the shared memory and domain socket that
 /// hot restart keys by `--base-id`, so any number of Envoys run at once, in one test binary or
 /// several.
@@ -134,12 +135,8 @@ impl Envoy {
             .arg("-c")
             .arg(&config_path)
             .args(["--disable-hot-restart", "--concurrency", "1"])
-            .args([
-                "--log-level",
-                "warn",
-                "--admin-address-path",
-                ADMIN_ADDRESS_FILE,
-            ]);
+            .args(["--log-level", config.level()])
+            .args(["--admin-address-path", ADMIN_ADDRESS_FILE]);
         let child = spawn(command, binary, dir.path())?;
         // Without `sh` there is no watchdog; `Drop` still stops Envoy.
         let watchdog = Watchdog::arm(child.id(), dir.path()).ok();
@@ -242,7 +239,8 @@ impl Envoy {
         }
     }
 
-    /// What Envoy has logged so far (standard output and error, `warn` and above).
+    /// What Envoy has logged so far (standard output and error, at the config's
+    /// [`log_level`](EnvoyConfig::log_level): `warn` and above unless it says otherwise).
     pub fn log(&self) -> String {
         fs::read_to_string(self.dir.path().join(LOG_FILE)).unwrap_or_default()
     }

@@ -61,7 +61,7 @@ mod yaml;
 
 pub use action::Action;
 pub use binary::{ENVOY_VAR, envoy_binary};
-pub use config::{ADMIN_PORT, EnvoyConfig, LISTENER_PORT, UPSTREAM_CLUSTER};
+pub use config::{ADMIN_PORT, DEFAULT_LOG_LEVEL, EnvoyConfig, LISTENER_PORT, UPSTREAM_CLUSTER};
 pub use envoy::Envoy;
 pub use error::HarnessError;
 pub use rate_limit_filter::{DEFAULT_TIMEOUT, RateLimitFilter};

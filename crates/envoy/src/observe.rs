@@ -1,7 +1,8 @@
 //! Each rule's decisions at the edge, under the names the HTTP layer uses
 //! (`tollgate_checks_total{rule, outcome}`, `tollgate_near_limit_total{rule}`), so one
-//! dashboard shows a rule whether Envoy or an axum service asked; and one counter of answers,
-//! `tollgate_envoy_answers_total{code}`.
+//! dashboard shows a rule whether Envoy or an axum service asked; one counter of answers,
+//! `tollgate_envoy_answers_total{code}`; and one of the quota service's bucket actions,
+//! `tollgate_envoy_quota_actions_total{action}`.
 
 use tollgate_core::metrics::{CHECKS, NEAR_LIMIT, is_near_limit};
 use tollgate_core::{Decision, RuleId};
@@ -9,6 +10,10 @@ use tollgate_core::{Decision, RuleId};
 /// Answers of the rate limit service by what they said: `ok`, `over_limit`, `unavailable`
 /// (the store could not answer and a rule fails closed), `invalid_argument`.
 pub const ANSWERS: &str = "tollgate_envoy_answers_total";
+
+/// Bucket actions the quota service sent, by what they said: `token_bucket` (a lease),
+/// `allow_all`, `deny_all`, `abandon`.
+pub const QUOTA_ACTIONS: &str = "tollgate_envoy_quota_actions_total";
 
 /// One rule's counters, registered when its rule file is installed.
 pub(crate) struct RuleCounters {
@@ -47,4 +52,9 @@ impl RuleCounters {
 /// Counts one answer.
 pub(crate) fn answered(code: &'static str) {
     metrics::counter!(ANSWERS, "code" => code).increment(1);
+}
+
+/// Counts one bucket action.
+pub(crate) fn acted(action: &'static str) {
+    metrics::counter!(QUOTA_ACTIONS, "action" => action).increment(1);
 }

@@ -15,6 +15,7 @@ use tollgate_core::{DynStore, Item, Store};
 use tollgate_tower::RateLimitLayer;
 use tonic::{Request, Response, Status};
 
+use crate::rlqs::QuotaService;
 use crate::table::DescriptorTable;
 use crate::{answer, caps, observe, plan};
 
@@ -134,6 +135,15 @@ impl RateLimitService {
     /// The tonic service to mount: `builder.add_service(service.server())`.
     pub fn server(&self) -> RateLimitServiceServer<RateLimitService> {
         RateLimitServiceServer::new(self.clone())
+    }
+
+    /// The quota service (RLQS) on this service's store and rules: it answers Envoy's
+    /// `rate_limit_quota` filter by the same rule file, and follows every rule file this
+    /// service installs ([`set_rules`](Self::set_rules)) or watches ([`watch`](Self::watch),
+    /// [`follow`](Self::follow)) — one file, one watcher, both services, counting the same
+    /// callers under the same keys.
+    pub fn quota_service(&self) -> QuotaService {
+        QuotaService::new(self.shared.store.clone(), Arc::clone(&self.shared.table))
     }
 
     /// The layer this service's rule files are installed into, on the same store: its handle

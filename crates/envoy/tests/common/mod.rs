@@ -5,6 +5,9 @@
 
 #![allow(dead_code, unreachable_pub)]
 
+pub mod quota;
+pub mod upstream;
+
 use std::net::SocketAddr;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -108,6 +111,15 @@ pub async fn serve(service: RateLimitService, clock: ManualClock) -> Served {
 
 /// The service with `rules` on `backend`, served.
 pub async fn served(backend: Backend, rules: &RuleFile) -> Served {
+    let (service, clock) = service_on(backend).await;
+    service
+        .set_rules(rules)
+        .unwrap_or_else(|errors| panic!("{errors}"));
+    serve(service, clock).await
+}
+
+/// The service, with no rules yet, on `backend` on a manual clock at [`START`].
+pub async fn service_on(backend: Backend) -> (RateLimitService, ManualClock) {
     let clock = ManualClock::new(START);
     let service = match backend {
         Backend::Memory => {
@@ -120,10 +132,7 @@ pub async fn served(backend: Backend, rules: &RuleFile) -> Served {
             RateLimitService::new(fallback(redis_store(&clock, cluster().await), &clock))
         }
     };
-    service
-        .set_rules(rules)
-        .unwrap_or_else(|errors| panic!("{errors}"));
-    serve(service, clock).await
+    (service, clock)
 }
 
 /// `store` behind a `FallbackStore` as the binary builds it, timing out after 200 ms.
