@@ -63,7 +63,7 @@ impl Running {
                     )
                 });
             let address = || line.rsplit(' ').next().and_then(|text| text.parse().ok());
-            if line.contains("rate limit service on") {
+            if line.contains("rate limit service (and quota service) on") {
                 grpc = address();
             } else if line.contains("/metrics on") {
                 metrics = address();
@@ -131,6 +131,13 @@ async fn it_serves_health_and_metrics_and_stops_cleanly_on_sigterm() {
         .expect("connect");
     let mut health = HealthClient::new(channel);
     let service = "envoy.service.ratelimit.v3.RateLimitService".to_owned();
+    let answer = health
+        .check(HealthCheckRequest { service })
+        .await
+        .expect("a health answer")
+        .into_inner();
+    assert_eq!(answer.status, ServingStatus::Serving as i32);
+    let service = "envoy.service.rate_limit_quota.v3.RateLimitQuotaService".to_owned();
     let answer = health
         .check(HealthCheckRequest { service })
         .await

@@ -6,7 +6,8 @@ use std::process::ExitCode;
 use tokio::net::TcpListener;
 use tokio_stream::wrappers::TcpListenerStream;
 use tollgate_config::{Extractors, RuleWatcher};
-use tollgate_envoy::RateLimitService;
+use tollgate_envoy::envoy_types::pb::envoy::service::rate_limit_quota::v3::rate_limit_quota_service_server::RateLimitQuotaServiceServer;
+use tollgate_envoy::{QuotaService, RateLimitService};
 use tollgate_envoy::envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_service_server::RateLimitServiceServer;
 
 use crate::args::Settings;
@@ -49,17 +50,23 @@ async fn serve(settings: Settings) -> Result<(), String> {
     reporter
         .set_serving::<RateLimitServiceServer<RateLimitService>>()
         .await;
+    reporter
+        .set_serving::<RateLimitQuotaServiceServer<QuotaService>>()
+        .await;
     let listener = TcpListener::bind(settings.listen)
         .await
         .map_err(|error| format!("cannot listen on {}: {error}", settings.listen))?;
     let address = listener
         .local_addr()
         .map_err(|error| format!("cannot read the listening address: {error}"))?;
-    announce(&format!("serving Envoy's rate limit service on {address}"));
+    announce(&format!(
+        "serving Envoy's rate limit service (and quota service) on {address}"
+    ));
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let server = tonic::transport::Server::builder()
         .add_service(health)
         .add_service(counted.service.server())
+        .add_service(counted.service.quota_service().server())
         .serve_with_incoming_shutdown(TcpListenerStream::new(listener), async {
             let _ = stopped.await;
         });
@@ -70,6 +77,9 @@ async fn serve(settings: Settings) -> Result<(), String> {
             tracing::info!(target: "tollgate::envoy", drain = ?settings.drain, "stopping: no new calls; calls in flight finish");
             reporter
                 .set_not_serving::<RateLimitServiceServer<RateLimitService>>()
+                .await;
+            reporter
+                .set_not_serving::<RateLimitQuotaServiceServer<QuotaService>>()
                 .await;
             let _ = stop.send(());
             // Envoy keeps its connection open: the drain bounds the wait for it to go.
