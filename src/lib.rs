@@ -23,6 +23,7 @@
 //! | `admin` | `config`, plus `tollgate::admin`: the admin API (rules, changes, stats, resets, health, OpenAPI) and the status page; with `fleet`, changes go to every gateway |
 //! | `testing` | `tollgate::core::testing`, for your own tests: a manual clock, an event recorder and the store conformance suite (`conformance_suite!`); with `redis`, `RedisStoreBuilder::test_clock` |
 //! | `client` | `tollgate::client`: the client side of a `429` — `RetryAfterLayer` for tower HTTP clients and `RetryAfterMiddleware` for `reqwest-middleware`, waiting as the server asks |
+//! | `envoy` | `config`, plus `tollgate::envoy`: Envoy's rate limit service (`ShouldRateLimit`, RLS v3) and quota service (RLQS) answering from a rule file's `envoy = { domain, descriptor }` rules in any store, and the migration from envoyproxy/ratelimit's YAML; the ready binary is `tollgate-envoy`'s |
 //! | `grpc` | `tower`, plus gRPC answers for gRPC calls (`RESOURCE_EXHAUSTED` with `RetryInfo` and `QuotaFailure`), rules by gRPC method, rules charging each inbound message (`Rule::per_message`, and `per_message` in rule files with `config`); with `client`, `GrpcRetryLayer` and retries of gRPC refusals |
 //!
 //! No feature is on by default.
@@ -135,6 +136,10 @@ pub use tollgate_admin as admin;
 #[cfg(feature = "client")]
 pub use tollgate_client as client;
 
+/// Envoy's rate limit services from rule files (feature `envoy`): the `tollgate-envoy` crate.
+#[cfg(feature = "envoy")]
+pub use tollgate_envoy as envoy;
+
 /// The README's example, compiled as a doc test (it uses the `axum` feature; the guide's
 /// chapters are the `guide` module's).
 #[cfg(all(
@@ -160,7 +165,8 @@ pub struct ReadmeDoctests;
     feature = "admin",
     feature = "testing",
     feature = "client",
-    feature = "grpc"
+    feature = "grpc",
+    feature = "envoy"
 ))]
 pub mod guide {
     #[doc = include_str!("../docs/guide/src/getting-started.md")]
@@ -195,6 +201,9 @@ pub mod guide {
 
     #[doc = include_str!("../docs/guide/src/grpc.md")]
     pub struct Grpc;
+
+    #[doc = include_str!("../docs/guide/src/envoy.md")]
+    pub struct Envoy;
 
     #[doc = include_str!("../docs/guide/src/admin.md")]
     pub struct Admin;

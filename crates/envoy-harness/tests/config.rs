@@ -167,3 +167,12 @@ async fn another_filter_and_its_grpc_cluster_run_before_the_router() {
     let envoy = Envoy::start(&config).unwrap();
     assert_eq!(get(&envoy.url()).await, (200, upstream_body("/")));
 }
+
+#[test]
+fn the_example_a_user_runs_is_the_documented_one() {
+    // examples/envoy/envoy.yaml is what the guide and the example's README show.
+    assert_eq!(
+        include_str!("../../../examples/envoy/envoy.yaml"),
+        include_str!("../src/example.yaml")
+    );
+}

@@ -343,3 +343,26 @@ fn check_lists_the_rules_and_migrate_turns_a_ratelimit_config_into_a_rule_file()
         String::from_utf8_lossy(&output.stderr)
     );
 }
+
+#[test]
+fn the_examples_rule_file_loads_for_the_domain_its_envoy_config_names() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/envoy");
+    let output = Command::new(BINARY)
+        .arg("check")
+        .arg(root.join("rules.toml"))
+        .output()
+        .expect("check");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let listed = String::from_utf8_lossy(&output.stdout).into_owned();
+    let envoy =
+        std::fs::read_to_string(root.join("envoy.yaml")).expect("the example's Envoy config");
+    assert!(
+        envoy.contains("domain: tollgate") && listed.contains("[tollgate]"),
+        "{listed}"
+    );
+    assert_eq!(listed.lines().count(), 2, "{listed}");
+}
