@@ -6,7 +6,7 @@ use envoy_types::pb::envoy::service::ratelimit::v3::RateLimitResponse;
 use envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_response::{Code, DescriptorStatus};
 use envoy_types::pb::google::protobuf::Duration as ProtoDuration;
 use http::HeaderMap;
-use tollgate_core::{BatchDecision, Decision, Item};
+use tollgate_core::{BatchDecision, Decision, Item, whole_seconds_up};
 use tollgate_tower::Refused;
 use tollgate_tower::headers::HeaderStyle;
 
@@ -96,15 +96,18 @@ fn status_of(planned: &Planned<'_>, decision: &Decision, enforcing: bool) -> Des
             planned.rule.quota(),
         )),
         limit_remaining: u32::try_from(decision.remaining()).unwrap_or(u32::MAX),
-        duration_until_reset: Some(proto_duration(decision.reset_after())),
+        duration_until_reset: Some(whole_seconds(decision.reset_after())),
         quota: None,
     }
 }
 
-fn proto_duration(duration: std::time::Duration) -> ProtoDuration {
+/// `duration` in whole seconds, rounded up, as the `RateLimit` field's `t` says it. Envoy reads
+/// only the seconds of `duration_until_reset` (its `X-RateLimit-Reset`): sent exactly, 39.9 s
+/// would show as 39 beside `t=40`, a reset one second too early.
+fn whole_seconds(duration: std::time::Duration) -> ProtoDuration {
     ProtoDuration {
-        seconds: i64::try_from(duration.as_secs()).unwrap_or(i64::MAX),
-        nanos: i32::try_from(duration.subsec_nanos()).unwrap_or(0),
+        seconds: i64::try_from(whole_seconds_up(duration)).unwrap_or(i64::MAX),
+        nanos: 0,
     }
 }
 
@@ -121,4 +124,24 @@ fn header_values(headers: &HeaderMap) -> Vec<HeaderValue> {
             })
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    #[test]
+    fn the_time_to_reset_is_whole_seconds_rounded_up_as_the_ratelimit_field_says() {
+        let seconds = |duration| {
+            let proto = whole_seconds(duration);
+            (proto.seconds, proto.nanos)
+        };
+        assert_eq!(seconds(Duration::from_millis(39_990)), (40, 0));
+        assert_eq!(seconds(Duration::from_secs(20)), (20, 0));
+        assert_eq!(seconds(Duration::from_nanos(1)), (1, 0));
+        assert_eq!(seconds(Duration::ZERO), (0, 0));
+        assert_eq!(seconds(Duration::MAX), (i64::MAX, 0));
+    }
 }

@@ -3,111 +3,20 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
-use std::net::SocketAddr;
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
+use std::process::Command;
 use std::time::Duration;
 
+use common::binary::{BINARY, Running, write};
 use common::request;
 use tollgate_envoy::envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_response::Code;
-use tollgate_envoy::envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_service_client::RateLimitServiceClient;
 use tonic_health::pb::HealthCheckRequest;
 use tonic_health::pb::health_check_response::ServingStatus;
 use tonic_health::pb::health_client::HealthClient;
-
-const BINARY: &str = env!("CARGO_BIN_EXE_tollgate-envoy");
 
 fn rules(limit: u64) -> String {
     format!(
         "[[rule]]\nid = \"per-address\"\nenvoy = {{ domain = \"edge\", descriptor = [{{ key = \"remote_address\" }}] }}\nalgorithm = \"fixed_window\"\nlimit = {limit}\nwindow = \"1h\"\n"
     )
-}
-
-/// A running `tollgate-envoy serve`, and the addresses it printed.
-struct Running {
-    child: Child,
-    lines: mpsc::Receiver<String>,
-    grpc: SocketAddr,
-    metrics: Option<SocketAddr>,
-}
-
-impl Running {
-    /// Starts `serve` with `args` (and `--listen 127.0.0.1:0`), waiting for the addresses it
-    /// prints (or its exit).
-    fn start(args: &[&str]) -> Running {
-        let mut child = Command::new(BINARY)
-            .arg("serve")
-            .args(["--listen", "127.0.0.1:0"])
-            .args(args)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("start tollgate-envoy");
-        let stdout = child.stdout.take().expect("its stdout");
-        let (tell, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                let _ = tell.send(line);
-            }
-        });
-        let (mut grpc, mut metrics) = (None, None);
-        while grpc.is_none() {
-            let line = lines
-                .recv_timeout(Duration::from_secs(30))
-                .unwrap_or_else(|_| {
-                    panic!(
-                        "tollgate-envoy printed no address; exit {:?}",
-                        child.try_wait()
-                    )
-                });
-            let address = || line.rsplit(' ').next().and_then(|text| text.parse().ok());
-            if line.contains("rate limit service (and quota service) on") {
-                grpc = address();
-            } else if line.contains("/metrics on") {
-                metrics = address();
-            }
-        }
-        Running {
-            child,
-            lines,
-            grpc: grpc.expect("the gRPC address"),
-            metrics,
-        }
-    }
-
-    async fn client(&self) -> RateLimitServiceClient<tonic::transport::Channel> {
-        RateLimitServiceClient::connect(format!("http://{}", self.grpc))
-            .await
-            .expect("connect to tollgate-envoy")
-    }
-
-    /// SIGTERM, then its exit status and what it printed after.
-    fn terminate(mut self) -> (std::process::ExitStatus, Vec<String>) {
-        let pid = self.child.id().to_string();
-        let sent = Command::new("kill")
-            .args(["-TERM", &pid])
-            .status()
-            .expect("kill");
-        assert!(sent.success());
-        let status = self.child.wait().expect("its exit");
-        (status, self.lines.try_iter().collect())
-    }
-}
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn write(path: &Path, text: &str) {
-    // Written beside, then renamed: an editor's or a ConfigMap's atomic replace.
-    let temporary = path.with_extension("tmp");
-    std::fs::write(&temporary, text).expect("write the rule file");
-    std::fs::rename(&temporary, path).expect("replace the rule file");
 }
 
 #[tokio::test]

@@ -5,6 +5,7 @@
 
 #![allow(dead_code, unreachable_pub)]
 
+pub mod binary;
 pub mod quota;
 pub mod upstream;
 
