@@ -255,7 +255,7 @@ fn check_lists_the_rules_and_migrate_turns_a_ratelimit_config_into_a_rule_file()
 
 #[test]
 fn the_examples_rule_file_loads_for_the_domain_its_envoy_config_names() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/envoy");
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/envoy");
     let output = Command::new(BINARY)
         .arg("check")
         .arg(root.join("rules.toml"))
