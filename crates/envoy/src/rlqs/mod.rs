@@ -136,6 +136,7 @@ mod assignment;
 mod bucket;
 mod check;
 mod draw;
+mod grpc;
 mod service;
 mod settings;
 mod stream;

@@ -7,25 +7,13 @@ use std::time::Duration;
 
 use arc_swap::ArcSwap;
 use envoy_types::pb::envoy::service::rate_limit_quota::v3::rate_limit_quota_response::BucketAction;
-use envoy_types::pb::envoy::service::rate_limit_quota::v3::rate_limit_quota_service_server::{
-    RateLimitQuotaService, RateLimitQuotaServiceServer,
-};
-use envoy_types::pb::envoy::service::rate_limit_quota::v3::{
-    RateLimitQuotaResponse, RateLimitQuotaUsageReports,
-};
-use tokio::sync::mpsc;
-use tokio_stream::wrappers::ReceiverStream;
+use envoy_types::pb::envoy::service::rate_limit_quota::v3::rate_limit_quota_service_server::RateLimitQuotaServiceServer;
 use tollgate_core::{Clock, DynStore, SystemClock, Timestamp};
-use tonic::{Request, Response, Status, Streaming};
 
 use super::assignment;
 use super::settings::{Settings, whole_seconds};
-use super::stream;
 use crate::observe;
 use crate::table::DescriptorTable;
-
-/// How many answers a stream holds for an Envoy slow to read them.
-const ANSWERS_BUFFERED: usize = 16;
 
 /// Envoy's rate limit quota service (RLQS, `envoy.service.rate_limit_quota.v3`), answering the
 /// `rate_limit_quota` filter's usage reports with assignments leased from a
@@ -173,19 +161,5 @@ impl QuotaService {
     pub(crate) fn sent(&self, action: &BucketAction) {
         self.sent.fetch_add(1, Ordering::Relaxed);
         observe::acted(assignment::kind(action));
-    }
-}
-
-#[tonic::async_trait]
-impl RateLimitQuotaService for QuotaService {
-    type StreamRateLimitQuotasStream = ReceiverStream<Result<RateLimitQuotaResponse, Status>>;
-
-    async fn stream_rate_limit_quotas(
-        &self,
-        request: Request<Streaming<RateLimitQuotaUsageReports>>,
-    ) -> Result<Response<Self::StreamRateLimitQuotasStream>, Status> {
-        let (answers, answered) = mpsc::channel(ANSWERS_BUFFERED);
-        tokio::spawn(stream::serve(self.clone(), request.into_inner(), answers));
-        Ok(Response::new(ReceiverStream::new(answered)))
     }
 }
