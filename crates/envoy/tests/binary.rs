@@ -275,3 +275,38 @@ fn the_examples_rule_file_loads_for_the_domain_its_envoy_config_names() {
     );
     assert_eq!(listed.lines().count(), 2, "{listed}");
 }
+
+#[tokio::test]
+async fn with_redis_down_at_start_it_serves_and_each_rule_answers_by_its_policy() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let path = dir.path().join("rules.toml");
+    let rule = |id: &str, policy: &str| {
+        format!(
+            "[[rule]]\nid = \"{id}\"\nenvoy = {{ domain = \"edge\", descriptor = [{{ key = \"{id}\" }}] }}\nalgorithm = \"fixed_window\"\nlimit = 5\nwindow = \"1m\"\non_store_failure = \"{policy}\"\n"
+        )
+    };
+    write(&path, &(rule("closed", "closed") + &rule("open", "open")));
+    // Nothing listens on port 1.
+    let running = Running::start(&[
+        "--rules",
+        path.to_str().expect("utf-8"),
+        "--redis",
+        "redis://127.0.0.1:1/",
+        "--drain",
+        "100ms",
+    ]);
+    let mut client = running.client().await;
+    let closed = client
+        .should_rate_limit(request("edge", &[&[("closed", "x")]]))
+        .await
+        .expect_err("closed");
+    assert_eq!(closed.code(), tonic::Code::Unavailable);
+    let open = client
+        .should_rate_limit(request("edge", &[&[("open", "x")]]))
+        .await
+        .expect("open")
+        .into_inner();
+    assert_eq!(open.overall_code, Code::Ok as i32);
+    let (status, _) = running.terminate();
+    assert!(status.success());
+}

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use tollgate_core::MemoryStore;
+use tollgate_core::{Item, Key, MemoryStore, Quota, RuleId, Store};
 use tollgate_envoy::RateLimitService;
 use tollgate_redis::{RedisStore, ResetFollower};
 use tollgate_wrappers::{FallbackStore, FleetStore};
@@ -27,6 +27,24 @@ struct Fleet {
     ticker: tokio::task::JoinHandle<()>,
 }
 
+/// How long the start waits for Redis's first answer.
+const WARM_UP: Duration = Duration::from_secs(2);
+
+/// One read before serving (it writes nothing), without the store timeout: the connection's
+/// first call loads the script and learns the server's time, which can take longer than a
+/// check's deadline, and would have answered the first requests by their failure policy.
+async fn warm_up(redis: &RedisStore) -> Result<(), String> {
+    let rule = RuleId::new("tollgate-envoy.warm-up").map_err(|error| error.to_string())?;
+    let quota =
+        Quota::fixed_window(1, Duration::from_secs(1)).map_err(|error| error.to_string())?;
+    let key = Key::new("warm-up");
+    redis
+        .peek(&Item::new(&rule, quota, &key))
+        .await
+        .map(|_| ())
+        .map_err(|error| format!("Redis does not answer: {error}"))
+}
+
 impl Counted {
     /// The store `settings` name, connected.
     pub(crate) async fn connect(settings: &Settings) -> Result<Counted, String> {
@@ -42,6 +60,17 @@ impl Counted {
             (None, nodes) => builder.connect_cluster(nodes).await,
         }
         .map_err(|error| format!("cannot connect to Redis: {error}"))?;
+        // Redis down at start is an outage like any other: the rules' failure policies answer
+        // until it is back, so the service starts anyway.
+        match tokio::time::timeout(WARM_UP, warm_up(&redis)).await {
+            Ok(Ok(())) => {}
+            Ok(Err(why)) => {
+                tracing::warn!(target: "tollgate::envoy", "{why}; serving, each rule answering by its on_store_failure until Redis answers")
+            }
+            Err(_) => {
+                tracing::warn!(target: "tollgate::envoy", "Redis did not answer within {WARM_UP:?}; serving, each rule answering by its on_store_failure until it does")
+            }
+        }
         let store = FleetStore::new(
             FallbackStore::builder(redis.clone())
                 .timeout(settings.store_timeout)
