@@ -26,7 +26,7 @@
 //! of n entries whose keys are its keys, in order, and whose values match; where several match,
 //! the most specific wins, compared entry by entry from the first (an exact value over a prefix
 //! over any value). The values of the entries that are not exact are the caller's key: through
-//! the rule's `key` when it has one (`key = { client_ip = { ipv6_prefix = 48 } }` groups the
+//! the rule's `key` when it has one (`key = { peer_ip = { ipv6_prefix = 48 } }` groups the
 //! address as that extractor groups a request's), else each as it is, but for an entry whose key
 //! is `remote_address` (or that says `address = true`), grouped as the HTTP layer's `client_ip`
 //! groups addresses (IPv4 alone, IPv6 by /64), so one rule counts a caller alike through Envoy
@@ -34,7 +34,8 @@
 //!
 //! A rule with `envoy` and no `match` applies to Envoy's requests only; with both, to both, in
 //! one count. `unlimited = true` matches and never limits (a rule with only `id` and `envoy`);
-//! `replaces = ["<id>"]` drops those rules from a request this rule applies to.
+//! `replaces = ["<id>"]` drops those rules from a request this rule applies to (a shadow rule's
+//! drops nothing); a rule replacing itself, or one that replaces it in turn, is a mistake.
 
 use std::sync::Arc;
 
@@ -415,11 +416,14 @@ pub(crate) struct UnlimitedRule {
     pub(crate) matcher: DescriptorMatch,
     /// Its table, as TOML (for write-back).
     pub(crate) source: String,
+    /// Its place among the file's `[[rule]]` tables (see `Entry::order`).
+    pub(crate) order: usize,
 }
 
 /// An unlimited rule's table: only `id` and `envoy`; with where its id is.
 pub(crate) fn unlimited_rule(
     value: &Value<'_>,
+    order: usize,
     report: &mut Report<'_>,
 ) -> Option<(UnlimitedRule, usize)> {
     let fields = Fields::of(
@@ -453,6 +457,7 @@ pub(crate) fn unlimited_rule(
         id: id?,
         matcher: matcher?,
         source: super::write::table("rule", true, value),
+        order,
     };
     Some((rule, id_value.map_or(at, |value| value.span.start)))
 }
@@ -486,27 +491,114 @@ impl<'f> DescriptorRule<'f> {
     }
 }
 
-/// A mistake for each `replaces` entry of `tables` that names no descriptor rule of `ids`.
+/// A mistake for each `replaces` entry of `tables` that names no descriptor rule of `ids`, that
+/// names its own rule, or that closes a cycle (a rule replaced, through `replaces`, by one it
+/// replaces): where all the rules of a cycle apply to a request, each drops the next and none
+/// limits.
 pub(crate) fn replaced_rules_exist<'i>(
     tables: &[Value<'_>],
     ids: impl Iterator<Item = &'i RuleId>,
     report: &mut Report<'_>,
 ) {
     let ids: Vec<&str> = ids.map(RuleId::as_str).collect();
-    let replaced = tables
+    let replaces = |table: &Value<'_>| -> Vec<String> {
+        let Some(list) = table
+            .as_table()
+            .and_then(|table| table.get("envoy")?.as_table()?.get("replaces"))
+        else {
+            return Vec::new();
+        };
+        one_or_many(list)
+            .into_iter()
+            .filter_map(|item| item.as_str().map(str::to_owned))
+            .collect()
+    };
+    // Each rule's id and the ids it replaces, to follow cycles.
+    let edges: Vec<(String, Vec<String>)> = tables
         .iter()
-        .filter_map(|table| table.as_table()?.get("envoy")?.as_table()?.get("replaces"))
-        .flat_map(one_or_many);
-    for item in replaced {
-        if let Some(id) = item.as_str()
-            && !ids.contains(&id)
-        {
-            report.at(
-                item.span.start,
-                format!("`replaces` names {id:?}, which is no rule with `envoy` in this file"),
-            );
+        .filter_map(|table| {
+            let id = table.as_table()?.get("id")?.as_str()?.to_owned();
+            Some((id, replaces(table)))
+        })
+        .collect();
+    // Whether `to` is reached from `from` through `replaces`.
+    let reaches = |from: &str, to: &str| {
+        let mut seen: Vec<&str> = Vec::new();
+        let mut next: Vec<&str> = vec![from];
+        while let Some(at) = next.pop() {
+            if at == to {
+                return true;
+            }
+            if seen.contains(&at) {
+                continue;
+            }
+            seen.push(at);
+            let onward = edges.iter().filter(|(id, _)| id == at);
+            next.extend(onward.flat_map(|(_, replaced)| replaced.iter().map(String::as_str)));
+        }
+        false
+    };
+    for table in tables {
+        let own = table
+            .as_table()
+            .and_then(|table| table.get("id"))
+            .and_then(Value::as_str);
+        let Some(list) = table
+            .as_table()
+            .and_then(|table| table.get("envoy")?.as_table()?.get("replaces"))
+        else {
+            continue;
+        };
+        for item in one_or_many(list) {
+            let Some(id) = item.as_str() else { continue };
+            if !ids.contains(&id) {
+                report.at(
+                    item.span.start,
+                    format!("`replaces` names {id:?}, which is no rule with `envoy` in this file"),
+                );
+            } else if own == Some(id) {
+                report.at(
+                    item.span.start,
+                    format!("`replaces` names {id:?}, the rule itself: it would drop itself from every request it applies to and never limit"),
+                );
+            } else if let Some(own) = own
+                && reaches(id, own)
+            {
+                report.at(
+                    item.span.start,
+                    format!("`replaces` names {id:?}, which replaces {own:?} in turn (through `replaces`): where both apply to a request, each drops the other and neither limits; keep one direction"),
+                );
+            }
         }
     }
+}
+
+/// A mistake at `key` (the rule's `key` field) when that key cannot take the values `matcher`'s
+/// descriptor names a caller by — one per entry that is not an exact value: fewer or more than
+/// it reads, or a key built by code only. Every request would then be `INVALID_ARGUMENT`, which
+/// Envoy lets through by default: the rule would limit nothing. A value of the wrong form (a
+/// request's address that is no address) is the request's mistake, not the file's: the values
+/// tried are addresses, and a key that refuses one is not judged.
+pub(crate) fn key_fits(
+    matcher: &DescriptorMatch,
+    rule: &tollgate_tower::Rule,
+    key: &Value<'_>,
+    report: &mut Report<'_>,
+) {
+    let values = matcher.own_key().addresses.len();
+    let tried = vec!["192.0.2.1"; values];
+    let why = match rule.key_of_values(&tried) {
+        Err(KeyValueError::Missing(_)) => "it reads more values than",
+        Err(KeyValueError::TooMany) => "it reads fewer values than",
+        Err(KeyValueError::Unsupported) => "it is built by code from HTTP requests and cannot read",
+        _ => return,
+    };
+    report.at(
+        key.span.start,
+        format!(
+            "this `key` cannot name the callers of the rule's `envoy` descriptor: {why} the {values} value(s) of its entries that are not exact (each request would be INVALID_ARGUMENT, which Envoy lets through by default); leave `key` out to count by those values, or match the entries to the key"
+        ),
+    );
 }
 
 /// The key of a descriptor rule with no `key`, shared (one allocation per rule).

@@ -58,6 +58,9 @@ pub(crate) struct Entry {
     pub(crate) envoy: Option<DescriptorMatch>,
     /// What it asks of the layer's store, and where.
     pub(crate) asks: Asks,
+    /// Its place among the file's `[[rule]]` tables, unlimited ones included: which of two
+    /// equally specific descriptor rules was written first.
+    pub(crate) order: usize,
 }
 
 /// Where each of a rule's fleet modes (what it asks of the layer's store,
@@ -190,24 +193,15 @@ impl RuleFile {
         if let Some((_, source)) = &self.contents.headers {
             parts.push(source.clone());
         }
-        let rules = write::rules_to_toml(&self.rules);
-        if !rules.is_empty() {
-            parts.push(rules);
-        }
-        // Rules for Envoy only are in no route of the set.
-        parts.extend(
-            self.contents
-                .entries
-                .iter()
-                .filter(|entry| matches!(entry.applies, Applies::Nowhere))
-                .filter_map(|entry| entry.rule.source_toml().map(str::to_owned)),
-        );
-        parts.extend(
-            self.contents
-                .unlimited
-                .iter()
-                .map(|rule| rule.source.clone()),
-        );
+        // Every rule in its place (HTTP rules, rules for Envoy only and unlimited ones), so
+        // that the file read again decides as this one: which of two equally specific
+        // descriptor rules wins is the first written.
+        let mut rules: Vec<(usize, String)> = (self.contents.entries.iter())
+            .map(|entry| (entry.order, write::rule_to_toml(&entry.rule)))
+            .chain((self.contents.unlimited.iter()).map(|rule| (rule.order, rule.source.clone())))
+            .collect();
+        rules.sort_by_key(|(order, _)| *order);
+        parts.extend(rules.into_iter().map(|(_, source)| source));
         parts.extend(
             self.contents
                 .limits
@@ -230,7 +224,8 @@ impl RuleFile {
     }
 
     /// The rules that apply at an Envoy edge (those with `envoy = { domain, descriptor }`), in
-    /// the order written, unlimited ones last: what `tollgate-envoy`'s rate limit service
+    /// the order written (a merged file's: see [`overridden_by`](Self::overridden_by)), unlimited
+    /// ones among them: what `tollgate-envoy`'s rate limit service
     /// matches Envoy's descriptors against. A rule with `envoy` and no `match` is in these only,
     /// not in [`rules`](Self::rules).
     ///
@@ -260,18 +255,25 @@ impl RuleFile {
     /// ```
     pub fn descriptor_rules(&self) -> impl Iterator<Item = DescriptorRule<'_>> {
         let counting = self.contents.entries.iter().filter_map(|entry| {
-            Some(DescriptorRule {
+            let rule = DescriptorRule {
                 id: entry.rule.id(),
                 matcher: entry.envoy.as_ref()?,
                 rule: Some(&entry.rule),
-            })
+            };
+            Some((entry.order, rule))
         });
-        let unlimited = self.contents.unlimited.iter().map(|rule| DescriptorRule {
-            id: &rule.id,
-            matcher: &rule.matcher,
-            rule: None,
+        let unlimited = self.contents.unlimited.iter().map(|rule| {
+            let found = DescriptorRule {
+                id: &rule.id,
+                matcher: &rule.matcher,
+                rule: None,
+            };
+            (rule.order, found)
         });
-        counting.chain(unlimited)
+        let mut rules: Vec<(usize, DescriptorRule<'_>)> = counting.chain(unlimited).collect();
+        // Stable: among equal places (none in a file as read), counting rules first.
+        rules.sort_by_key(|(order, _)| *order);
+        rules.into_iter().map(|(_, rule)| rule)
     }
 
     /// These rules overridden by `overrides`' (a fleet document's): a rule of `overrides`
@@ -312,15 +314,34 @@ impl RuleFile {
                 .iter()
                 .find(|entry| entry.rule.id().as_str() == id)
         };
+        // A rule of theirs takes the place of this file's rule with its id (which of two equally
+        // specific descriptor rules wins follows places); rules only they define come after.
+        let own_place = |id: &str| {
+            (own.entries.iter())
+                .find(|entry| entry.rule.id().as_str() == id)
+                .map(|entry| entry.order)
+                .or_else(|| {
+                    (own.unlimited.iter())
+                        .find(|rule| rule.id.as_str() == id)
+                        .map(|rule| rule.order)
+                })
+        };
+        let after = (own.entries.iter().map(|entry| entry.order))
+            .chain(own.unlimited.iter().map(|rule| rule.order))
+            .max()
+            .map_or(0, |last| last + 1);
+        let place = |id: &str, theirs: usize| own_place(id).unwrap_or(after + theirs);
         let unlimited_there = |id: &str| theirs.unlimited.iter().any(|rule| rule.id.as_str() == id);
         let mut entries: Vec<Entry> = own
             .entries
             .iter()
             .filter(|entry| !unlimited_there(entry.rule.id().as_str()))
             .map(|entry| {
-                replacement(entry.rule.id().as_str())
+                let mut merged = replacement(entry.rule.id().as_str())
                     .unwrap_or(entry)
-                    .clone()
+                    .clone();
+                merged.order = entry.order;
+                merged
             })
             .collect();
         // Counting rules only: one of theirs with an unlimited rule's id takes its place.
@@ -334,7 +355,11 @@ impl RuleFile {
                 .entries
                 .iter()
                 .filter(|entry| !own_ids.contains(&entry.rule.id().as_str()))
-                .cloned(),
+                .map(|entry| {
+                    let mut merged = entry.clone();
+                    merged.order = place(entry.rule.id().as_str(), entry.order);
+                    merged
+                }),
         );
         let mut limits: Vec<LimitEntry> = own
             .limits
@@ -350,7 +375,11 @@ impl RuleFile {
             .filter(|rule| !their_ids.contains(&rule.id.as_str()))
             .cloned()
             .collect();
-        unlimited.extend(theirs.unlimited.iter().cloned());
+        unlimited.extend(theirs.unlimited.iter().map(|rule| {
+            let mut merged = rule.clone();
+            merged.order = place(rule.id.as_str(), rule.order);
+            merged
+        }));
         RuleFile::of(Contents {
             entries,
             limits,
@@ -557,9 +586,9 @@ fn entries(
         .filter_map(|value| Some(value.as_table()?.get("id")?.as_str()?.to_owned()))
         .collect();
     let mut unlimited = Vec::new();
-    for value in tables {
+    for (order, value) in tables.iter().enumerate() {
         if descriptor::is_unlimited(value) {
-            let Some((rule, id_at)) = descriptor::unlimited_rule(value, report) else {
+            let Some((rule, id_at)) = descriptor::unlimited_rule(value, order, report) else {
                 set = None;
                 continue;
             };
@@ -585,6 +614,7 @@ fn entries(
                 applies: read.applies,
                 envoy: read.envoy,
                 asks,
+                order,
             });
         }
     }

@@ -104,7 +104,12 @@ pub(crate) fn rule(
     }
     let mut built = match (id, quota, key) {
         (Some(id), Some(quota), Some(key)) => match Rule::new(id, quota, key) {
-            Ok(rule) => Some(rule),
+            Ok(rule) => {
+                if let (Some(Some(matcher)), Some(key)) = (&envoy, fields.get("key")) {
+                    super::descriptor::key_fits(matcher, &rule, key, report);
+                }
+                Some(rule)
+            }
             Err(error) => {
                 report.at(
                     id_value.map_or(at, |value| value.span.start),

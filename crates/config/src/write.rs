@@ -122,16 +122,19 @@ pub fn rules_to_toml(rules: &RuleSet) -> String {
         if !out.is_empty() {
             out.push('\n');
         }
-        match rule.source_toml() {
-            Some(source) => out.push_str(source),
-            None => {
-                let _ = writeln!(
-                    out,
-                    "# [[rule]] id = {} source = \"code\" (built in code; not written out)",
-                    quoted(id)
-                );
-            }
-        }
+        out.push_str(&rule_to_toml(rule));
     }
     out
+}
+
+/// One rule as [`rules_to_toml`] writes it: the table it was read from, or a comment for a rule
+/// built in code.
+pub(crate) fn rule_to_toml(rule: &tollgate_tower::Rule) -> String {
+    match rule.source_toml() {
+        Some(source) => source.to_owned(),
+        None => format!(
+            "# [[rule]] id = {} source = \"code\" (built in code; not written out)\n",
+            quoted(rule.id().as_str())
+        ),
+    }
 }

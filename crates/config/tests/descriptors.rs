@@ -155,7 +155,8 @@ fn a_document_replaces_descriptor_rules_by_id_unlimited_ones_too() {
         .descriptor_rules()
         .map(|rule| (rule.id().as_str(), rule.rule().is_none()))
         .collect();
-    assert_eq!(read, [("b", false), ("a", true)]);
+    // Each takes the place of the rule it replaces: the first written stays first.
+    assert_eq!(read, [("a", true), ("b", false)]);
     let without = merged.without("a");
     assert_eq!(without.descriptor_rules().count(), 1);
 }

@@ -55,6 +55,16 @@ pub(crate) fn answer(
     let (overall_code, headers, raw_body) = match batch.worst_refusal(items) {
         Some((at, refused)) if !batch.is_allowed() => {
             let item = &items[at];
+            // A rule that does not disclose (`disclose = false`) is kept out of the fields, as
+            // the HTTP layer keeps it; `Retry-After` and the problem body stay.
+            let disclosed = planned
+                .get(at)
+                .is_some_and(|planned| planned.rule.is_disclosed());
+            let style = if disclosed {
+                style
+            } else {
+                HeaderStyle::none()
+            };
             let refusal =
                 Refused::for_policy(item.rule(), *item.quota(), *refused.decision(), style);
             let response = refusal.default_response();
@@ -86,15 +96,18 @@ pub(crate) fn answer(
 }
 
 /// One counted descriptor's status: OVER_LIMIT only when an enforcing rule refused (a shadow
-/// rule's refusal is logged and counted, and the descriptor is OK).
+/// rule's refusal is logged and counted, and the descriptor is OK). `current_limit` only for a
+/// rule that discloses: Envoy turns every status with one into its `X-RateLimit-*` headers
+/// (`enable_x_ratelimit_headers`), the least remaining deciding `X-RateLimit-Remaining`, so a
+/// shadow rule would show a limit that is not enforced, and `disclose = false` would not hold.
 fn status_of(planned: &Planned<'_>, decision: &Decision, enforcing: bool) -> DescriptorStatus {
     let over = enforcing && !decision.is_allowed();
     DescriptorStatus {
         code: if over { Code::OverLimit } else { Code::Ok } as i32,
-        current_limit: Some(current_limit(
-            planned.candidate.id.as_str(),
-            planned.rule.quota(),
-        )),
+        current_limit: planned
+            .rule
+            .is_disclosed()
+            .then(|| current_limit(planned.candidate.id.as_str(), planned.rule.quota())),
         limit_remaining: u32::try_from(decision.remaining()).unwrap_or(u32::MAX),
         duration_until_reset: Some(whole_seconds(decision.reset_after())),
         quota: None,

@@ -21,6 +21,12 @@ pub const MAX_KEY_BYTES: usize = 256;
 /// than 128 bytes is kept as its digest, so a long value costs no memory in the store).
 pub const MAX_VALUE_BYTES: usize = 4096;
 
+/// The largest request message the service reads, in bytes: room for a request at every cap
+/// above at once (64 descriptors of 16 entries of 256-byte keys and 4,096-byte values, about
+/// 4.5 MB with their framing), past tonic's default of 4 MiB. A larger message is refused by
+/// the transport (`OUT_OF_RANGE`) before it is read.
+pub const MAX_REQUEST_BYTES: usize = 5 * 1024 * 1024;
+
 /// `Ok` when `request` is within the caps and well formed; else `INVALID_ARGUMENT` saying what
 /// is wrong (nothing has been counted).
 pub(crate) fn check(request: &RateLimitRequest) -> Result<(), Status> {

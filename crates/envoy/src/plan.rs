@@ -3,7 +3,7 @@
 
 use envoy_types::pb::envoy::service::ratelimit::v3::RateLimitRequest;
 use smallvec::SmallVec;
-use tollgate_core::{Item, Key, RuleId, Take};
+use tollgate_core::{Item, Key, Mode, RuleId, Take};
 use tollgate_tower::Rule;
 use tonic::Status;
 
@@ -20,7 +20,8 @@ pub(crate) struct Planned<'t> {
     pub(crate) cost: u64,
 }
 
-/// The descriptors of `request` that count (matched, not unlimited, not replaced), with their
+/// The descriptors of `request` that count (matched, not unlimited, not replaced by another
+/// matched rule that is not a shadow rule), with their
 /// keys; `INVALID_ARGUMENT` when a descriptor's values do not name a caller its rule counts.
 pub(crate) fn plan<'t>(
     table: &'t DescriptorTable,
@@ -31,9 +32,14 @@ pub(crate) fn plan<'t>(
         .iter()
         .map(|descriptor| table.resolve(&request.domain, &descriptor.entries))
         .collect();
+    // A shadow rule only observes: its `replaces` drops nothing (trying a partner's rule out
+    // in shadow leaves the general rule enforcing).
     let replaced: SmallVec<[&RuleId; 4]> = matched
         .iter()
         .flatten()
+        .filter(|candidate| {
+            (candidate.rule.as_ref()).is_none_or(|rule| rule.store_mode() != Mode::Shadow)
+        })
         .flat_map(|candidate| candidate.matcher.replaces())
         .collect();
     // Envoy's request `hits_addend`: 0 (unset) counts as 1.

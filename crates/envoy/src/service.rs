@@ -134,7 +134,7 @@ impl RateLimitService {
 
     /// The tonic service to mount: `builder.add_service(service.server())`.
     pub fn server(&self) -> RateLimitServiceServer<RateLimitService> {
-        RateLimitServiceServer::new(self.clone())
+        RateLimitServiceServer::new(self.clone()).max_decoding_message_size(caps::MAX_REQUEST_BYTES)
     }
 
     /// The quota service (RLQS) on this service's store and rules: it answers Envoy's

@@ -88,8 +88,9 @@
 //!   of the file;
 //! * `quota_mode: true`, `share_threshold: true` and `metadata`, which tollgate has no
 //!   equivalent for;
-//! * descriptors nested more than 32 deep, and a file with no rate_limit at all (an empty rule
-//!   file limits nothing and is refused by tollgate).
+//! * descriptors nested more than 32 deep (and any YAML nested more than 200 deep, refused
+//!   before it is loaded), and a file with no rate_limit at all (an empty rule file limits
+//!   nothing and is refused by tollgate).
 //!
 //! No input makes [`migrate`] panic.
 

@@ -2,15 +2,50 @@
 //! holds, seen as ratelimit's Go loader (yaml.v2) sees it.
 
 use saphyr::{AnnotatedMapping, MarkedYaml, ScalarStyle, YamlData, YamlLoader};
-use saphyr_parser::Parser;
+use saphyr_parser::{Event, Parser};
 
 use super::error::At;
 
 /// A node of the file, with its position.
 pub(crate) type Node<'t> = MarkedYaml<'t>;
 
+/// The deepest nesting of YAML collections read. A ratelimit configuration is at most 32
+/// descriptors deep (two levels each: a list and a mapping), and the loader builds nested
+/// collections by recursion, one stack frame set a level: a file a few thousand levels deep
+/// (`- - - - ...` on one line is two bytes a level) would overflow the stack, not be refused.
+const MAX_YAML_DEPTH: usize = 200;
+
+/// Where `text` nests collections more than [`MAX_YAML_DEPTH`] deep, read event by event (the
+/// parser keeps its own stack; only the loader recurses). A syntax error is left to the loader.
+fn too_deep(text: &str) -> Option<At> {
+    let mut parser = Parser::new_from_str(text);
+    let mut depth = 0_usize;
+    while let Some(Ok((event, span))) = parser.next_event() {
+        match event {
+            Event::SequenceStart(..) | Event::MappingStart(..) => {
+                depth += 1;
+                if depth > MAX_YAML_DEPTH {
+                    return Some(position(span.start.line(), span.start.col()));
+                }
+            }
+            Event::SequenceEnd | Event::MappingEnd => depth = depth.saturating_sub(1),
+            Event::StreamEnd => break,
+            _ => {}
+        }
+    }
+    None
+}
+
 /// The file's document (`None` for a file with none), or where and why it cannot be read.
 pub(crate) fn document(text: &str) -> Result<Option<Node<'_>>, (At, String)> {
+    if let Some(at) = too_deep(text) {
+        return Err((
+            at,
+            format!(
+                "the YAML is nested more than {MAX_YAML_DEPTH} deep here; a ratelimit configuration is at most 32 descriptors deep: flatten it"
+            ),
+        ));
+    }
     let mut loader = YamlLoader::default();
     // Scalars stay as written: a `value: 1.10` is the text "1.10", as ratelimit reads it.
     loader.early_parse(false);

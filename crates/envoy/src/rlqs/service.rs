@@ -79,7 +79,7 @@ impl QuotaService {
         }
     }
 
-    /// How long each assignment lasts (default 10 s), as whole seconds, at least one: Envoy
+    /// How long each assignment lasts (default 15 s), as whole seconds, at least one: Envoy
     /// 1.40 reads only the seconds of `assignment_time_to_live`. Envoy must report each bucket
     /// at least every half of it (its `reporting_interval`): an assignment is renewed at the
     /// first report in the second half of its life, and one that lapses puts the bucket back
