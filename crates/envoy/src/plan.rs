@@ -7,7 +7,6 @@ use tollgate_core::{Item, Key, Mode, RuleId, Take};
 use tollgate_tower::Rule;
 use tonic::Status;
 
-use crate::caps::invalid;
 use crate::table::{Candidate, DescriptorTable};
 
 /// One descriptor to count.
@@ -57,12 +56,14 @@ pub(crate) fn plan<'t>(
             .matcher
             .key_values(descriptor.entries.iter().map(|entry| entry.value.as_str()))
             .collect();
-        let key = rule.key_of_values(&values).map_err(|error| {
-            invalid(format!(
-                "descriptor {at} does not name a caller of rule {:?}: {error}",
-                candidate.id.as_str()
-            ))
-        })?;
+        // A value that names no caller (an address entry's value that is no address, sent by
+        // a client in a header): counted, all such values of the rule together under one key,
+        // so the request is still decided whole — garbage never unlimits its other
+        // descriptors, and rotating garbage never earns a fresh count.
+        let key = rule.key_of_values(&values).unwrap_or_else(|error| {
+            tracing::debug!(target: "tollgate::envoy", rule = candidate.id.as_str(), %error, "a descriptor names no caller: counted as an unreadable one");
+            unreadable_key()
+        });
         // A descriptor's own `hits_addend`, even 0 (checked, not counted), else the request's.
         let cost = descriptor
             .hits_addend
@@ -77,6 +78,12 @@ pub(crate) fn plan<'t>(
         });
     }
     Ok(planned)
+}
+
+/// The one key a rule counts every unreadable caller under: a part no value can produce (an
+/// extractor's parts are values or address blocks, never a NUL-led tag).
+fn unreadable_key() -> Key {
+    Key::from_parts(&[b"\0unreadable".as_slice()])
 }
 
 impl Planned<'_> {

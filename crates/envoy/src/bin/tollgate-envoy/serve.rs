@@ -13,8 +13,9 @@ use tollgate_envoy::envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_s
 use crate::args::Settings;
 use crate::store::Counted;
 
-/// Runs the service until SIGTERM or Ctrl-C; exit 1 when it cannot start (a bad rule file,
-/// Redis unreachable, a port taken), saying why.
+/// Runs the service until SIGTERM or Ctrl-C; exit 1 when it cannot start (a bad or missing rule
+/// file, a Redis URL that cannot be used, a port taken), saying why. Redis down is not one: the
+/// rules' failure policies answer until it is back.
 pub(crate) fn run(settings: Settings) -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(
