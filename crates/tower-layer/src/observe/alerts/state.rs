@@ -86,7 +86,7 @@ impl AlertState {
 
     /// Whether the alert is raised now.
     pub(crate) fn is_raised(&self) -> bool {
-        self.raised.load(Ordering::Acquire)
+        self.raised.load(Ordering::SeqCst)
     }
 
     /// A decision used `used` of `limit`, at least the share, and its allowance is whole again
@@ -104,9 +104,11 @@ impl AlertState {
         if merged(current, word) == current {
             return;
         }
+        // Sequentially consistent with a clearing look's store and load (below): either this
+        // sees the alert down and looks, or the clearing sees this word and raises it again.
         let before = self
             .pending
-            .fetch_update(Ordering::AcqRel, Ordering::Relaxed, |current| {
+            .fetch_update(Ordering::SeqCst, Ordering::Relaxed, |current| {
                 let next = merged(current, word);
                 (next != current).then_some(next)
             });
@@ -119,6 +121,12 @@ impl AlertState {
     /// reached the share, moves its clearing time to now plus the longest wait left, or clears
     /// it once that time has come with nothing left since.
     pub(crate) fn look(&self) {
+        // A decision that reached the share while the alert was being cleared raises it again.
+        while self.look_once() {}
+    }
+
+    /// One look; whether a decision reached the share while it cleared the alert.
+    fn look_once(&self) -> bool {
         let mut raised = self
             .raised_at
             .lock()
@@ -133,15 +141,17 @@ impl AlertState {
             if raised.since.is_none() {
                 raised.since = Some(now);
                 raised.reached = reached;
-                self.raised.store(true, Ordering::Release);
+                self.raised.store(true, Ordering::SeqCst);
                 self.announce_raised(reached);
             }
         } else if raised.since.is_some() && now >= raised.clear_at {
             let since = raised.since.take().unwrap_or(now);
-            self.raised.store(false, Ordering::Release);
+            self.raised.store(false, Ordering::SeqCst);
             self.announce_cleared(raised.reached, now.micros_since(since));
             *raised = Raised::default();
+            return self.pending.load(Ordering::SeqCst) != 0;
         }
+        false
     }
 
     /// The alert, if raised.
