@@ -13,7 +13,7 @@
 //! | `DELETE /v1/rules/{id}/change` | withdraws this API's change to a rule: the rule file's version is back (the change is what is deleted; the rule stays, unless only the change made it) |
 //! | `GET /v1/rules/{id}/stats` | checks and refusals since start, over the last 5 minutes and hour, per minute, and the top refused callers (`?top=` 1–100, default 10) |
 //! | `POST /v1/rules/{id}/reset` | forgets what the rule counted for one caller, named by value (`{"key": "2001:db8::1"}`); `409` for a rule whose key is built by code from requests, which no value names |
-//! | `GET /v1/health` | the store (reachable, breaker), the rules' versions, the last config error |
+//! | `GET /v1/health` | the store (reachable, breaker), the rules' versions, the last config error, the rules alerting near their limit (`alert_at`) |
 //! | `GET /v1/openapi.json` | this API as an OpenAPI 3.1 document |
 //! | `GET /` | the status page for the person on call (HTML, refreshes itself); mounted at `/admin`, it answers at `/admin` and `/admin/` |
 //! | `POST /login`, `POST /logout` | the status page's session cookie |

@@ -1,10 +1,10 @@
-//! What the API and the status page both read from a running limiter: its health and a rule's
-//! top refused callers.
+//! What the API and the status page both read from a running limiter: its health (the rules
+//! alerting near their limit among it) and a rule's top refused callers.
 
 use tollgate_core::RuleId;
 
 use crate::state::State;
-use crate::views::{CallerView, FleetHealth, HealthView, RulesHealth, TopView};
+use crate::views::{AlertView, CallerView, FleetHealth, HealthView, RulesHealth, TopView};
 
 /// The top refused callers of `rule`: the fleet's when configured (this gateway's when Redis
 /// cannot answer), else this gateway's.
@@ -60,6 +60,12 @@ pub(crate) async fn health_of(state: &State) -> HealthView {
         store,
         rules,
         fleet,
+        alerting: state
+            .layer
+            .alerts()
+            .into_iter()
+            .map(AlertView::from)
+            .collect(),
     }
 }
 

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use tollgate_config::{QUOTA_FIELDS, RuleFile, WatchStatus};
 use tollgate_core::{Mode, OnStoreFailure};
 use tollgate_tower::Rule;
+use tollgate_tower::observe::alerts::Alert;
 use tollgate_tower::observe::stats::{Counts, RuleStats};
 use utoipa::ToSchema;
 
@@ -216,11 +217,39 @@ pub(crate) struct FleetHealth {
     pub(crate) last_redis_error: Option<String>,
 }
 
+/// A rule alerting near its limit (its `alert_at`).
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub(crate) struct AlertView {
+    /// The rule.
+    pub(crate) rule: String,
+    /// The share of its limit the rule alerts at, above 0 and at most 1.
+    #[schema(minimum = 0.0, maximum = 1.0)]
+    pub(crate) alert_at: f64,
+    /// The highest share of its limit a caller reached since the alert was raised, from
+    /// `alert_at` to 1 (1: refused).
+    #[schema(minimum = 0.0, maximum = 1.0)]
+    pub(crate) reached: f64,
+    /// When the alert was raised, in seconds since the Unix epoch.
+    pub(crate) since: u64,
+}
+
+impl From<Alert> for AlertView {
+    fn from(alert: Alert) -> Self {
+        AlertView {
+            rule: alert.rule.as_str().to_owned(),
+            alert_at: alert.alert_at.get(),
+            reached: alert.reached,
+            since: alert.since.as_micros() / 1_000_000,
+        }
+    }
+}
+
 /// `GET /v1/health`'s answer.
 #[derive(Debug, Serialize, ToSchema)]
 pub(crate) struct HealthView {
     /// `ok`, or `degraded` when the store does not answer, the breaker is open, or the newest
-    /// rules were refused.
+    /// rules were refused (an alerting rule is traffic near a limit, not a limiter in trouble:
+    /// it leaves the status as it is).
     pub(crate) status: String,
     /// The store.
     pub(crate) store: StoreReport,
@@ -228,6 +257,9 @@ pub(crate) struct HealthView {
     pub(crate) rules: RulesHealth,
     /// The fleet document, when changes go to the fleet.
     pub(crate) fleet: Option<FleetHealth>,
+    /// The rules alerting now — a caller reached the share of its limit the rule states in
+    /// `alert_at`, and its allowance has not been whole since — by id.
+    pub(crate) alerting: Vec<AlertView>,
 }
 
 /// The name a rule file gives `mode`.

@@ -445,6 +445,67 @@ async fn a_change_outlives_file_reloads_until_it_is_withdrawn() {
 }
 
 #[tokio::test]
+async fn health_lists_the_rules_alerting_near_their_limit_until_they_clear() {
+    use std::time::Duration;
+    use tollgate_admin::{Admin, AdminToken};
+    use tollgate_config::{Extractors, RuleWatcher};
+    use tollgate_core::{MemoryStore, Timestamp};
+    use tollgate_testing::ManualClock;
+    use tollgate_tower::RateLimitLayer;
+
+    // `reads` alerts at 60 % of its 3 a minute, on the store's manual clock.
+    let rules = RULES.replacen(
+        "window = \"1h\"\n",
+        "window = \"1m\"\nalert_at = \"60%\"\n",
+        1,
+    );
+    let dir = tempfile::tempdir().expect("tempdir");
+    let rule_file = dir.path().join("rules.toml");
+    std::fs::write(&rule_file, rules).expect("write rules");
+    let clock = ManualClock::new(Timestamp::from_secs(1_800_000_000));
+    let store = MemoryStore::builder().clock(clock.clone()).build();
+    let layer = RateLimitLayer::new(store).alert_clock(clock.clone());
+    let watcher = RuleWatcher::start(&rule_file, Extractors::new(), &layer).expect("rules load");
+    let admin =
+        Admin::new(&layer, AdminToken::new("on-call", ONCALL).expect("token")).rule_file(&watcher);
+    let url = common::serve(layer, admin).await;
+    let client = reqwest::Client::new();
+    let health = || async {
+        let request = client
+            .get(format!("{url}/admin/v1/health"))
+            .bearer_auth(ONCALL);
+        let (status, body) = Gateway::json(request).await;
+        assert_eq!(status, 200);
+        body
+    };
+    let hello = || async {
+        let response = client.get(format!("{url}/hello")).send().await;
+        response.expect("hello").status().as_u16()
+    };
+
+    assert_eq!(health().await["alerting"], json!([]));
+    assert_eq!(hello().await, 200);
+    assert_eq!(health().await["alerting"], json!([]), "1 of 3: below 60 %");
+    assert_eq!(hello().await, 200);
+    let body = health().await;
+    assert_eq!(
+        body["status"], "ok",
+        "traffic near a limit is no trouble of the limiter's"
+    );
+    let alerting = body["alerting"].as_array().expect("a list");
+    assert_eq!(alerting.len(), 1, "{body}");
+    assert_eq!(alerting[0]["rule"], "reads");
+    assert_eq!(alerting[0]["alert_at"], 0.6);
+    let reached = alerting[0]["reached"].as_f64().expect("a number");
+    assert!((0.666..0.667).contains(&reached), "2 of 3: {reached}");
+    assert_eq!(alerting[0]["since"], 1_800_000_000);
+
+    // The minute's window ends: whole again, and no longer listed.
+    clock.advance(Duration::from_secs(60));
+    assert_eq!(health().await["alerting"], json!([]));
+}
+
+#[tokio::test]
 async fn health_reports_the_store_versions_and_the_last_config_error() {
     let gateway = gateway(RULES).await;
     let (status, body) = Gateway::json(gateway.admin(Method::GET, "/v1/health")).await;

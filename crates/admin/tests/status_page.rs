@@ -1,8 +1,9 @@
 //! The status page in a real headless browser: `chromium`, driven through `chromedriver` —
 //! those `scripts/test` found on `PATH` or installed (it passes them as `$CHROMIUM` and
 //! `$CHROMEDRIVER`), else those on `PATH`. Logs in with a token, reads the rendered
-//! page — every quota in words, each rule's chart with its axes and limit line — saves a
-//! screenshot, logs out, and opens the page again with HTTP Basic.
+//! page — every quota in words, each rule's chart with its axes and limit line, the rule
+//! alerting near its limit — saves a screenshot, logs out, and opens the page again with HTTP
+//! Basic.
 
 mod common;
 
@@ -16,8 +17,9 @@ use reqwest::Method;
 use tollgate_admin::{Admin, AdminToken};
 use tollgate_core::Key;
 
-/// A rule of every algorithm, and one with a plan's and a partner's quotas: `reads` (GET) and
-/// `posts` (POST) on `/hello`, where the test sends traffic; the rest on paths never asked.
+/// A rule of every algorithm, and one with a plan's and a partner's quotas: `reads` (GET),
+/// which alerts at 60 % of its limit, and `posts` (POST) on `/hello`, where the test sends
+/// traffic; the rest on paths never asked.
 const RULES: &str = r#"
 [[rule]]
 id = "reads"
@@ -26,6 +28,7 @@ algorithm = "fixed_window"
 limit = 3
 window = "1h"
 key = "peer_ip"
+alert_at = "60%"
 
 [[rule]]
 id = "posts"
@@ -338,9 +341,38 @@ async fn the_status_page_in_headless_chromium() {
         .text()
         .await
         .expect("text");
-    for words in ["reads", "file", "enforce", "open", "3 allowed", "2 refused"] {
+    for words in [
+        "reads",
+        "alerting",
+        "file",
+        "enforce",
+        "open",
+        "3 allowed",
+        "2 refused",
+    ] {
         assert!(reads.contains(words), "{words:?} not in {reads:?}");
     }
+    let posts = client
+        .find(Locator::Id("rule-posts"))
+        .await
+        .expect("the posts row")
+        .text()
+        .await
+        .expect("text");
+    assert!(!posts.contains("alerting"), "{posts:?}");
+    // The rules alerting near their limit, in the health panel: `reads`, refused.
+    let alerting = client
+        .find(Locator::Id("alerting"))
+        .await
+        .expect("the alerting rules")
+        .text()
+        .await
+        .expect("text");
+    assert!(
+        alerting.starts_with("reads 100 % of its limit (alerts at 60 %), since ")
+            && alerting.ends_with(" UTC"),
+        "{alerting:?}"
+    );
     assert!(
         !reads.contains("limit = 3"),
         "the rule file's text waits behind its disclosure: {reads:?}"

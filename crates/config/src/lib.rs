@@ -28,7 +28,8 @@
 //! within, block_for }`), and for a cost known only after the response `settle` (`"reported"`,
 //! `{ header = "x-tokens-used" }`, `{ function = "<name>" }`), with `cost` as the estimate (a
 //! number, `{ header = "x-max-tokens", default = 500 }` or `{ function = "<name>" }`; functions
-//! registered with [`Extractors::cost`] and [`Extractors::settle`]). Durations are humantime's: `"30s"`, `"15m"`, `"1h 30m"`, `"1d"`.
+//! registered with [`Extractors::cost`] and [`Extractors::settle`]), and `alert_at` (`0.8` or
+//! `"80%"`: the share of its limit at which a caller raises the rule's alert). Durations are humantime's: `"30s"`, `"15m"`, `"1h 30m"`, `"1d"`.
 //! The key kinds are in [`Extractors`]' module docs.
 //!
 //! [`RuleFile::parse`] reads a whole file and either gives every rule or every mistake (a file
@@ -42,6 +43,7 @@
 //! repository shows it at work, task by task.
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+mod alert;
 mod counting;
 mod descriptor;
 mod edit;

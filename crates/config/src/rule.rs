@@ -39,6 +39,7 @@ const RULE_FIELDS: &[&str] = &[
     "settle",
     "per_message",
     "envoy",
+    "alert_at",
 ];
 
 /// Where a rule applies to HTTP requests.
@@ -199,6 +200,7 @@ pub(crate) fn rule(
     }
     built = super::settle::can_settle(&fields, built, report);
     built = super::per_message::per_message(&fields, built, report);
+    built = super::alert::alert_at(&fields, built, report);
     fields.finish("a `[[rule]]`", report);
     let built = built.map(|rule| rule.with_source_toml(super::write::table("rule", true, value)));
     Some(Read {

@@ -519,6 +519,13 @@ fn the_guides_rule_file_is_valid() {
         ]
     );
     assert_eq!(file.limits().count(), 1);
+    let signups = (file.rules().rules())
+        .find(|rule| rule.id().as_str() == "signups-per-block")
+        .expect("the sign-up rule");
+    assert_eq!(
+        signups.alert_at().map(tollgate_tower::AlertShare::get),
+        Some(0.8)
+    );
 }
 
 #[test]

@@ -16,6 +16,8 @@
 //! | `tollgate_checks_total` | counter | `rule`, `outcome` | each rule's own decision per request the store answered: `allowed`, `refused`, `shadow_refused` (a shadow or flag rule's would-be refusal), `refused_locally` (refused by a `BlockedCache` on this gateway, without a store call, until the time the store gave); typed limits count under their ids (handles made on a limit's first use) |
 //! | `tollgate_near_limit_total` | counter | `rule` | allowed checks that left less than 20 % of the limit |
 //! | `tollgate_in_flight` | gauge | `rule` | slots of a concurrency rule held by requests running through this gateway's layer |
+//! | `tollgate_rule_alerting` | gauge | `rule` | 1 while a rule that states an alert share (`alert_at`) is alerting — a caller reached that share of its limit, and its allowance has not been whole since — else 0 (made when the rule is installed) |
+//! | `tollgate_alerts_total` | counter | `rule` | alerts raised (each is a `warn` event on target `tollgate::alert`; its clearing an `info` one) |
 //! | `tollgate_store_errors_total` | counter | `store`, `kind` | failed calls to the primary store: `timeout`, `unavailable`, `protocol`, `capacity`, `time_out_of_range` |
 //! | `tollgate_store_seconds` | histogram | `store` | how long the primary store took to answer (or to time out) |
 //! | `tollgate_fallback_active` | gauge | `store`, `rule` | 1 while the rule is answered by its failure policy (made when the rule first falls back) |
@@ -43,6 +45,10 @@ pub const CHECKS: &str = "tollgate_checks_total";
 pub const NEAR_LIMIT: &str = "tollgate_near_limit_total";
 /// Gauge: slots of a concurrency rule held by requests running through this gateway's layer.
 pub const IN_FLIGHT: &str = "tollgate_in_flight";
+/// Gauge: 1 while a rule is alerting (a caller reached its alert share of its limit), else 0.
+pub const RULE_ALERTING: &str = "tollgate_rule_alerting";
+/// Alerts raised, per rule.
+pub const ALERTS: &str = "tollgate_alerts_total";
 /// Failed calls to the primary store.
 pub const STORE_ERRORS: &str = "tollgate_store_errors_total";
 /// How long the primary store took to answer.
@@ -85,6 +91,8 @@ pub const NAMES: &[&str] = &[
     CHECKS,
     NEAR_LIMIT,
     IN_FLIGHT,
+    RULE_ALERTING,
+    ALERTS,
     STORE_ERRORS,
     STORE_SECONDS,
     FALLBACK_ACTIVE,

@@ -9,6 +9,7 @@ use tollgate_core::{DynStore, RuleId, Unsupported};
 use crate::headers::HeaderStyle;
 use crate::headers::refused::Responder;
 use crate::in_force::InForce;
+use crate::observe::alerts::Alert;
 use crate::observe::key_logging::KeyLogging;
 use crate::observe::notices::RuleNotices;
 use crate::observe::observers::{Observed, RuleObservers};
@@ -39,7 +40,8 @@ use crate::settings::Settings;
 ///   [`unavailable_retry_after`](Self::unavailable_retry_after);
 /// * a report (an admin page, a fleet-wide summary): [`rules`](Self::rules),
 ///   [`stats`](Self::stats), [`top_refused_rules`](Self::top_refused_rules) and
-///   [`top_refused`](Self::top_refused), and an operator's [`reset`](Self::reset).
+///   [`top_refused`](Self::top_refused), [`alerts`](Self::alerts), and an operator's
+///   [`reset`](Self::reset).
 ///
 /// ```
 /// use std::time::Duration;
@@ -166,13 +168,30 @@ impl LayerHandle {
             .unwrap_or_default()
     }
 
+    /// The rules alerting now ([`Rule::with_alert_at`](crate::Rule::with_alert_at)), by id:
+    /// since when (on the layer's [alert clock](crate::RateLimitLayer::alert_clock)) and the
+    /// highest share of its limit a caller reached. Each rule's alert is looked at first, so one
+    /// whose time has come is cleared (and announced) now. Empty when no rule states a share.
+    ///
+    /// ```
+    /// use tollgate_core::MemoryStore;
+    /// use tollgate_tower::RateLimitLayer;
+    ///
+    /// let layer = RateLimitLayer::new(MemoryStore::new());
+    /// assert!(layer.handle().alerts().is_empty());
+    /// ```
+    pub fn alerts(&self) -> Vec<Alert> {
+        self.in_force.observers.alerts.alerts()
+    }
+
     /// What the layer's observers keep for `rule`, for decisions made outside the layer (a
     /// typed limit's in a handler): its refusals are logged, summed up, counted in metrics and
     /// among the top refused callers as the layer's are (not in the admin counters, which show
-    /// the layer's rules). Make it once per rule, not per request.
+    /// the layer's rules, nor in alerts, which a typed limit does not state). Make it once per
+    /// rule, not per request.
     pub fn rule_observers(&self, rule: &RuleId) -> RuleObservers {
         let notices = Arc::new(RuleNotices::default());
-        (self.in_force.observers).of_rule(rule, notices, Observed::TypedLimit)
+        (self.in_force.observers).of_rule(rule, notices, Observed::TypedLimit, None)
     }
 
     /// Tells the layer's observers that a rule file or fleet document was loaded (`ok`) or

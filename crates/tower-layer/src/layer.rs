@@ -8,7 +8,7 @@ use bytes::Bytes;
 use http::Method;
 use tower_layer::Layer;
 
-use tollgate_core::{DynStore, Store};
+use tollgate_core::{Clock, DynStore, Store};
 
 use crate::handle::LayerHandle;
 use crate::headers::HeaderStyle;
@@ -242,6 +242,26 @@ impl<St: Store> RateLimitLayer<St> {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .push(Arc::new(observer));
         in_force.observers.changed();
+        self
+    }
+
+    /// Times rules' alerts ([`Rule::with_alert_at`]) on `clock` instead of the system's: give
+    /// it the store's manual clock in a test or a simulation, so an alert clears on the time the
+    /// store decides on. Shared, like the observers, by the layer values built from the same
+    /// `new`.
+    ///
+    /// ```
+    /// use tollgate_core::{MemoryStore, Timestamp};
+    /// use tollgate_testing::ManualClock;
+    /// use tollgate_tower::RateLimitLayer;
+    ///
+    /// let clock = ManualClock::new(Timestamp::from_secs(1_800_000_000));
+    /// let store = MemoryStore::builder().clock(clock.clone()).build();
+    /// let layer = RateLimitLayer::new(store).alert_clock(clock);
+    /// # let _ = layer;
+    /// ```
+    pub fn alert_clock(self, clock: impl Clock) -> Self {
+        (self.in_force.observers.alerts).set_clock(Arc::new(clock));
         self
     }
 

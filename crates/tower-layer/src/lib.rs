@@ -150,6 +150,7 @@ pub use future::ResponseFuture;
 pub use handle::{LayerHandle, UnsupportedRule};
 pub use headers::refused::{Refused, Responder};
 pub use layer::RateLimitLayer;
+pub use observe::alerts::{AlertShare, AlertShareError};
 pub use observe::key_logging::KeyLogging;
 pub use pipeline::flag::Flagged;
 pub use reset::{ResetDone, ResetError};

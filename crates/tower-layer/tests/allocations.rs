@@ -1,5 +1,5 @@
 //! With the in-memory store the allowed path boxes nothing and allocates only for header values
-//! (keys are held in place). This test binary counts the test thread's allocations with a wrapping global allocator.
+//! (keys are held in place), and a rule's alert adds nothing to it once raised. This test binary counts the test thread's allocations with a wrapping global allocator.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -11,7 +11,7 @@ use http_body_util::Empty;
 use tollgate_core::{MemoryStore, Quota, Rate};
 use tollgate_testing::CountingAllocator;
 use tollgate_tower::key::{HeaderKey, PeerIp};
-use tollgate_tower::{RateLimitLayer, Rule};
+use tollgate_tower::{AlertShare, RateLimitLayer, Rule};
 use tower::{Layer, Service, service_fn};
 
 #[global_allocator]
@@ -19,11 +19,31 @@ static ALLOCATOR: CountingAllocator = CountingAllocator::new();
 
 #[test]
 fn an_allowed_request_allocates_only_its_keys_and_header_values() {
-    let quota = Quota::token_bucket(1_000_000, Rate::per_second(1_000)).unwrap();
+    allowed_requests_allocate_only_header_values(None);
+}
+
+#[test]
+fn a_raised_alert_allocates_nothing_more_per_request() {
+    // Every request is past the share: the first raises the alert, the rest only read it.
+    allowed_requests_allocate_only_header_values(Some(AlertShare::new(1e-6).unwrap()));
+}
+
+/// Sends 101 allowed requests through two rules (alerting at `alert_at`, if given) and checks
+/// the last 100's allocations.
+fn allowed_requests_allocate_only_header_values(alert_at: Option<AlertShare>) {
+    let quota = Quota::token_bucket(1_000_000, Rate::per_second(1_000)).expect("a valid quota");
     let account = HeaderKey::new(HeaderName::from_static("x-account"));
+    let alerting = |rule: Rule| match alert_at {
+        Some(share) => rule.with_alert_at(share),
+        None => rule,
+    };
     let layer = RateLimitLayer::new(MemoryStore::new())
-        .rule(Rule::new("per-ip", quota, PeerIp::new()).unwrap())
-        .rule(Rule::new("per-account", quota, account).unwrap());
+        .rule(alerting(
+            Rule::new("per-ip", quota, PeerIp::new()).expect("a valid id"),
+        ))
+        .rule(alerting(
+            Rule::new("per-account", quota, account).expect("a valid id"),
+        ));
     let mut service = layer.layer(service_fn(|_: Request<()>| async {
         Ok::<_, Infallible>(Response::new(Empty::<Bytes>::new()))
     }));
@@ -32,7 +52,7 @@ fn an_allowed_request_allocates_only_its_keys_and_header_values() {
             let mut request = Request::get("/")
                 .header("x-account", "account-4821")
                 .body(())
-                .unwrap();
+                .expect("a valid request");
             request
                 .extensions_mut()
                 .insert(SocketAddr::from(([203, 0, 113, 7], 40_000)));
@@ -43,13 +63,16 @@ fn an_allowed_request_allocates_only_its_keys_and_header_values() {
     let mut send = |request| {
         let mut future = std::pin::pin!(service.call(request));
         match future.as_mut().poll(&mut context) {
-            Poll::Ready(response) => response.unwrap(),
+            Poll::Ready(response) => response.expect("infallible"),
             Poll::Pending => panic!("the in-memory path must answer at once"),
         }
     };
     let mut requests = requests.into_iter();
     // The first request stores the keys; later ones find them.
-    assert_eq!(send(requests.next().unwrap()).status(), StatusCode::OK);
+    assert_eq!(
+        send(requests.next().expect("101 requests")).status(),
+        StatusCode::OK
+    );
     let before = ALLOCATOR.allocations_on_this_thread();
     let mut responses = Vec::with_capacity(100);
     for request in requests {
@@ -77,4 +100,7 @@ fn an_allowed_request_allocates_only_its_keys_and_header_values() {
         per_request < 4.5,
         "{per_request} allocations per allowed request"
     );
+    if alert_at.is_some() {
+        assert_eq!(layer.handle().alerts().len(), 2, "both rules alerting");
+    }
 }

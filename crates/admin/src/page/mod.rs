@@ -1,6 +1,7 @@
 //! The status page for the person on call: server-rendered HTML (no script), refreshing
 //! itself, and its login.
 
+mod alerting;
 mod chart;
 mod limit_line;
 pub(crate) mod login;

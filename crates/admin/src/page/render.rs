@@ -3,6 +3,7 @@
 use maud::{DOCTYPE, Markup, html};
 use tollgate_core::RuleId;
 
+use super::alerting::alerting;
 use super::chart::chart;
 use super::limit_line::minute_limit;
 use super::quota_cell::QuotaCell;
@@ -22,6 +23,8 @@ h1 { font-size: 1.3rem; margin: 0 0 .5rem; }
 header { display: flex; gap: 1rem; align-items: center; flex-wrap: wrap; }
 .badge { padding: .1rem .6rem; border-radius: 1rem; font-weight: 600; }
 .ok { background: #d8f5dd; color: #11602a; } .degraded { background: #fde2e1; color: #8a1c17; }
+.alerting { background: #fff1cc; color: #7a4a00; padding: 0 .3rem; border-radius: .3rem; }
+ul.alerting-rules { margin: 0; padding-left: 1.1rem; }
 table { border-collapse: collapse; width: 100%; background: white; margin-top: 1rem; }
 th, td { text-align: left; padding: .35rem .6rem; border-bottom: 1px solid #e5e5ea; vertical-align: top; }
 th { background: #f2f2f7; font-weight: 600; }
@@ -63,8 +66,10 @@ pub(crate) async fn render(state: &State, base: &str) -> Markup {
             .rules()
             .find(|found| found.id().as_str() == rule.id)
             .map(|found| QuotaCell::of(state, found));
+        let is_alerting = (health.alerting.iter()).any(|alert| alert.rule == rule.id);
         rows.push(row(
             rule,
+            is_alerting,
             quota.as_ref(),
             stats.map(|stats| stats.per_minute.into_iter().map(CountsView::from).collect()),
             top,
@@ -114,6 +119,8 @@ pub(crate) async fn render(state: &State, base: &str) -> Markup {
                         dt { "Counted exactly" }
                         dd #counted-exactly { (store.counted_exactly.join(", ")) }
                     }
+                    dt { "Alerting" }
+                    dd #alerting { (alerting(&health.alerting)) }
                     dt { "Rules version" }
                     dd #version {
                         "file " code { (rules.versions.file.as_deref().unwrap_or("—")) }
@@ -139,6 +146,7 @@ pub(crate) async fn render(state: &State, base: &str) -> Markup {
 
 fn row(
     rule: &RuleView,
+    is_alerting: bool,
     quota: Option<&QuotaCell>,
     per_minute: Option<Vec<CountsView>>,
     top: Option<TopView>,
@@ -158,7 +166,10 @@ fn row(
     });
     html! {
         tr id={ "rule-" (rule.id) } {
-            td { code { (rule.id) } }
+            td {
+                code { (rule.id) }
+                @if is_alerting { " " span.badge.alerting { "alerting" } }
+            }
             td { (rule.source) }
             td.quota {
                 @match quota {

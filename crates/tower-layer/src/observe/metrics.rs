@@ -1,9 +1,12 @@
 //! Each rule's decisions as metrics (feature `metrics`): `tollgate_checks_total{rule, outcome}`,
-//! `tollgate_near_limit_total{rule}` and, for concurrency rules, `tollgate_in_flight{rule}`, and rule loads as `tollgate_config_loads_total{result}`
+//! `tollgate_near_limit_total{rule}` and, for concurrency rules, `tollgate_in_flight{rule}`, and rule loads as `tollgate_config_loads_total{result}`;
+//! for a rule that alerts, `tollgate_rule_alerting{rule}` and `tollgate_alerts_total{rule}`
 //! (names and the rest in `tollgate_core::metrics`). Handles are made when a rule set is
 //! installed, so a request only increments counters.
 
-use tollgate_core::metrics::{CHECKS, CONFIG_LOADS, IN_FLIGHT, NEAR_LIMIT, is_near_limit};
+use tollgate_core::metrics::{
+    ALERTS, CHECKS, CONFIG_LOADS, IN_FLIGHT, NEAR_LIMIT, RULE_ALERTING, is_near_limit,
+};
 use tollgate_core::{Decision, RuleId};
 
 use super::RuleObserver;
@@ -72,4 +75,35 @@ impl RuleObserver for RuleMetrics {
 pub(crate) fn count_load(ok: bool) {
     let result = if ok { "success" } else { "error" };
     metrics::counter!(CONFIG_LOADS, "result" => result).increment(1);
+}
+
+/// One alerting rule's gauge (`tollgate_rule_alerting{rule}`: 1 while raised) and counter
+/// (`tollgate_alerts_total{rule}`: alerts raised), set when its alert changes, never per
+/// request.
+pub(crate) struct AlertMetrics {
+    alerting: metrics::Gauge,
+    raised: metrics::Counter,
+}
+
+impl AlertMetrics {
+    /// Registers `rule`'s gauge, showing whether its alert is `raised` now, and its counter.
+    pub(crate) fn new(rule: &RuleId, raised: bool) -> AlertMetrics {
+        let alerting = metrics::gauge!(RULE_ALERTING, "rule" => rule.as_str().to_owned());
+        alerting.set(if raised { 1.0 } else { 0.0 });
+        AlertMetrics {
+            alerting,
+            raised: metrics::counter!(ALERTS, "rule" => rule.as_str().to_owned()),
+        }
+    }
+
+    /// The alert was raised.
+    pub(crate) fn raised(&self) {
+        self.alerting.set(1.0);
+        self.raised.increment(1);
+    }
+
+    /// The alert was cleared.
+    pub(crate) fn cleared(&self) {
+        self.alerting.set(0.0);
+    }
 }

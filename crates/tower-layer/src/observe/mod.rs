@@ -1,5 +1,6 @@
 //! Everything that observes the layer's decisions, in one place and through one trait: the
-//! refusal events and their once-a-minute summaries (always on), metrics
+//! refusal events and their once-a-minute summaries (always on), each rule's [`alerts`] as it
+//! nears its limit (on for the rules that state a share), metrics
 //! ([`RateLimitLayer::metrics`](crate::RateLimitLayer::metrics)), the admin counters
 //! ([`track_stats`](crate::RateLimitLayer::track_stats)), the top refused callers
 //! ([`track_top_refused`](crate::RateLimitLayer::track_top_refused)), and any
@@ -44,6 +45,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+pub mod alerts;
 pub(crate) mod key_logging;
 mod log;
 #[cfg(feature = "metrics")]

@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
 use smallvec::SmallVec;
 use tollgate_core::{Decision, Key, RuleId};
 
+use super::alerts::{AlertBook, AlertShare};
 use super::key_logging::KeyLogging;
 use super::log::RuleLog;
 use super::notices::RuleNotices;
@@ -26,6 +27,8 @@ pub(crate) struct Observers {
     pub(crate) stats: OnceLock<StatsBook>,
     /// The top refused callers, once tracked.
     pub(crate) top_refused: OnceLock<Arc<TopRefused>>,
+    /// The alerts of the rules that state a share.
+    pub(crate) alerts: AlertBook,
     /// The service's own ([`RateLimitLayer::observe`](crate::RateLimitLayer::observe)).
     pub(crate) custom: Mutex<Vec<Arc<dyn Observer>>>,
     /// Every rule set in force that these observers hear from (one per layer value with rules of
@@ -54,12 +57,14 @@ impl Observers {
         self.metrics.load(Ordering::Acquire)
     }
 
-    /// What every observer keeps for `rule`.
+    /// What every observer keeps for `rule`, which alerts at `alert_at` (a layer's rule that
+    /// states a share).
     pub(crate) fn of_rule(
         &self,
         rule: &RuleId,
         notices: Arc<RuleNotices>,
         observed: Observed,
+        alert_at: Option<AlertShare>,
     ) -> RuleObservers {
         let mut observers: SmallVec<[Arc<dyn RuleObserver>; 4]> = SmallVec::new();
         observers.push(Arc::new(RuleLog {
@@ -72,6 +77,13 @@ impl Observers {
         }
         if let (Some(book), Observed::LayerRule) = (self.stats.get(), observed) {
             observers.push(book.counters(rule));
+        }
+        if let (Some(share), Observed::LayerRule) = (alert_at, observed) {
+            #[cfg(feature = "metrics")]
+            let metered = self.metered();
+            #[cfg(not(feature = "metrics"))]
+            let metered = false;
+            observers.push(self.alerts.rule(rule, share, metered));
         }
         if let Some(top) = self.top_refused.get() {
             observers.push(Arc::new(RuleTop {

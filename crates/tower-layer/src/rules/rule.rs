@@ -7,6 +7,7 @@ use http::StatusCode;
 use http::request::Parts;
 use tollgate_core::{Counting, FleetModes, Mode, OnStoreFailure, Quota, RuleId, RuleIdError};
 
+use crate::observe::alerts::AlertShare;
 use crate::observe::notices::RuleNotices;
 use crate::rules::actual_cost::SettleFrom;
 use crate::rules::cost::Cost;
@@ -64,6 +65,8 @@ pub struct Rule {
     pub(crate) settle: Option<SettleFrom>,
     /// Charged per inbound gRPC message rather than per call ([`per_message`](Self::per_message)).
     pub(crate) per_message: bool,
+    /// The share of its limit at which it alerts ([`with_alert_at`](Self::with_alert_at)).
+    pub(crate) alert_at: Option<AlertShare>,
     /// The TOML table a rule file defined it with (`None`: built in code).
     pub(crate) source: Option<Arc<str>>,
     pub(crate) notices: Arc<RuleNotices>,
@@ -97,6 +100,7 @@ impl Rule {
             overrides: None,
             settle: None,
             per_message: false,
+            alert_at: None,
             source: None,
             notices: Arc::default(),
         })
@@ -285,6 +289,40 @@ impl Rule {
     /// feature `grpc`); a concurrency rule never does.
     pub fn is_per_message(&self) -> bool {
         self.per_message && self.quota.algorithm() != tollgate_core::Algorithm::Concurrency
+    }
+
+    /// Alerts when a caller reaches `share` of its limit — the global cap on one-time codes at
+    /// 80 %, say — so an operator hears of it before the cap refuses anyone: a `warn` event on
+    /// target `tollgate::alert` once when raised and an `info` one once when cleared, the
+    /// gauge `tollgate_rule_alerting{rule}` and the counter `tollgate_alerts_total{rule}` (with
+    /// [`metrics`](crate::RateLimitLayer::metrics)), and
+    /// [`LayerHandle::alerts`](crate::LayerHandle::alerts) (the admin API's health and status
+    /// page). For a per-key rule, any key at the share raises the rule's alert; it clears once
+    /// no key has reached the share for as long as its allowance takes to be whole again (see
+    /// [`observe::alerts`](crate::observe::alerts)). The request path compares the decision's
+    /// remaining and limit, and touches one atomic word past the share; events and metrics
+    /// change only with the alert. Only the layer's rules alert (not typed limits).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use tollgate_core::Quota;
+    /// use tollgate_tower::{AlertShare, Rule, key::Global};
+    ///
+    /// let codes = Rule::new("otp-global", Quota::fixed_window(2_000, Duration::from_secs(1))?, Global)?
+    ///     .with_alert_at(AlertShare::new(0.8)?);
+    /// assert_eq!(codes.alert_at(), Some(AlertShare::new(0.8)?));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[must_use]
+    pub fn with_alert_at(mut self, share: AlertShare) -> Self {
+        self.alert_at = Some(share);
+        self
+    }
+
+    /// The share of its limit at which the rule alerts, if it does
+    /// ([`with_alert_at`](Self::with_alert_at)).
+    pub fn alert_at(&self) -> Option<AlertShare> {
+        self.alert_at
     }
 
     /// Shadow mode: never refuses; would-be refusals are recorded (a `tollgate::refusal` event).

@@ -136,7 +136,7 @@ impl RuleSet {
             .rules()
             .map(|rule| {
                 let notices = Arc::clone(&rule.notices);
-                observers.of_rule(&rule.id, notices, Observed::LayerRule)
+                observers.of_rule(&rule.id, notices, Observed::LayerRule, rule.alert_at)
             })
             .collect();
         self.observers = Some(each.into());
