@@ -1,4 +1,4 @@
-//! Review: the rate limit service through a real tonic client, pushed at its stated caps and
+//! The rate limit service through a real tonic client, pushed at its stated caps and
 //! its all-or-nothing claim, on memory, Redis and Redis Cluster, and concurrently on Redis.
 
 mod common;

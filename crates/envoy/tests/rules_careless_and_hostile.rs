@@ -1,4 +1,4 @@
-//! Review: rule files for Envoy written carelessly or with hostile inputs, decided by the rate
+//! Rule files for Envoy written carelessly or with hostile inputs, decided by the rate
 //! limit service in process (memory store). Each test states what a user would expect.
 
 use tollgate_config::{Extractors, RuleFile};

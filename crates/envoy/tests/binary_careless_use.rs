@@ -1,4 +1,4 @@
-//! Review: the `tollgate-envoy` binary treated carelessly — its rule file deleted, replaced by a
+//! The `tollgate-envoy` binary treated carelessly — its rule file deleted, replaced by a
 //! directory, SIGHUP at odd times, SIGTERM with clients holding connections and quota streams,
 //! Redis nowhere — and its metrics' labels.
 

@@ -1,4 +1,4 @@
-//! Review: the quota service's bound with three concurrent streams on one bucket (and the rate
+//! The quota service's bound with three concurrent streams on one bucket (and the rate
 //! limit service counting the same caller at the same time), hostile reports, many buckets.
 
 mod common;

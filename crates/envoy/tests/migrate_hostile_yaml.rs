@@ -1,4 +1,4 @@
-//! Review: `migrate` with hostile YAML — alias bombs, deep nesting of every kind, huge numbers,
+//! `migrate` with hostile YAML — alias bombs, deep nesting of every kind, huge numbers,
 //! duplicate names, odd characters. It must never panic, locate every refusal, and what it
 //! accepts must load in tollgate as the same descriptors.
 
