@@ -1,0 +1,356 @@
+//! The load side of `scripts/bench-envoy`: a tonic client of Envoy's `ShouldRateLimit`, closed
+//! loop (the server's peak) or open loop (a fixed rate), reporting calls, errors, latency
+//! percentiles and the server's CPU time over the measured part of the run.
+//!
+//! ```text
+//! rls_bench_load --address 127.0.0.1:PORT --server-pid PID --descriptors 1|3
+//!                (--peak [--concurrency N] | --rate CALLS_PER_SECOND)
+//!                [--seconds S] [--warmup W] [--connections C] [--clock-ticks HZ]
+//! ```
+//!
+//! * `--peak`: N tasks (default 64) on C HTTP/2 connections (default 4), each calling as soon
+//!   as its last call answered; latency runs from a call to its answer.
+//! * `--rate R`: calls started at R a second at evenly spaced scheduled instants whether or
+//!   not earlier calls have answered (open loop; as many in flight as it takes), spread over
+//!   the C connections. A thread of its own schedules them: it sleeps until a call is due (a
+//!   sleep overshoots by some 50-100 µs, so calls leave in small bunches) and spawns every
+//!   call that is due. Latency runs from a call's **scheduled** instant to its answer, so time
+//!   spent waiting for the scheduler or a busy client counts too (no coordinated omission);
+//!   `lag_*` says how late the scheduler itself was.
+//!
+//! Both run W seconds of warm-up (default 1) at the same load, then S measured seconds
+//! (default 3); only calls started in the measured part count. The server's CPU time (user +
+//! system, `/proc/PID/stat`, in units of `--clock-ticks`, default 100 = Linux's USER_HZ) is
+//! read as the measured part starts and ends. Prints one JSON object: `calls`, `errors` (a
+//! failed call or an answer other than OK), `seconds`, `calls_per_second`, `server_cpu_seconds`,
+//! `calls_per_cpu_second`, `server_busy` and `load_busy` (the server's and this generator's CPU
+//! seconds per second: at peak, the one near 1.0 is what limits it), `p50_us`, `p99_us`, `p999_us`, `max_us`, `lag_p99_us`, `lag_max_us`.
+//!
+//! The requests are those `rls_bench_server`'s rules count, in the domain `bench`: one
+//! descriptor `remote_address` (1,024 addresses in turn), or that and `path` + `user` (1,024
+//! users) and the global `generic_key = api`.
+
+#![allow(clippy::print_stdout)] // A bench reports what it measured.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use tollgate_envoy::envoy_types::pb::envoy::extensions::common::ratelimit::v3::RateLimitDescriptor;
+use tollgate_envoy::envoy_types::pb::envoy::extensions::common::ratelimit::v3::rate_limit_descriptor::Entry;
+use tollgate_envoy::envoy_types::pb::envoy::service::ratelimit::v3::RateLimitRequest;
+use tollgate_envoy::envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_response::Code;
+use tollgate_envoy::envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_service_client::RateLimitServiceClient;
+use tonic::transport::Channel;
+
+/// How many different callers the requests name, in turn.
+const CALLERS: usize = 1_024;
+
+struct Args {
+    address: String,
+    server_pid: u32,
+    descriptors: usize,
+    rate: Option<f64>,
+    concurrency: usize,
+    seconds: f64,
+    warmup: f64,
+    connections: usize,
+    clock_ticks: f64,
+}
+
+fn args() -> Result<Args, String> {
+    let mut parsed = Args {
+        address: String::new(),
+        server_pid: 0,
+        descriptors: 1,
+        rate: None,
+        concurrency: 64,
+        seconds: 3.0,
+        warmup: 1.0,
+        connections: 4,
+        clock_ticks: 100.0,
+    };
+    let mut peak = false;
+    let mut args = std::env::args().skip(1);
+    while let Some(flag) = args.next() {
+        if flag == "--peak" {
+            peak = true;
+            continue;
+        }
+        let value = args.next().ok_or(format!("{flag} needs a value"))?;
+        let number = |what: &str| -> Result<f64, String> {
+            value
+                .parse::<f64>()
+                .map_err(|error| format!("{what}: {error}"))
+        };
+        match flag.as_str() {
+            "--address" => parsed.address = value.clone(),
+            "--server-pid" => parsed.server_pid = number("--server-pid")? as u32,
+            "--descriptors" => parsed.descriptors = number("--descriptors")? as usize,
+            "--rate" => parsed.rate = Some(number("--rate")?),
+            "--concurrency" => parsed.concurrency = number("--concurrency")? as usize,
+            "--seconds" => parsed.seconds = number("--seconds")?,
+            "--warmup" => parsed.warmup = number("--warmup")?,
+            "--connections" => parsed.connections = number("--connections")? as usize,
+            "--clock-ticks" => parsed.clock_ticks = number("--clock-ticks")?,
+            _ => return Err(format!("unknown argument {flag:?}")),
+        }
+    }
+    if parsed.address.is_empty() || parsed.server_pid == 0 {
+        return Err("--address and --server-pid are needed".into());
+    }
+    if peak == parsed.rate.is_some() {
+        return Err("either --peak or --rate R".into());
+    }
+    if ![1, 3].contains(&parsed.descriptors) {
+        return Err("--descriptors 1 or 3".into());
+    }
+    parsed.connections = parsed.connections.max(1);
+    Ok(parsed)
+}
+
+/// The `CALLERS` requests of `descriptors` descriptors, used in turn.
+fn requests(descriptors: usize) -> Arc<Vec<RateLimitRequest>> {
+    let descriptor = |entries: &[(&str, String)]| RateLimitDescriptor {
+        entries: entries
+            .iter()
+            .map(|(key, value)| Entry {
+                key: (*key).to_owned(),
+                value: value.clone(),
+            })
+            .collect(),
+        ..RateLimitDescriptor::default()
+    };
+    let request = |caller: usize| {
+        let address = format!("10.0.{}.{}", caller / 256, caller % 256);
+        let mut list = vec![descriptor(&[("remote_address", address)])];
+        if descriptors == 3 {
+            list.push(descriptor(&[
+                ("path", "/api/v1/items".to_owned()),
+                ("user", format!("user-{caller}")),
+            ]));
+            list.push(descriptor(&[("generic_key", "api".to_owned())]));
+        }
+        RateLimitRequest {
+            domain: "bench".to_owned(),
+            descriptors: list,
+            hits_addend: 0,
+        }
+    };
+    Arc::new((0..CALLERS).map(request).collect())
+}
+
+/// The server's CPU time so far, user + system, in seconds.
+fn cpu_seconds(pid: u32, clock_ticks: f64) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .unwrap_or_else(|error| panic!("/proc/{pid}/stat: {error}"));
+    // The command name may hold spaces: the fields counted from after its ')'.
+    let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    let ticks = |at: usize| fields.get(at).and_then(|f| f.parse::<f64>().ok());
+    // utime and stime are the 14th and 15th fields, the 12th and 13th after the name.
+    let (user, system) = (ticks(11), ticks(12));
+    (user.expect("utime") + system.expect("stime")) / clock_ticks
+}
+
+/// One call: `Ok(())` when answered OK.
+async fn call(
+    client: &mut RateLimitServiceClient<Channel>,
+    request: RateLimitRequest,
+) -> Result<(), ()> {
+    match client.should_rate_limit(request).await {
+        Ok(response) if response.get_ref().overall_code == Code::Ok as i32 => Ok(()),
+        _ => Err(()),
+    }
+}
+
+/// What the measured part of a run gave.
+struct Measured {
+    calls: u64,
+    errors: u64,
+    seconds: f64,
+    server_cpu: f64,
+    /// This generator's own CPU time over the same part.
+    own_cpu: f64,
+    latencies: Vec<u64>,
+    lags: Vec<u64>,
+}
+
+fn nanos_since(start: Instant) -> u64 {
+    u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// Closed loop: `concurrency` tasks calling back to back.
+async fn peak(args: &Args, clients: &[RateLimitServiceClient<Channel>]) -> Measured {
+    let requests = requests(args.descriptors);
+    let measuring = Arc::new(AtomicBool::new(false));
+    let stop = Arc::new(AtomicBool::new(false));
+    let (calls, errors) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+    let tasks: Vec<_> = (0..args.concurrency)
+        .map(|task| {
+            let mut client = clients[task % clients.len()].clone();
+            let (requests, measuring, stop) = (requests.clone(), measuring.clone(), stop.clone());
+            let (calls, errors) = (calls.clone(), errors.clone());
+            tokio::spawn(async move {
+                let mut latencies = Vec::new();
+                let mut at = task * 17;
+                while !stop.load(Ordering::Relaxed) {
+                    let request = requests[at % CALLERS].clone();
+                    at += 1;
+                    let sent = Instant::now();
+                    let answered = call(&mut client, request).await;
+                    if measuring.load(Ordering::Relaxed) && !stop.load(Ordering::Relaxed) {
+                        latencies.push(nanos_since(sent));
+                        calls.fetch_add(1, Ordering::Relaxed);
+                        if answered.is_err() {
+                            errors.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                }
+                latencies
+            })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_secs_f64(args.warmup)).await;
+    let cpu_before = cpu_seconds(args.server_pid, args.clock_ticks);
+    let own_before = cpu_seconds(std::process::id(), args.clock_ticks);
+    let started = Instant::now();
+    measuring.store(true, Ordering::Relaxed);
+    tokio::time::sleep(Duration::from_secs_f64(args.seconds)).await;
+    stop.store(true, Ordering::Relaxed);
+    let seconds = started.elapsed().as_secs_f64();
+    let server_cpu = cpu_seconds(args.server_pid, args.clock_ticks) - cpu_before;
+    let own_cpu = cpu_seconds(std::process::id(), args.clock_ticks) - own_before;
+    let mut latencies = Vec::new();
+    for task in tasks {
+        latencies.extend(task.await.expect("a call task does not panic"));
+    }
+    Measured {
+        calls: calls.load(Ordering::Relaxed),
+        errors: errors.load(Ordering::Relaxed),
+        seconds,
+        server_cpu,
+        own_cpu,
+        latencies,
+        lags: Vec::new(),
+    }
+}
+
+/// Open loop: calls at `rate` a second, each at its scheduled instant; this thread schedules.
+fn open_loop(
+    args: &Args,
+    rate: f64,
+    runtime: &tokio::runtime::Handle,
+    clients: &[RateLimitServiceClient<Channel>],
+) -> Measured {
+    let requests = requests(args.descriptors);
+    let (sender, receiver) = std::sync::mpsc::channel::<Result<u64, ()>>();
+    let warmup_calls = (rate * args.warmup).round() as u64;
+    let measured_calls = (rate * args.seconds).round() as u64;
+    let mut lags = Vec::with_capacity(measured_calls as usize);
+    let (mut cpu_before, mut own_before) = (0.0, 0.0);
+    let mut measured_from = Instant::now();
+    let start = Instant::now();
+    for at in 0..warmup_calls + measured_calls {
+        let scheduled = start + Duration::from_secs_f64(at as f64 / rate);
+        if at == warmup_calls {
+            cpu_before = cpu_seconds(args.server_pid, args.clock_ticks);
+            own_before = cpu_seconds(std::process::id(), args.clock_ticks);
+            measured_from = scheduled;
+        }
+        let now = Instant::now();
+        if scheduled > now {
+            std::thread::sleep(scheduled - now);
+        }
+        let measured = at >= warmup_calls;
+        if measured {
+            lags.push(nanos_since(scheduled));
+        }
+        let mut client = clients[at as usize % clients.len()].clone();
+        let request = requests[at as usize % CALLERS].clone();
+        let sender = sender.clone();
+        runtime.spawn(async move {
+            let answered = call(&mut client, request).await;
+            if measured {
+                // The receiver outlives every sender.
+                let _ = sender.send(answered.map(|()| nanos_since(scheduled)));
+            }
+        });
+    }
+    let seconds = measured_from.elapsed().as_secs_f64();
+    let server_cpu = cpu_seconds(args.server_pid, args.clock_ticks) - cpu_before;
+    let own_cpu = cpu_seconds(std::process::id(), args.clock_ticks) - own_before;
+    drop(sender);
+    // Ends when every measured call has answered (or failed).
+    let (mut latencies, mut errors) = (Vec::with_capacity(lags.len()), 0);
+    for answered in receiver.iter() {
+        match answered {
+            Ok(latency) => latencies.push(latency),
+            Err(()) => errors += 1,
+        }
+    }
+    Measured {
+        calls: measured_calls,
+        errors,
+        seconds,
+        server_cpu,
+        own_cpu,
+        latencies,
+        lags,
+    }
+}
+
+/// The `per_mille`-th thousandth of `sorted`, in µs.
+fn percentile(sorted: &[u64], per_mille: usize) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let at = (sorted.len() * per_mille)
+        .div_ceil(1000)
+        .clamp(1, sorted.len())
+        - 1;
+    sorted[at] as f64 / 1_000.0
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args = args()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    let clients: Vec<_> = runtime.block_on(async {
+        let mut clients = Vec::new();
+        for _ in 0..args.connections {
+            // One HTTP/2 connection each.
+            let channel = Channel::from_shared(format!("http://{}", args.address))?
+                .connect()
+                .await?;
+            clients.push(RateLimitServiceClient::new(channel));
+        }
+        Ok::<_, Box<dyn std::error::Error>>(clients)
+    })?;
+    let mut measured = match args.rate {
+        None => runtime.block_on(peak(&args, &clients)),
+        Some(rate) => open_loop(&args, rate, runtime.handle(), &clients),
+    };
+    measured.latencies.sort_unstable();
+    measured.lags.sort_unstable();
+    let (calls, latencies) = (measured.calls, &measured.latencies);
+    let figures = serde_json::json!({
+        "calls": calls,
+        "errors": measured.errors,
+        "seconds": measured.seconds,
+        "calls_per_second": calls as f64 / measured.seconds,
+        "server_cpu_seconds": measured.server_cpu,
+        "calls_per_cpu_second": calls as f64 / measured.server_cpu,
+        "server_busy": measured.server_cpu / measured.seconds,
+        "load_busy": measured.own_cpu / measured.seconds,
+        "p50_us": percentile(latencies, 500),
+        "p99_us": percentile(latencies, 990),
+        "p999_us": percentile(latencies, 999),
+        "max_us": latencies.last().map_or(f64::NAN, |&max| max as f64 / 1_000.0),
+        "lag_p99_us": percentile(&measured.lags, 990),
+        "lag_max_us": measured.lags.last().map_or(f64::NAN, |&max| max as f64 / 1_000.0),
+    });
+    println!("{figures}");
+    Ok(())
+}
