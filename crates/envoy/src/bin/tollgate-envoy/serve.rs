@@ -4,11 +4,12 @@ use std::net::SocketAddr;
 use std::process::ExitCode;
 
 use tokio::net::TcpListener;
-use tokio_stream::wrappers::TcpListenerStream;
 use tollgate_config::{Extractors, RuleWatcher};
 use tollgate_envoy::envoy_types::pb::envoy::service::rate_limit_quota::v3::rate_limit_quota_service_server::RateLimitQuotaServiceServer;
 use tollgate_envoy::{QuotaService, RateLimitService};
 use tollgate_envoy::envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_service_server::RateLimitServiceServer;
+
+use tonic::transport::server::TcpIncoming;
 
 use crate::args::Settings;
 use crate::store::Counted;
@@ -67,7 +68,7 @@ async fn serve(settings: Settings) -> Result<(), String> {
         .add_service(health)
         .add_service(counted.service.server())
         .add_service(counted.service.quota_service().server())
-        .serve_with_incoming_shutdown(TcpListenerStream::new(listener), async {
+        .serve_with_incoming_shutdown(incoming(listener), async {
             let _ = stopped.await;
         });
     tokio::pin!(server);
@@ -96,6 +97,15 @@ async fn serve(settings: Settings) -> Result<(), String> {
     counted.give_back().await;
     announce("stopped");
     served.map_err(|error| format!("the gRPC server failed: {error}"))
+}
+
+/// The connections `listener` accepts, each with `TCP_NODELAY`: tonic sets it on the
+/// connections of a server it binds itself, not on an incoming stream it is given, and
+/// without it Nagle's algorithm holds an answer's last small write until the caller
+/// acknowledges the first — up to the caller's delayed ACK, some 40 ms on Linux, on some
+/// answers (`scripts/bench-envoy --nagle` shows it).
+fn incoming(listener: TcpListener) -> TcpIncoming {
+    TcpIncoming::from(listener).with_nodelay(Some(true))
 }
 
 /// Prometheus' text format at `http://address/metrics`, from now on.
