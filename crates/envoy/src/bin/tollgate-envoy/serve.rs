@@ -9,9 +9,8 @@ use tollgate_envoy::envoy_types::pb::envoy::service::rate_limit_quota::v3::rate_
 use tollgate_envoy::{QuotaService, RateLimitService};
 use tollgate_envoy::envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_service_server::RateLimitServiceServer;
 
-use tonic::transport::server::TcpIncoming;
-
 use crate::args::Settings;
+use crate::incoming::incoming;
 use crate::store::Counted;
 
 /// Runs the service until SIGTERM or Ctrl-C; exit 1 when it cannot start (a bad rule file,
@@ -97,15 +96,6 @@ async fn serve(settings: Settings) -> Result<(), String> {
     counted.give_back().await;
     announce("stopped");
     served.map_err(|error| format!("the gRPC server failed: {error}"))
-}
-
-/// The connections `listener` accepts, each with `TCP_NODELAY`: tonic sets it on the
-/// connections of a server it binds itself, not on an incoming stream it is given, and
-/// without it Nagle's algorithm holds an answer's last small write until the caller
-/// acknowledges the first — up to the caller's delayed ACK, some 40 ms on Linux, on some
-/// answers (`scripts/bench-envoy --nagle` shows it).
-fn incoming(listener: TcpListener) -> TcpIncoming {
-    TcpIncoming::from(listener).with_nodelay(Some(true))
 }
 
 /// Prometheus' text format at `http://address/metrics`, from now on.
