@@ -12,19 +12,28 @@
 //!   as its last call answered; latency runs from a call to its answer.
 //! * `--rate R`: calls started at R a second at evenly spaced scheduled instants whether or
 //!   not earlier calls have answered (open loop; as many in flight as it takes), spread over
-//!   the C connections. A thread of its own schedules them: it sleeps until a call is due (a
-//!   sleep overshoots by some 50-100 µs, so calls leave in small bunches) and spawns every
-//!   call that is due. Latency runs from a call's **scheduled** instant to its answer, so time
-//!   spent waiting for the scheduler or a busy client counts too (no coordinated omission);
-//!   `lag_*` says how late the scheduler itself was.
+//!   the C connections. A task schedules them, spinning between calls on this thread's runtime
+//!   (each turn also polls the sockets and runs the calls' tasks), so a call leaves within
+//!   microseconds of its instant and this process always shows a whole CPU busy. Latency runs
+//!   from a call's **scheduled** instant to its answer, so time spent waiting for the
+//!   scheduler or a busy client counts too (no coordinated omission); `lag_*` says how late
+//!   the scheduler itself was.
 //!
-//! Both run W seconds of warm-up (default 1) at the same load, then S measured seconds
+//! The generator is one thread (a current-thread tokio runtime: `taskset` pins it to a CPU of
+//! its own) and a tonic client on a bare HTTP/2 connection (hyper's, with `TCP_NODELAY`),
+//! without `Channel`'s buffer task, so that it costs less a call than the server it loads.
+//!
+//! Both modes run W seconds of warm-up (default 1) at the same load, then S measured seconds
 //! (default 3); only calls started in the measured part count. The server's CPU time (user +
 //! system, `/proc/PID/stat`, in units of `--clock-ticks`, default 100 = Linux's USER_HZ) is
 //! read as the measured part starts and ends. Prints one JSON object: `calls`, `errors` (a
-//! failed call or an answer other than OK), `seconds`, `calls_per_second`, `server_cpu_seconds`,
-//! `calls_per_cpu_second`, `server_busy` and `load_busy` (the server's and this generator's CPU
-//! seconds per second: at peak, the one near 1.0 is what limits it), `p50_us`, `p99_us`, `p999_us`, `max_us`, `lag_p99_us`, `lag_max_us`.
+//! failed call or an answer other than OK; the first few are told on stderr), `seconds`,
+//! `calls_per_second`, `server_cpu_seconds`, `calls_per_cpu_second`, `server_busy` and
+//! `load_busy` (the server's and this generator's CPU seconds per second: at peak, the one
+//! near 1.0 is what limits it; in open loop this generator spins, so its own is 1.0),
+//! `steal_ms` (the time the hypervisor kept this machine's CPUs from running, `/proc/stat`: a
+//! noisy neighbour shows there), `p50_us`, `p99_us`, `p999_us`, `max_us`, `lag_p99_us`,
+//! `lag_max_us`.
 //!
 //! The requests are those `rls_bench_server`'s rules count, in the domain `bench`: one
 //! descriptor `remote_address` (1,024 addresses in turn), or that and `path` + `user` (1,024
@@ -32,19 +41,61 @@
 
 #![allow(clippy::print_stdout)] // A bench reports what it measured.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
+use hyper::client::conn::http2::SendRequest;
+use hyper_util::rt::{TokioExecutor, TokioIo};
 use tollgate_envoy::envoy_types::pb::envoy::extensions::common::ratelimit::v3::RateLimitDescriptor;
 use tollgate_envoy::envoy_types::pb::envoy::extensions::common::ratelimit::v3::rate_limit_descriptor::Entry;
 use tollgate_envoy::envoy_types::pb::envoy::service::ratelimit::v3::RateLimitRequest;
 use tollgate_envoy::envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_response::Code;
 use tollgate_envoy::envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_service_client::RateLimitServiceClient;
-use tonic::transport::Channel;
 
 /// How many different callers the requests name, in turn.
 const CALLERS: usize = 1_024;
+/// Errors told on stderr, at most.
+const ERRORS_TOLD: u64 = 5;
+
+/// One HTTP/2 connection as the service a tonic client calls through.
+#[derive(Clone)]
+struct Connection(SendRequest<tonic::body::Body>);
+
+type Answer = http::Response<hyper::body::Incoming>;
+
+impl tower_service::Service<http::Request<tonic::body::Body>> for Connection {
+    type Response = Answer;
+    type Error = hyper::Error;
+    type Future = Pin<Box<dyn Future<Output = Result<Answer, hyper::Error>> + Send>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), hyper::Error>> {
+        self.0.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: http::Request<tonic::body::Body>) -> Self::Future {
+        Box::pin(self.0.send_request(request))
+    }
+}
+
+type Client = RateLimitServiceClient<Connection>;
+
+/// A tonic client on a connection of its own to `address`.
+async fn connect(address: &str) -> Result<Client, Box<dyn std::error::Error>> {
+    let stream = tokio::net::TcpStream::connect(address).await?;
+    stream.set_nodelay(true)?;
+    let (sender, connection) =
+        hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(stream)).await?;
+    tokio::spawn(connection);
+    let origin = format!("http://{address}").parse()?;
+    Ok(RateLimitServiceClient::with_origin(
+        Connection(sender),
+        origin,
+    ))
+}
 
 struct Args {
     address: String,
@@ -140,7 +191,7 @@ fn requests(descriptors: usize) -> Arc<Vec<RateLimitRequest>> {
     Arc::new((0..CALLERS).map(request).collect())
 }
 
-/// The server's CPU time so far, user + system, in seconds.
+/// A process's CPU time so far, user + system, in seconds.
 fn cpu_seconds(pid: u32, clock_ticks: f64) -> f64 {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))
         .unwrap_or_else(|error| panic!("/proc/{pid}/stat: {error}"));
@@ -153,15 +204,40 @@ fn cpu_seconds(pid: u32, clock_ticks: f64) -> f64 {
     (user.expect("utime") + system.expect("stime")) / clock_ticks
 }
 
-/// One call: `Ok(())` when answered OK.
-async fn call(
-    client: &mut RateLimitServiceClient<Channel>,
-    request: RateLimitRequest,
-) -> Result<(), ()> {
-    match client.should_rate_limit(request).await {
-        Ok(response) if response.get_ref().overall_code == Code::Ok as i32 => Ok(()),
-        _ => Err(()),
+/// The time this machine's CPUs were runnable but not run by the hypervisor (`steal` in
+/// `/proc/stat`, all CPUs), in seconds: 0 on bare metal.
+fn steal_seconds(clock_ticks: f64) -> f64 {
+    let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+    let cpu = stat.lines().next().unwrap_or_default();
+    // cpu user nice system idle iowait irq softirq steal ...
+    let steal = cpu
+        .split_whitespace()
+        .nth(8)
+        .and_then(|f| f.parse::<f64>().ok());
+    steal.unwrap_or(0.0) / clock_ticks
+}
+
+/// The server's and this process's CPU time so far, and the machine's steal time.
+fn cpu_now(args: &Args) -> (f64, f64, f64) {
+    (
+        cpu_seconds(args.server_pid, args.clock_ticks),
+        cpu_seconds(std::process::id(), args.clock_ticks),
+        steal_seconds(args.clock_ticks),
+    )
+}
+
+/// One call: `Ok(())` when answered OK; the first errors are told on stderr.
+async fn call(client: &mut Client, request: RateLimitRequest) -> Result<(), ()> {
+    static TOLD: AtomicU64 = AtomicU64::new(0);
+    let error = match client.should_rate_limit(request).await {
+        Ok(response) if response.get_ref().overall_code == Code::Ok as i32 => return Ok(()),
+        Ok(response) => format!("answered code {}", response.get_ref().overall_code),
+        Err(status) => format!("failed: {status}"),
+    };
+    if TOLD.fetch_add(1, Ordering::Relaxed) < ERRORS_TOLD {
+        eprintln!("rls_bench_load: a call {error}");
     }
+    Err(())
 }
 
 /// What the measured part of a run gave.
@@ -172,6 +248,8 @@ struct Measured {
     server_cpu: f64,
     /// This generator's own CPU time over the same part.
     own_cpu: f64,
+    /// The machine's steal time over the same part.
+    steal: f64,
     latencies: Vec<u64>,
     lags: Vec<u64>,
 }
@@ -181,7 +259,7 @@ fn nanos_since(start: Instant) -> u64 {
 }
 
 /// Closed loop: `concurrency` tasks calling back to back.
-async fn peak(args: &Args, clients: &[RateLimitServiceClient<Channel>]) -> Measured {
+async fn peak(args: &Args, clients: &[Client]) -> Measured {
     let requests = requests(args.descriptors);
     let measuring = Arc::new(AtomicBool::new(false));
     let stop = Arc::new(AtomicBool::new(false));
@@ -212,15 +290,13 @@ async fn peak(args: &Args, clients: &[RateLimitServiceClient<Channel>]) -> Measu
         })
         .collect();
     tokio::time::sleep(Duration::from_secs_f64(args.warmup)).await;
-    let cpu_before = cpu_seconds(args.server_pid, args.clock_ticks);
-    let own_before = cpu_seconds(std::process::id(), args.clock_ticks);
+    let before = cpu_now(args);
     let started = Instant::now();
     measuring.store(true, Ordering::Relaxed);
     tokio::time::sleep(Duration::from_secs_f64(args.seconds)).await;
     stop.store(true, Ordering::Relaxed);
     let seconds = started.elapsed().as_secs_f64();
-    let server_cpu = cpu_seconds(args.server_pid, args.clock_ticks) - cpu_before;
-    let own_cpu = cpu_seconds(std::process::id(), args.clock_ticks) - own_before;
+    let after = cpu_now(args);
     let mut latencies = Vec::new();
     for task in tasks {
         latencies.extend(task.await.expect("a call task does not panic"));
@@ -229,62 +305,51 @@ async fn peak(args: &Args, clients: &[RateLimitServiceClient<Channel>]) -> Measu
         calls: calls.load(Ordering::Relaxed),
         errors: errors.load(Ordering::Relaxed),
         seconds,
-        server_cpu,
-        own_cpu,
+        server_cpu: after.0 - before.0,
+        own_cpu: after.1 - before.1,
+        steal: after.2 - before.2,
         latencies,
         lags: Vec::new(),
     }
 }
 
-/// Open loop: calls at `rate` a second, each at its scheduled instant; this thread schedules.
-fn open_loop(
-    args: &Args,
-    rate: f64,
-    runtime: &tokio::runtime::Handle,
-    clients: &[RateLimitServiceClient<Channel>],
-) -> Measured {
+/// Open loop: calls at `rate` a second, each spawned at its scheduled instant.
+async fn open_loop(args: &Args, rate: f64, clients: &[Client]) -> Measured {
     let requests = requests(args.descriptors);
-    let (sender, receiver) = std::sync::mpsc::channel::<Result<u64, ()>>();
     let warmup_calls = (rate * args.warmup).round() as u64;
     let measured_calls = (rate * args.seconds).round() as u64;
     let mut lags = Vec::with_capacity(measured_calls as usize);
-    let (mut cpu_before, mut own_before) = (0.0, 0.0);
+    let mut answers = Vec::with_capacity(measured_calls as usize);
+    let mut before = (0.0, 0.0, 0.0);
     let mut measured_from = Instant::now();
     let start = Instant::now();
     for at in 0..warmup_calls + measured_calls {
         let scheduled = start + Duration::from_secs_f64(at as f64 / rate);
         if at == warmup_calls {
-            cpu_before = cpu_seconds(args.server_pid, args.clock_ticks);
-            own_before = cpu_seconds(std::process::id(), args.clock_ticks);
+            before = cpu_now(args);
             measured_from = scheduled;
         }
-        let now = Instant::now();
-        if scheduled > now {
-            std::thread::sleep(scheduled - now);
-        }
-        let measured = at >= warmup_calls;
-        if measured {
-            lags.push(nanos_since(scheduled));
+        // Spin until the call is due: each turn lets the runtime poll the sockets and run
+        // the calls in flight.
+        while Instant::now() < scheduled {
+            tokio::task::yield_now().await;
         }
         let mut client = clients[at as usize % clients.len()].clone();
         let request = requests[at as usize % CALLERS].clone();
-        let sender = sender.clone();
-        runtime.spawn(async move {
+        let answer = tokio::spawn(async move {
             let answered = call(&mut client, request).await;
-            if measured {
-                // The receiver outlives every sender.
-                let _ = sender.send(answered.map(|()| nanos_since(scheduled)));
-            }
+            answered.map(|()| nanos_since(scheduled))
         });
+        if at >= warmup_calls {
+            lags.push(nanos_since(scheduled));
+            answers.push(answer);
+        }
     }
     let seconds = measured_from.elapsed().as_secs_f64();
-    let server_cpu = cpu_seconds(args.server_pid, args.clock_ticks) - cpu_before;
-    let own_cpu = cpu_seconds(std::process::id(), args.clock_ticks) - own_before;
-    drop(sender);
-    // Ends when every measured call has answered (or failed).
-    let (mut latencies, mut errors) = (Vec::with_capacity(lags.len()), 0);
-    for answered in receiver.iter() {
-        match answered {
+    let after = cpu_now(args);
+    let (mut latencies, mut errors) = (Vec::with_capacity(answers.len()), 0);
+    for answer in answers {
+        match answer.await.expect("a call task does not panic") {
             Ok(latency) => latencies.push(latency),
             Err(()) => errors += 1,
         }
@@ -293,8 +358,9 @@ fn open_loop(
         calls: measured_calls,
         errors,
         seconds,
-        server_cpu,
-        own_cpu,
+        server_cpu: after.0 - before.0,
+        own_cpu: after.1 - before.1,
+        steal: after.2 - before.2,
         latencies,
         lags,
     }
@@ -314,24 +380,19 @@ fn percentile(sorted: &[u64], per_mille: usize) -> f64 {
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args = args()?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
+    let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    let clients: Vec<_> = runtime.block_on(async {
+    let mut measured = runtime.block_on(async {
         let mut clients = Vec::new();
         for _ in 0..args.connections {
-            // One HTTP/2 connection each.
-            let channel = Channel::from_shared(format!("http://{}", args.address))?
-                .connect()
-                .await?;
-            clients.push(RateLimitServiceClient::new(channel));
+            clients.push(connect(&args.address).await?);
         }
-        Ok::<_, Box<dyn std::error::Error>>(clients)
+        Ok::<_, Box<dyn std::error::Error>>(match args.rate {
+            None => peak(&args, &clients).await,
+            Some(rate) => open_loop(&args, rate, &clients).await,
+        })
     })?;
-    let mut measured = match args.rate {
-        None => runtime.block_on(peak(&args, &clients)),
-        Some(rate) => open_loop(&args, rate, runtime.handle(), &clients),
-    };
     measured.latencies.sort_unstable();
     measured.lags.sort_unstable();
     let (calls, latencies) = (measured.calls, &measured.latencies);
@@ -344,6 +405,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "calls_per_cpu_second": calls as f64 / measured.server_cpu,
         "server_busy": measured.server_cpu / measured.seconds,
         "load_busy": measured.own_cpu / measured.seconds,
+        "steal_ms": measured.steal * 1_000.0,
         "p50_us": percentile(latencies, 500),
         "p99_us": percentile(latencies, 990),
         "p999_us": percentile(latencies, 999),

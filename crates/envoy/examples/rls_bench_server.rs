@@ -2,7 +2,7 @@
 //! by tollgate or by a bare tonic service, for `rls_bench_load` to drive.
 //!
 //! `cargo run --release -p tollgate-envoy --example rls_bench_server -- MODE [--redis URL]
-//! [--workers N] [--nagle]`, MODE one of:
+//! [--workers N] [--transport tollgate|tonic|plain]`, MODE one of:
 //!
 //! * `bare` — the baseline: a tonic unary service implementing the same RLS trait with the
 //!   same generated types and the same server settings, answering a constant OK
@@ -15,8 +15,11 @@
 //! Both tollgate modes load [`RULES`]: one rule for the one-descriptor request
 //! (`remote_address`) and two more for the three-descriptor request (`path` and `user`, and a
 //! global `generic_key`), with quotas no bench reaches, so every call is counted and allowed.
-//! Accepted connections have `TCP_NODELAY` (`--nagle`: left off, Nagle's algorithm on). The
-//! server runs a multi-thread tokio runtime (as the binary does) of `--workers` threads,
+//! Accepted connections are served as the binary serves them (its `incoming.rs`: `TCP_NODELAY`,
+//! answers written together); `--transport tonic` serves them as tonic's own `serve` does
+//! (`TCP_NODELAY`, vectored writes: one `writev` per answer of 256 bytes or more), `--transport
+//! plain` as they come (Nagle's algorithm on, as the binary served before it set
+//! `TCP_NODELAY`). The server runs a multi-thread tokio runtime (as the binary does) of `--workers` threads,
 //! default the CPUs this process may use (`taskset` pins it to one), prints
 //! `listening on ADDRESS` and serves until killed. Its CPU time is read by the load generator
 //! from `/proc/PID/stat`.
@@ -26,6 +29,7 @@
 use std::time::Duration;
 
 use tokio::net::TcpListener;
+use tokio_stream::wrappers::TcpListenerStream;
 use tollgate_config::{Extractors, RuleFile};
 use tollgate_core::MemoryStore;
 use tollgate_envoy::RateLimitService;
@@ -40,6 +44,10 @@ use tollgate_redis::RedisStore;
 use tollgate_wrappers::{FallbackStore, FleetStore};
 use tonic::transport::server::TcpIncoming;
 use tonic::{Request, Response, Status};
+
+/// The accepted connections as the binary serves them.
+#[path = "../src/bin/tollgate-envoy/incoming.rs"]
+mod incoming;
 
 /// The rules of both tollgate modes, in the domain `bench`: `per-address` counts the
 /// one-descriptor request; the three-descriptor request adds `per-user-path` and `api`, a
@@ -84,27 +92,44 @@ impl Rls for Bare {
     }
 }
 
+/// How accepted connections are served.
+#[derive(Clone, Copy)]
+enum Transport {
+    /// As the `tollgate-envoy` binary serves them: `TCP_NODELAY`, not vectored.
+    Tollgate,
+    /// As tonic's own `Server::serve` does: `TCP_NODELAY`, vectored writes.
+    Tonic,
+    /// As they come from the listener: Nagle's algorithm on, vectored writes.
+    Plain,
+}
+
 struct Args {
     mode: String,
     redis: Option<String>,
     workers: Option<usize>,
-    nagle: bool,
+    transport: Transport,
 }
 
 fn args() -> Result<Args, String> {
     let mut args = std::env::args().skip(1);
     let mode = args.next().ok_or("a mode: bare, memory or redis")?;
-    let (mut redis, mut workers, mut nagle) = (None, None, false);
+    let (mut redis, mut workers, mut transport) = (None, None, Transport::Tollgate);
     while let Some(flag) = args.next() {
-        if flag == "--nagle" {
-            nagle = true;
-            continue;
-        }
         let mut value = || args.next().ok_or(format!("{flag} needs a value"));
         match flag.as_str() {
             "--redis" => redis = Some(value()?),
             "--workers" => {
                 workers = Some(value()?.parse().map_err(|e| format!("--workers: {e}"))?);
+            }
+            "--transport" => {
+                transport = match value()?.as_str() {
+                    "tollgate" => Transport::Tollgate,
+                    "tonic" => Transport::Tonic,
+                    "plain" => Transport::Plain,
+                    other => {
+                        return Err(format!("--transport {other:?}: tollgate, tonic or plain"));
+                    }
+                }
             }
             _ => return Err(format!("unknown argument {flag:?}")),
         }
@@ -113,7 +138,7 @@ fn args() -> Result<Args, String> {
         mode,
         redis,
         workers,
-        nagle,
+        transport,
     })
 }
 
@@ -129,25 +154,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 async fn serve(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     let listener = TcpListener::bind("127.0.0.1:0").await?;
     let address = listener.local_addr()?;
-    // TCP_NODELAY on every accepted connection, as tonic's own `serve` sets it (an incoming
-    // stream of one's own is served as it comes): `--nagle` leaves it off.
-    let incoming = TcpIncoming::from(listener).with_nodelay(Some(!args.nagle));
-    let builder = tonic::transport::Server::builder();
     let rules = || RuleFile::parse("rules.toml", RULES, &Extractors::new());
-    let served = match args.mode.as_str() {
-        "bare" => {
-            println!("listening on {address}");
-            let mut builder = builder;
-            let router = builder.add_service(RateLimitServiceServer::new(Bare));
-            router.serve_with_incoming(incoming).await
-        }
+    let mut builder = tonic::transport::Server::builder();
+    let mut _ticker = None;
+    let router = match args.mode.as_str() {
+        "bare" => builder.add_service(RateLimitServiceServer::new(Bare)),
         "memory" => {
             let service = RateLimitService::new(MemoryStore::new());
             service.set_rules(&rules()?)?;
-            println!("listening on {address}");
-            let mut builder = builder;
-            let router = builder.add_service(service.server());
-            router.serve_with_incoming(incoming).await
+            builder.add_service(service.server())
         }
         "redis" => {
             let url = args.redis.ok_or("redis needs --redis URL")?;
@@ -159,15 +174,29 @@ async fn serve(args: Args) -> Result<(), Box<dyn std::error::Error>> {
                     .timeout(Duration::from_millis(50))
                     .build(),
             );
-            let _ticker = store.spawn_ticker(Duration::from_secs(1));
+            _ticker = Some(store.spawn_ticker(Duration::from_secs(1)));
             let service = RateLimitService::new(store);
             service.set_rules(&rules()?)?;
-            println!("listening on {address}");
-            let mut builder = builder;
-            let router = builder.add_service(service.server());
-            router.serve_with_incoming(incoming).await
+            builder.add_service(service.server())
         }
         other => return Err(format!("unknown mode {other:?}: bare, memory or redis").into()),
     };
-    Ok(served?)
+    println!("listening on {address}");
+    match args.transport {
+        Transport::Tollgate => {
+            router
+                .serve_with_incoming(incoming::incoming(listener))
+                .await?;
+        }
+        Transport::Tonic => {
+            let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
+            router.serve_with_incoming(incoming).await?;
+        }
+        Transport::Plain => {
+            router
+                .serve_with_incoming(TcpListenerStream::new(listener))
+                .await?;
+        }
+    }
+    Ok(())
 }
