@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! rls_bench_load --address 127.0.0.1:PORT --server-pid PID --descriptors 1|3
-//!                (--peak [--concurrency N] | --rate CALLS_PER_SECOND)
+//!                (--peak [--concurrency N] | --rate CALLS_PER_SECOND | --calls N)
 //!                [--seconds S] [--warmup W] [--connections C] [--clock-ticks HZ]
 //! ```
 //!
@@ -18,6 +18,10 @@
 //!   from a call's **scheduled** instant to its answer, so time spent waiting for the
 //!   scheduler or a busy client counts too (no coordinated omission); `lag_*` says how late
 //!   the scheduler itself was.
+//!
+//! * `--calls N`: exactly N calls, `--concurrency` at a time, no warm-up, then stop: a fixed
+//!   amount of work for a profiler that counts instructions (`valgrind --tool=callgrind` on
+//!   the server, counters zeroed and dumped around this run with `callgrind_control`).
 //!
 //! The generator is one thread (a current-thread tokio runtime: `taskset` pins it to a CPU of
 //! its own) and a tonic client on a bare HTTP/2 connection (hyper's, with `TCP_NODELAY`),
@@ -102,6 +106,7 @@ struct Args {
     server_pid: u32,
     descriptors: usize,
     rate: Option<f64>,
+    calls: Option<u64>,
     concurrency: usize,
     seconds: f64,
     warmup: f64,
@@ -115,6 +120,7 @@ fn args() -> Result<Args, String> {
         server_pid: 0,
         descriptors: 1,
         rate: None,
+        calls: None,
         concurrency: 64,
         seconds: 3.0,
         warmup: 1.0,
@@ -139,6 +145,7 @@ fn args() -> Result<Args, String> {
             "--server-pid" => parsed.server_pid = number("--server-pid")? as u32,
             "--descriptors" => parsed.descriptors = number("--descriptors")? as usize,
             "--rate" => parsed.rate = Some(number("--rate")?),
+            "--calls" => parsed.calls = Some(number("--calls")? as u64),
             "--concurrency" => parsed.concurrency = number("--concurrency")? as usize,
             "--seconds" => parsed.seconds = number("--seconds")?,
             "--warmup" => parsed.warmup = number("--warmup")?,
@@ -150,8 +157,13 @@ fn args() -> Result<Args, String> {
     if parsed.address.is_empty() || parsed.server_pid == 0 {
         return Err("--address and --server-pid are needed".into());
     }
-    if peak == parsed.rate.is_some() {
-        return Err("either --peak or --rate R".into());
+    if [peak, parsed.rate.is_some(), parsed.calls.is_some()]
+        .iter()
+        .filter(|&&mode| mode)
+        .count()
+        != 1
+    {
+        return Err("one of --peak, --rate R or --calls N".into());
     }
     if ![1, 3].contains(&parsed.descriptors) {
         return Err("--descriptors 1 or 3".into());
@@ -313,6 +325,52 @@ async fn peak(args: &Args, clients: &[Client]) -> Measured {
     }
 }
 
+/// Exactly `total` calls, `concurrency` at a time, measured whole (no warm-up): for a profiler
+/// that counts a fixed amount of work (`valgrind --tool=callgrind` on the server).
+async fn fixed(args: &Args, clients: &[Client], total: u64) -> Measured {
+    let requests = requests(args.descriptors);
+    let (tickets, errors) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+    let before = cpu_now(args);
+    let started = Instant::now();
+    let tasks: Vec<_> = (0..args.concurrency)
+        .map(|task| {
+            let mut client = clients[task % clients.len()].clone();
+            let (requests, tickets, errors) = (requests.clone(), tickets.clone(), errors.clone());
+            tokio::spawn(async move {
+                let mut latencies = Vec::new();
+                loop {
+                    let at = tickets.fetch_add(1, Ordering::Relaxed);
+                    if at >= total {
+                        return latencies;
+                    }
+                    let sent = Instant::now();
+                    let request = requests[at as usize % CALLERS].clone();
+                    if call(&mut client, request).await.is_err() {
+                        errors.fetch_add(1, Ordering::Relaxed);
+                    }
+                    latencies.push(nanos_since(sent));
+                }
+            })
+        })
+        .collect();
+    let mut latencies = Vec::new();
+    for task in tasks {
+        latencies.extend(task.await.expect("a call task does not panic"));
+    }
+    let seconds = started.elapsed().as_secs_f64();
+    let after = cpu_now(args);
+    Measured {
+        calls: total,
+        errors: errors.load(Ordering::Relaxed),
+        seconds,
+        server_cpu: after.0 - before.0,
+        own_cpu: after.1 - before.1,
+        steal: after.2 - before.2,
+        latencies,
+        lags: Vec::new(),
+    }
+}
+
 /// Open loop: calls at `rate` a second, each spawned at its scheduled instant.
 async fn open_loop(args: &Args, rate: f64, clients: &[Client]) -> Measured {
     let requests = requests(args.descriptors);
@@ -388,9 +446,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         for _ in 0..args.connections {
             clients.push(connect(&args.address).await?);
         }
-        Ok::<_, Box<dyn std::error::Error>>(match args.rate {
-            None => peak(&args, &clients).await,
-            Some(rate) => open_loop(&args, rate, &clients).await,
+        Ok::<_, Box<dyn std::error::Error>>(match (args.rate, args.calls) {
+            (Some(rate), _) => open_loop(&args, rate, &clients).await,
+            (None, Some(total)) => fixed(&args, &clients, total).await,
+            (None, None) => peak(&args, &clients).await,
         })
     })?;
     measured.latencies.sort_unstable();
