@@ -11,7 +11,6 @@ use tollgate_tower::Refused;
 use tollgate_tower::headers::HeaderStyle;
 
 use crate::plan::Planned;
-use crate::unit::current_limit;
 
 /// An answer with no statuses: a domain no rule names.
 pub(crate) fn unknown_domain() -> RateLimitResponse {
@@ -104,10 +103,7 @@ fn status_of(planned: &Planned<'_>, decision: &Decision, enforcing: bool) -> Des
     let over = enforcing && !decision.is_allowed();
     DescriptorStatus {
         code: if over { Code::OverLimit } else { Code::Ok } as i32,
-        current_limit: planned
-            .rule
-            .is_disclosed()
-            .then(|| current_limit(planned.candidate.id.as_str(), planned.rule.quota())),
+        current_limit: planned.candidate.current_limit.clone(),
         limit_remaining: u32::try_from(decision.remaining()).unwrap_or(u32::MAX),
         duration_until_reset: Some(whole_seconds(decision.reset_after())),
         quota: None,

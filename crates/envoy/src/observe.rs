@@ -49,9 +49,46 @@ impl RuleCounters {
     }
 }
 
-/// Counts one answer.
-pub(crate) fn answered(code: &'static str) {
-    metrics::counter!(ANSWERS, "code" => code).increment(1);
+/// The rate limit service's counters of answers, registered when a rule file is installed
+/// (as the rules' are), so an answer counts without looking its counter up.
+pub(crate) struct AnswerCounters {
+    ok: metrics::Counter,
+    over_limit: metrics::Counter,
+    unavailable: metrics::Counter,
+    invalid_argument: metrics::Counter,
+}
+
+/// What an answer said, as [`ANSWERS`] counts it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Answered {
+    Ok,
+    OverLimit,
+    /// The store could not answer and a rule fails closed.
+    Unavailable,
+    InvalidArgument,
+}
+
+impl AnswerCounters {
+    pub(crate) fn new() -> AnswerCounters {
+        let answers = |code: &'static str| metrics::counter!(ANSWERS, "code" => code);
+        AnswerCounters {
+            ok: answers("ok"),
+            over_limit: answers("over_limit"),
+            unavailable: answers("unavailable"),
+            invalid_argument: answers("invalid_argument"),
+        }
+    }
+
+    /// Counts one answer.
+    pub(crate) fn answered(&self, answered: Answered) {
+        match answered {
+            Answered::Ok => &self.ok,
+            Answered::OverLimit => &self.over_limit,
+            Answered::Unavailable => &self.unavailable,
+            Answered::InvalidArgument => &self.invalid_argument,
+        }
+        .increment(1);
+    }
 }
 
 /// Counts one bucket action.

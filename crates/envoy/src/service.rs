@@ -5,6 +5,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use arc_swap::ArcSwap;
+use envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_response::Code;
 use envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_service_server::{
     RateLimitService as Rls, RateLimitServiceServer,
 };
@@ -15,9 +16,10 @@ use tollgate_core::{DynStore, Item, Store};
 use tollgate_tower::RateLimitLayer;
 use tonic::{Request, Response, Status};
 
+use crate::observe::Answered;
 use crate::rlqs::QuotaService;
 use crate::table::DescriptorTable;
-use crate::{answer, caps, observe, plan};
+use crate::{answer, caps, plan};
 
 /// Envoy's rate limit service (`envoy.service.ratelimit.v3.RateLimitService`), answering
 /// `ShouldRateLimit` from a rule file's descriptor rules (`envoy = { domain, descriptor }`)
@@ -154,26 +156,29 @@ impl RateLimitService {
 
     /// Decides one request, as `ShouldRateLimit` answers it.
     pub async fn decide(&self, request: &RateLimitRequest) -> Result<RateLimitResponse, Status> {
-        let answer = self.decide_counted(request).await;
-        observe::answered(match &answer {
-            Ok(response) if response.overall_code == 2 => "over_limit",
-            Ok(_) => "ok",
-            Err(status) if status.code() == tonic::Code::InvalidArgument => "invalid_argument",
-            Err(_) => "unavailable",
+        let table = self.shared.table.load();
+        let answer = self.decide_counted(&table, request).await;
+        table.answers.answered(match &answer {
+            Ok(response) if response.overall_code == Code::OverLimit as i32 => Answered::OverLimit,
+            Ok(_) => Answered::Ok,
+            Err(status) if status.code() == tonic::Code::InvalidArgument => {
+                Answered::InvalidArgument
+            }
+            Err(_) => Answered::Unavailable,
         });
         answer
     }
 
     async fn decide_counted(
         &self,
+        table: &DescriptorTable,
         request: &RateLimitRequest,
     ) -> Result<RateLimitResponse, Status> {
         caps::check(request)?;
-        let table = self.shared.table.load();
         if !table.knows(&request.domain) {
             return Ok(answer::unknown_domain());
         }
-        let planned = plan::plan(&table, request)?;
+        let planned = plan::plan(table, request)?;
         let items: SmallVec<[Item<'_>; 4]> = planned.iter().map(plan::Planned::item).collect();
         let batch = if items.is_empty() {
             None

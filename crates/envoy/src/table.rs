@@ -4,13 +4,15 @@
 use std::collections::HashMap;
 
 use envoy_types::pb::envoy::extensions::common::ratelimit::v3::rate_limit_descriptor::Entry;
+use envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_response::RateLimit;
 use smallvec::SmallVec;
 use tollgate_config::{DescriptorMatch, RuleFile};
 use tollgate_core::RuleId;
 use tollgate_tower::Rule;
 use tollgate_tower::headers::HeaderStyle;
 
-use crate::observe::RuleCounters;
+use crate::observe::{AnswerCounters, RuleCounters};
+use crate::unit::current_limit;
 
 /// One rule a descriptor can match.
 pub(crate) struct Candidate {
@@ -18,15 +20,29 @@ pub(crate) struct Candidate {
     pub(crate) matcher: DescriptorMatch,
     /// `None`: unlimited.
     pub(crate) rule: Option<Rule>,
+    /// Its quota as Envoy's `current_limit`, made once (`None`: unlimited, or a rule that does
+    /// not disclose its limit: shadow, flag, `disclose = false`).
+    pub(crate) current_limit: Option<RateLimit>,
     specificity: Vec<u8>,
     pub(crate) counters: RuleCounters,
 }
 
-/// A rule file's descriptor rules, by domain, and the header style its answers use.
-#[derive(Default)]
+/// A rule file's descriptor rules, by domain, the header style its answers use, and the
+/// counters of the answers given by it.
 pub(crate) struct DescriptorTable {
     domains: HashMap<String, Vec<Candidate>>,
     pub(crate) style: HeaderStyle,
+    pub(crate) answers: AnswerCounters,
+}
+
+impl Default for DescriptorTable {
+    fn default() -> DescriptorTable {
+        DescriptorTable {
+            domains: HashMap::new(),
+            style: HeaderStyle::default(),
+            answers: AnswerCounters::new(),
+        }
+    }
 }
 
 impl DescriptorTable {
@@ -39,6 +55,10 @@ impl DescriptorTable {
                 id: found.id().clone(),
                 specificity: matcher.specificity(),
                 counters: RuleCounters::new(found.id()),
+                current_limit: found
+                    .rule()
+                    .filter(|rule| rule.is_disclosed())
+                    .map(|rule| current_limit(found.id().as_str(), rule.quota())),
                 rule: found.rule().cloned(),
                 matcher,
             };
@@ -50,6 +70,7 @@ impl DescriptorTable {
         DescriptorTable {
             domains,
             style: file.rules().header_style(HeaderStyle::default()),
+            answers: AnswerCounters::new(),
         }
     }
 

@@ -10,6 +10,7 @@
 //! `TOLLGATE_REDIS`, ...: `tollgate-envoy serve --help` lists them).
 
 mod args;
+mod incoming;
 mod serve;
 mod store;
 

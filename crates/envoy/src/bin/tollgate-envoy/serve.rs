@@ -4,13 +4,13 @@ use std::net::SocketAddr;
 use std::process::ExitCode;
 
 use tokio::net::TcpListener;
-use tokio_stream::wrappers::TcpListenerStream;
 use tollgate_config::{Extractors, RuleWatcher};
 use tollgate_envoy::envoy_types::pb::envoy::service::rate_limit_quota::v3::rate_limit_quota_service_server::RateLimitQuotaServiceServer;
 use tollgate_envoy::{QuotaService, RateLimitService};
 use tollgate_envoy::envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_service_server::RateLimitServiceServer;
 
 use crate::args::Settings;
+use crate::incoming::incoming;
 use crate::store::Counted;
 
 /// Runs the service until SIGTERM or Ctrl-C; exit 1 when it cannot start (a bad or missing rule
@@ -68,7 +68,7 @@ async fn serve(settings: Settings) -> Result<(), String> {
         .add_service(health)
         .add_service(counted.service.server())
         .add_service(counted.service.quota_service().server())
-        .serve_with_incoming_shutdown(TcpListenerStream::new(listener), async {
+        .serve_with_incoming_shutdown(incoming(listener), async {
             let _ = stopped.await;
         });
     tokio::pin!(server);
