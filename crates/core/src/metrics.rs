@@ -18,6 +18,8 @@
 //! | `tollgate_in_flight` | gauge | `rule` | slots of a concurrency rule held by requests running through this gateway's layer |
 //! | `tollgate_rule_alerting` | gauge | `rule` | 1 while a rule that states an alert share (`alert_at`) is alerting — a caller reached that share of its limit, and its allowance has not been whole since — else 0 (made when the rule is installed) |
 //! | `tollgate_alerts_total` | counter | `rule` | alerts raised (each is a `warn` event on target `tollgate::alert`; its clearing an `info` one) |
+//! | `tollgate_envoy_answers_total` | counter | `code` | `tollgate-envoy`'s answers to Envoy's `ShouldRateLimit`: `ok`, `over_limit`, `unavailable` (the store could not answer and a rule fails closed), `invalid_argument` |
+//! | `tollgate_envoy_quota_actions_total` | counter | `action` | `tollgate-envoy`'s quota service's bucket actions sent to Envoys: `token_bucket`, `allow_all`, `deny_all`, `abandon` |
 //! | `tollgate_store_errors_total` | counter | `store`, `kind` | failed calls to the primary store: `timeout`, `unavailable`, `protocol`, `capacity`, `time_out_of_range` |
 //! | `tollgate_store_seconds` | histogram | `store` | how long the primary store took to answer (or to time out) |
 //! | `tollgate_fallback_active` | gauge | `store`, `rule` | 1 while the rule is answered by its failure policy (made when the rule first falls back) |
@@ -49,6 +51,10 @@ pub const IN_FLIGHT: &str = "tollgate_in_flight";
 pub const RULE_ALERTING: &str = "tollgate_rule_alerting";
 /// Alerts raised, per rule.
 pub const ALERTS: &str = "tollgate_alerts_total";
+/// `tollgate-envoy`'s answers to `ShouldRateLimit`, by code.
+pub const ENVOY_ANSWERS: &str = "tollgate_envoy_answers_total";
+/// `tollgate-envoy`'s quota service's bucket actions, by action.
+pub const ENVOY_QUOTA_ACTIONS: &str = "tollgate_envoy_quota_actions_total";
 /// Failed calls to the primary store.
 pub const STORE_ERRORS: &str = "tollgate_store_errors_total";
 /// How long the primary store took to answer.
@@ -93,6 +99,8 @@ pub const NAMES: &[&str] = &[
     IN_FLIGHT,
     RULE_ALERTING,
     ALERTS,
+    ENVOY_ANSWERS,
+    ENVOY_QUOTA_ACTIONS,
     STORE_ERRORS,
     STORE_SECONDS,
     FALLBACK_ACTIVE,

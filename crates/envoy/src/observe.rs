@@ -9,11 +9,13 @@ use tollgate_core::{Decision, RuleId};
 
 /// Answers of the rate limit service by what they said: `ok`, `over_limit`, `unavailable`
 /// (the store could not answer and a rule fails closed), `invalid_argument`.
-pub const ANSWERS: &str = "tollgate_envoy_answers_total";
+/// (`tollgate_core::metrics::ENVOY_ANSWERS`, where every tollgate metric is named.)
+pub const ANSWERS: &str = tollgate_core::metrics::ENVOY_ANSWERS;
 
 /// Bucket actions the quota service sent, by what they said: `token_bucket` (a lease),
 /// `allow_all`, `deny_all`, `abandon`.
-pub const QUOTA_ACTIONS: &str = "tollgate_envoy_quota_actions_total";
+/// (`tollgate_core::metrics::ENVOY_QUOTA_ACTIONS`.)
+pub const QUOTA_ACTIONS: &str = tollgate_core::metrics::ENVOY_QUOTA_ACTIONS;
 
 /// One rule's counters, registered when its rule file is installed.
 pub(crate) struct RuleCounters {
