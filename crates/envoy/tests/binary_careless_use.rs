@@ -4,13 +4,10 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
-use std::net::SocketAddr;
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
+use std::process::Command;
 use std::time::{Duration, Instant};
 
+use common::binary::{BINARY, Running, write};
 use common::request;
 use tokio::sync::mpsc as tokio_mpsc;
 use tokio_stream::wrappers::ReceiverStream;
@@ -19,88 +16,10 @@ use tollgate_envoy::envoy_types::pb::envoy::service::rate_limit_quota::v3::rate_
 use tollgate_envoy::envoy_types::pb::envoy::service::ratelimit::v3::RateLimitResponse;
 use tollgate_envoy::envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_service_client::RateLimitServiceClient;
 
-const BINARY: &str = env!("CARGO_BIN_EXE_tollgate-envoy");
-
 fn rules(limit: u64) -> String {
     format!(
         "[[rule]]\nid = \"per-address\"\nenvoy = {{ domain = \"edge\", descriptor = [{{ key = \"remote_address\" }}] }}\nalgorithm = \"fixed_window\"\nlimit = {limit}\nwindow = \"1h\"\n"
     )
-}
-
-struct Running {
-    child: Child,
-    lines: mpsc::Receiver<String>,
-    grpc: SocketAddr,
-    metrics: Option<SocketAddr>,
-}
-
-impl Running {
-    fn start(args: &[&str]) -> Running {
-        let mut child = Command::new(BINARY)
-            .arg("serve")
-            .args(["--listen", "127.0.0.1:0"])
-            .args(args)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("start tollgate-envoy");
-        let stdout = child.stdout.take().expect("its stdout");
-        let (tell, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                let _ = tell.send(line);
-            }
-        });
-        let (mut grpc, mut metrics) = (None, None);
-        while grpc.is_none() {
-            let line = lines
-                .recv_timeout(Duration::from_secs(30))
-                .unwrap_or_else(|_| panic!("no address; exit {:?}", child.try_wait()));
-            let address = || line.rsplit(' ').next().and_then(|text| text.parse().ok());
-            if line.contains("rate limit service (and quota service) on") {
-                grpc = address();
-            } else if line.contains("/metrics on") {
-                metrics = address();
-            }
-        }
-        Running {
-            child,
-            lines,
-            grpc: grpc.expect("the gRPC address"),
-            metrics,
-        }
-    }
-
-    async fn client(&self) -> RateLimitServiceClient<tonic::transport::Channel> {
-        RateLimitServiceClient::connect(format!("http://{}", self.grpc))
-            .await
-            .expect("connect")
-    }
-
-    fn signal(&self, signal: &str) {
-        let sent = Command::new("kill")
-            .args([signal, &self.child.id().to_string()])
-            .status()
-            .expect("kill");
-        assert!(sent.success());
-    }
-
-    fn alive(&mut self) -> bool {
-        self.child.try_wait().expect("wait").is_none()
-    }
-}
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn write(path: &Path, text: &str) {
-    let temporary = path.with_extension("tmp");
-    std::fs::write(&temporary, text).expect("write");
-    std::fs::rename(&temporary, path).expect("rename");
 }
 
 fn limit(response: &RateLimitResponse) -> u32 {
@@ -228,7 +147,7 @@ async fn sigterm_with_clients_connected_exits_within_the_drain() {
     let started = Instant::now();
     running.signal("-TERM");
     let status = loop {
-        if let Some(status) = running.child.try_wait().expect("wait") {
+        if let Some(status) = running.exited() {
             break status;
         }
         assert!(
@@ -244,7 +163,7 @@ async fn sigterm_with_clients_connected_exits_within_the_drain() {
         started.elapsed()
     );
     drop(reports);
-    let said: Vec<String> = running.lines.try_iter().collect();
+    let said: Vec<String> = running.printed();
     assert!(
         said.iter().any(|line| line.ends_with("stopped")),
         "{said:?}"

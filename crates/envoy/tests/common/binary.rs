@@ -72,6 +72,30 @@ impl Running {
             .expect("connect to tollgate-envoy")
     }
 
+    /// Sends `signal` (`-HUP`, `-TERM`, ...) by its process id.
+    pub fn signal(&self, signal: &str) {
+        let sent = Command::new("kill")
+            .args([signal, &self.child.id().to_string()])
+            .status()
+            .expect("kill");
+        assert!(sent.success());
+    }
+
+    /// Whether it is still running.
+    pub fn alive(&mut self) -> bool {
+        self.exited().is_none()
+    }
+
+    /// Its exit status, if it has exited.
+    pub fn exited(&mut self) -> Option<std::process::ExitStatus> {
+        self.child.try_wait().expect("wait")
+    }
+
+    /// The lines it printed and that were not read yet.
+    pub fn printed(&self) -> Vec<String> {
+        self.lines.try_iter().collect()
+    }
+
     /// Its process id.
     pub fn pid(&self) -> u32 {
         self.child.id()
@@ -85,14 +109,9 @@ impl Running {
 
     /// SIGTERM, then its exit status and what it printed after.
     pub fn terminate(mut self) -> (std::process::ExitStatus, Vec<String>) {
-        let pid = self.child.id().to_string();
-        let sent = Command::new("kill")
-            .args(["-TERM", &pid])
-            .status()
-            .expect("kill");
-        assert!(sent.success());
+        self.signal("-TERM");
         let status = self.child.wait().expect("its exit");
-        (status, self.lines.try_iter().collect())
+        (status, self.printed())
     }
 }
 
