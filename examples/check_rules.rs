@@ -29,6 +29,22 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    match check(&path, &text) {
+        Ok(listing) => {
+            // Written, not printed: a closed pipe (`| head`) ends the listing quietly.
+            let _ = std::io::stdout().lock().write_all(listing.as_bytes());
+            ExitCode::SUCCESS
+        }
+        Err(mistakes) => {
+            eprintln!("{mistakes}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// The rules `text` (the file at `path`) would enforce, a line each, or every mistake at its
+/// line and column.
+pub(crate) fn check(path: &str, text: &str) -> Result<String, String> {
     // What Chirp registers in code: its signed-in account, and the answer to a refused sign-up.
     let extractors = Extractors::new()
         .with(
@@ -41,43 +57,39 @@ fn main() -> ExitCode {
             *response.status_mut() = axum::http::StatusCode::FORBIDDEN;
             response
         });
-    match RuleFile::parse(&path, &text, &extractors) {
-        Ok(file) => {
-            // Written, not printed: a closed pipe (`| head`) ends the listing quietly.
-            let mut out = std::io::stdout().lock();
-            let header = ("rule", "algorithm", "limit", "full again after");
-            let _ = writeln!(
-                out,
-                "{:<36} {:<24} {:>8}  {}",
-                header.0, header.1, header.2, header.3
-            );
-            let mut listed: Vec<&str> = Vec::new();
-            for rule in file.rules().rules() {
-                // A rule on several methods is one rule with several route rows.
-                if listed.contains(&rule.id().as_str()) {
-                    continue;
-                }
-                listed.push(rule.id().as_str());
-                let mut line = row(rule.id().as_str(), rule.quota());
-                if rule.settles() {
-                    line.push_str("; cost settled after the response");
-                }
-                if rule.is_per_message() {
-                    line.push_str("; per inbound gRPC message");
-                }
-                let _ = writeln!(out, "{line}");
-            }
-            for (id, quota) in file.limits() {
-                let _ = writeln!(out, "{}", row(&format!("{} (limit)", id.as_str()), quota));
-            }
-            ExitCode::SUCCESS
+    let file = RuleFile::parse(path, text, &extractors).map_err(|errors| {
+        format!(
+            "{errors}\n{} mistake(s); the file would not be loaded",
+            errors.len()
+        )
+    })?;
+    let header = ("rule", "algorithm", "limit", "full again after");
+    let mut listing = format!(
+        "{:<36} {:<24} {:>8}  {}\n",
+        header.0, header.1, header.2, header.3
+    );
+    let mut listed: Vec<&str> = Vec::new();
+    for rule in file.rules().rules() {
+        // A rule on several methods is one rule with several route rows.
+        if listed.contains(&rule.id().as_str()) {
+            continue;
         }
-        Err(errors) => {
-            eprintln!("{errors}");
-            eprintln!("{} mistake(s); the file would not be loaded", errors.len());
-            ExitCode::from(1)
+        listed.push(rule.id().as_str());
+        let mut line = row(rule.id().as_str(), rule.quota());
+        if rule.settles() {
+            line.push_str("; cost settled after the response");
         }
+        if rule.is_per_message() {
+            line.push_str("; per inbound gRPC message");
+        }
+        listing.push_str(&line);
+        listing.push('\n');
     }
+    for (id, quota) in file.limits() {
+        listing.push_str(&row(&format!("{} (limit)", id.as_str()), quota));
+        listing.push('\n');
+    }
+    Ok(listing)
 }
 
 /// One line of the table.

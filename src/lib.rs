@@ -217,6 +217,9 @@ pub mod guide {
     #[doc = include_str!("../docs/guide/src/simulator.md")]
     pub struct Simulator;
 
+    #[doc = include_str!("../docs/guide/src/recipes.md")]
+    pub struct Recipes;
+
     #[doc = include_str!("../docs/guide/src/testing.md")]
     pub struct Testing;
 

@@ -1,15 +1,18 @@
 //! Chirp's endpoints: stand-ins that answer a line of text, with the limits that live next to
 //! their handlers.
 
-use axum::Json;
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
 use serde::Deserialize;
 use tollgate::Key;
-use tollgate::axum::{LimitRejection, Limited, Limiter};
+use tollgate::axum::{Limit, LimitRejection, Limited, Limiter};
 
-use crate::identity::SignedIn;
-use crate::limits::{Following, LoginAttempts, SmsPerPhone};
+use crate::challenge::challenge;
+
+use crate::identity::{Account, SignedIn};
+use crate::limits::{Following, LoginAttempts, SmsPerPhone, SmsPerRange, SmsPerRequester};
+use crate::phone::Phone;
 
 pub(crate) async fn feed(_: SignedIn) -> &'static str {
     "your feed\n"
@@ -86,26 +89,60 @@ pub(crate) struct Otp {
     phone: String,
 }
 
-/// Codes per phone number (the global cap is the layer's `otp-global` rule).
+/// A one-time code by SMS, limited by what a fraudster pumping premium-rate numbers cannot
+/// multiply cheaply (the rule file's `[[limit]]`s set the quotas; the layer's rules add the
+/// address, its block and the global cap):
+///
+/// * the number: past `sms-per-phone`, refused (`429`);
+/// * the number's range and whoever asks (the signed-in account, else the `X-Device-Id` the
+///   app sends): past `sms-per-range` or `sms-per-requester`, challenged (`403`), since a real
+///   person may share a range with a fraudster or need a code again;
+/// * a request that names no one (neither signed in nor a device) is challenged at once.
+///
+/// The three are checked all or nothing: a refused or challenged request charges none.
 pub(crate) async fn otp(
     limiter: Limiter,
+    account: Option<Extension<Account>>,
+    headers: HeaderMap,
     Json(otp): Json<Otp>,
 ) -> Result<Response, LimitRejection> {
-    let Some(phone) = phone_number(&otp.phone) else {
-        let problem =
-            "a phone number is 7 to 15 digits, optionally with +, spaces, dashes or brackets\n";
+    let Some(phone) = Phone::parse(&otp.phone) else {
+        let problem = "a phone number in international form (+ and the country code), one a \
+                       carrier can assign\n";
         return Ok((StatusCode::UNPROCESSABLE_ENTITY, problem).into_response());
     };
-    limiter.check::<SmsPerPhone>(&Key::new(&phone)).await?;
-    Ok("code sent\n".into_response())
+    let Some(requester) = requester(account, &headers) else {
+        return Ok(challenge().map(axum::body::Body::from));
+    };
+    let checked = limiter
+        .all()
+        .check::<SmsPerPhone>(&Key::new(phone.e164()))
+        .check::<SmsPerRange>(&Key::new(phone.range()))
+        .check::<SmsPerRequester>(&requester)
+        .run()
+        .await;
+    match checked {
+        Ok(_) => Ok("code sent\n".into_response()),
+        Err(rejection) if is_challenged(&rejection) => Ok(challenge().map(axum::body::Body::from)),
+        Err(rejection) => Err(rejection),
+    }
 }
 
-/// A phone number as one key however it is written: `+1 (555) 0199`, `+1-555-0199` and
-/// `15550199` are all `+15550199` (E.164's digits; separators dropped).
-fn phone_number(written: &str) -> Option<String> {
-    let digits: String = written.chars().filter(char::is_ascii_digit).collect();
-    let allowed = written
-        .chars()
-        .all(|c| c.is_ascii_digit() || " +-().".contains(c));
-    (allowed && (7..=15).contains(&digits.len())).then(|| format!("+{digits}"))
+/// Who asks for a code: the signed-in account, else the device the app names (keys of the two
+/// kinds never meet).
+fn requester(account: Option<Extension<Account>>, headers: &HeaderMap) -> Option<Key> {
+    if let Some(Extension(Account(account))) = account {
+        return Some(Key::new(format!("account:{account}")));
+    }
+    let device = headers.get("x-device-id")?.to_str().ok()?.trim();
+    (!device.is_empty() && device.len() <= 128).then(|| Key::new(format!("device:{device}")))
+}
+
+/// Whether a code's refusal is answered with a challenge: the range's and the requester's
+/// limits, where a real person may be caught; the number's limit refuses.
+fn is_challenged(rejection: &LimitRejection) -> bool {
+    rejection.refused_by().is_some_and(|refused| {
+        let rule = refused.rule().as_str();
+        rule == SmsPerRange::ID || rule == SmsPerRequester::ID
+    })
 }

@@ -1,6 +1,6 @@
 //! Chirp, the example gateway: a small social network's limits (reads, posting, exports,
 //! follows, sign-ups, logins, one-time codes and partners, in `examples/rules/chirp.toml`; the
-//! guide's first chapter tabulates them) enforced by one `RateLimitLayer` and three typed limits
+//! guide's first chapter tabulates them) enforced by one `RateLimitLayer` and five typed limits
 //! in handlers, on an axum server.
 //!
 //! `cargo run -p chirp` serves on 127.0.0.1 with an in-memory store and prints a few `curl`
@@ -9,10 +9,12 @@
 //! counts in Redis behind a `FallbackStore`; `ADMIN_TOKEN` mounts the admin API and status page
 //! at `/admin` and Prometheus metrics at `/metrics`.
 
+mod challenge;
 pub mod demo;
 mod handlers;
 mod identity;
 mod limits;
+mod phone;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -27,8 +29,10 @@ use tollgate::tower::key::ExtensionKey;
 use tollgate::tower::{QuotaRegistry, RateLimitLayer};
 use tollgate::{FallbackStore, MemoryStore, RuleId, Store};
 
+pub use challenge::challenge;
 pub use identity::Account;
 pub use limits::typed_limits;
+pub use phone::Phone;
 
 /// How to run the gateway.
 #[derive(Debug, Clone)]
@@ -176,15 +180,9 @@ pub fn app<St: Store>(layer: &RateLimitLayer<St>) -> Router {
 /// ```
 pub fn extractors() -> Extractors {
     Extractors::new()
-        .with("account", ExtensionKey::new(|account: &Account| account.0.clone()))
-        .responder("challenge", |_refused| {
-            let body = r#"{"type":"https://chirp.example/problems/challenge","title":"Please complete the challenge","status":403,"challenge":"captcha"}"#;
-            let mut response = axum::http::Response::new(axum::body::Bytes::from_static(body.as_bytes()));
-            *response.status_mut() = axum::http::StatusCode::FORBIDDEN;
-            response.headers_mut().insert(
-                axum::http::header::CONTENT_TYPE,
-                axum::http::HeaderValue::from_static("application/problem+json"),
-            );
-            response
-        })
+        .with(
+            "account",
+            ExtensionKey::new(|account: &Account| account.0.clone()),
+        )
+        .responder("challenge", |_refused| challenge())
 }

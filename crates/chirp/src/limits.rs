@@ -42,7 +42,8 @@ impl Limit for LoginAttempts {
     }
 }
 
-/// `[[limit]] id = "sms-per-phone"`: one-time codes per phone number; fails closed.
+/// `[[limit]] id = "sms-per-phone"`: one-time codes per phone number (E.164); refused past
+/// it. Counts in the gateway's memory while the store is down.
 pub(crate) struct SmsPerPhone;
 
 impl Limit for SmsPerPhone {
@@ -51,7 +52,37 @@ impl Limit for SmsPerPhone {
         Quota::fixed_window(1, DAY)
     }
     fn on_store_failure() -> OnStoreFailure {
-        OnStoreFailure::Closed
+        OnStoreFailure::Local
+    }
+}
+
+/// `[[limit]] id = "sms-per-range"`: one-time codes per number range (the number but its last
+/// four digits, where premium-rate numbers cluster); challenged past it. Counts in the
+/// gateway's memory while the store is down.
+pub(crate) struct SmsPerRange;
+
+impl Limit for SmsPerRange {
+    const ID: &'static str = "sms-per-range";
+    fn default_quota() -> Result<Quota, QuotaError> {
+        Quota::fixed_window(1, DAY)
+    }
+    fn on_store_failure() -> OnStoreFailure {
+        OnStoreFailure::Local
+    }
+}
+
+/// `[[limit]] id = "sms-per-requester"`: one-time codes per signed-in account, or per device
+/// when no one is signed in; challenged past it. Counts in the gateway's memory while the
+/// store is down.
+pub(crate) struct SmsPerRequester;
+
+impl Limit for SmsPerRequester {
+    const ID: &'static str = "sms-per-requester";
+    fn default_quota() -> Result<Quota, QuotaError> {
+        Quota::fixed_window(1, DAY)
+    }
+    fn on_store_failure() -> OnStoreFailure {
+        OnStoreFailure::Local
     }
 }
 
@@ -60,12 +91,14 @@ impl Limit for SmsPerPhone {
 ///
 /// ```
 /// use tollgate::OnStoreFailure;
-/// assert!(chirp::typed_limits().contains(&("sms-per-phone", OnStoreFailure::Closed)));
+/// assert!(chirp::typed_limits().contains(&("sms-per-phone", OnStoreFailure::Local)));
 /// ```
-pub fn typed_limits() -> [(&'static str, OnStoreFailure); 3] {
+pub fn typed_limits() -> [(&'static str, OnStoreFailure); 5] {
     [
         (Following::ID, Following::on_store_failure()),
         (LoginAttempts::ID, LoginAttempts::on_store_failure()),
         (SmsPerPhone::ID, SmsPerPhone::on_store_failure()),
+        (SmsPerRange::ID, SmsPerRange::on_store_failure()),
+        (SmsPerRequester::ID, SmsPerRequester::on_store_failure()),
     ]
 }

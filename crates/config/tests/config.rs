@@ -17,7 +17,9 @@ use tollgate_core::{Key, MemoryStore, OnStoreFailure, Quota, Rate};
 use tollgate_tower::client_ip::{ProxyHeader, TrustedProxies};
 use tollgate_tower::headers::HeaderStyle;
 use tollgate_tower::key::{ClientIp, ExtensionKey, Global, HeaderKey};
-use tollgate_tower::{MissingKey, OnRefusal, QuotaOverrides, RateLimitLayer, Rule, RuleSet};
+use tollgate_tower::{
+    AlertShare, MissingKey, OnRefusal, QuotaOverrides, RateLimitLayer, Rule, RuleSet,
+};
 use tower::{Layer, ServiceExt, service_fn};
 
 #[derive(Clone)]
@@ -47,6 +49,12 @@ fn chirp_in_code() -> RuleSet {
         .with_ipv4_prefix(24)
         .expect("a valid prefix");
     let day = Duration::from_secs(86_400);
+    let hour = Duration::from_secs(3_600);
+    let trusted = || {
+        TrustedProxies::new(ProxyHeader::XForwardedFor)
+            .trust("127.0.0.0/8".parse().expect("cidr"))
+            .trust("::1/128".parse().expect("cidr"))
+    };
     let reads = || Quota::token_bucket(50, Rate::per_second(10)).expect("valid");
     let by_account = |id: &str, quota: Quota| Rule::new(id, quota, account()).expect("id");
     RuleSet::new()
@@ -98,13 +106,8 @@ fn chirp_in_code() -> RuleSet {
             "/signup",
             Rule::new(
                 "signups-per-ip-block",
-                Quota::fixed_window(20, Duration::from_secs(3_600)).expect("valid"),
-                ClientIp::behind(
-                    TrustedProxies::new(ProxyHeader::XForwardedFor)
-                        .trust("127.0.0.0/8".parse().expect("cidr"))
-                        .trust("::1/128".parse().expect("cidr")),
-                )
-                .grouping(block),
+                Quota::fixed_window(20, hour).expect("valid"),
+                ClientIp::behind(trusted()).grouping(block),
             )
             .expect("id")
             .with_store_failure(OnStoreFailure::Closed)
@@ -130,12 +133,44 @@ fn chirp_in_code() -> RuleSet {
             Method::POST,
             "/otp",
             Rule::new(
+                "sms-per-address",
+                Quota::sliding_window_counter(30, hour).expect("valid"),
+                ClientIp::behind(trusted()),
+            )
+            .expect("id")
+            .with_store_failure(OnStoreFailure::Local)
+            .on_refusal(OnRefusal::respond(challenge))
+            .disclose(false),
+        )
+        .expect("pattern")
+        .route(
+            Method::POST,
+            "/otp",
+            Rule::new(
+                "sms-per-ip-block",
+                Quota::sliding_window_counter(300, hour).expect("valid"),
+                ClientIp::behind(trusted()).grouping(block),
+            )
+            .expect("id")
+            .with_store_failure(OnStoreFailure::Local)
+            .on_refusal(OnRefusal::respond(challenge))
+            .disclose(false),
+        )
+        .expect("pattern")
+        .route(
+            Method::POST,
+            "/otp",
+            Rule::new(
                 "otp-global",
-                Quota::fixed_window(2000, Duration::from_secs(1)).expect("valid"),
+                Quota::sliding_window_counter(3000, hour).expect("valid"),
                 Global,
             )
             .expect("id")
-            .with_store_failure(OnStoreFailure::Closed),
+            .count_only_when(|status| status.is_success())
+            .with_alert_at(AlertShare::new(0.8).expect("a share"))
+            .with_store_failure(OnStoreFailure::Local)
+            .on_refusal(OnRefusal::respond(challenge))
+            .disclose(false),
         )
         .expect("pattern")
         .headers(HeaderStyle::default().with_legacy(true))
@@ -219,11 +254,17 @@ fn the_example_chirp_file_is_valid() {
     let text = include_str!("../../../examples/rules/chirp.toml");
     let file =
         RuleFile::parse("chirp.toml", text, &extractors()).expect("the example file is valid");
-    assert_eq!(file.rules().rules().count(), 8);
+    assert_eq!(file.rules().rules().count(), 10);
     let limits: Vec<&str> = file.limits().map(|(id, _)| id.as_str()).collect();
     assert_eq!(
         limits,
-        ["following", "login-attempts-per-account", "sms-per-phone"]
+        [
+            "following",
+            "login-attempts-per-account",
+            "sms-per-phone",
+            "sms-per-range",
+            "sms-per-requester"
+        ]
     );
     let ids: Vec<&str> = file.ids().collect();
     let in_code = chirp_in_code();

@@ -28,6 +28,7 @@ mod error;
 mod outage;
 mod outcome;
 mod people;
+mod phones;
 mod policy;
 mod random;
 pub mod report;
@@ -44,8 +45,8 @@ pub use people::Habits;
 pub use policy::{Policy, PolicyKind};
 pub use run::{START, simulate};
 pub use scenario::{
-    Crowd, EXPORTING_ACCOUNT, LOOPING_KEY, OutageAndFraud, PartnerLoop, Scenario, Service,
-    SlowExports, Wave,
+    Crowd, EXPORTING_ACCOUNT, LOOPING_KEY, OtpAttack, OtpFraud, OutageAndFraud, PartnerLoop,
+    RealCodes, Scenario, Service, SlowExports, Wave,
 };
 pub use story::story_notes;
 pub use timeline::Timeline;

@@ -13,20 +13,20 @@ use std::time::Instant;
 use clap::{Parser, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 use tollgate_simulator::{
-    Crowd, OutageAndFraud, Outcome, PartnerLoop, Policy, Scenario, SlowExports, Wave, report,
-    simulate,
+    Crowd, OtpAttack, OtpFraud, OutageAndFraud, Outcome, PartnerLoop, Policy, Scenario,
+    SlowExports, Wave, report, simulate,
 };
 
 /// Scores rate-limiting policies against a sign-up wave, a partner stuck in a loop, a crowd
-/// behind a carrier's NAT, a store outage during SMS fraud and one account's slow exports — in
-/// simulated time, through the real layer.
+/// behind a carrier's NAT, a store outage during SMS fraud, one account's slow exports and
+/// one-time-code fraud — in simulated time, through the real layer.
 #[derive(Debug, Parser)]
 #[command(name = "tollgate-sim", version)]
 struct Args {
     /// Rule files to score besides the built-in policies (each checked as the gateway would).
     rule_files: Vec<PathBuf>,
     /// The scenarios to run.
-    #[arg(long = "scenario", value_enum, default_values_t = [Which::Wave, Which::Partner, Which::Crowd, Which::Outage, Which::Slow])]
+    #[arg(long = "scenario", value_enum, default_values_t = [Which::Wave, Which::Partner, Which::Crowd, Which::Outage, Which::Slow, Which::Otp])]
     scenarios: Vec<Which>,
     /// The built-in policies to score.
     #[arg(long = "policy", value_enum, default_values_t = [BuiltIn::None, BuiltIn::PerIp, BuiltIn::Layered])]
@@ -62,9 +62,32 @@ struct Args {
     /// The NAT addresses they share (one /24 block).
     #[arg(long, default_value_t = Crowd::default().addresses, value_parser = clap::value_parser!(u64).range(1..=254))]
     crowd_addresses: u64,
-    /// The fraudster's code requests a second (at most 1,000,000).
-    #[arg(long, default_value_t = OutageAndFraud::default().fraud_per_second, value_parser = rate, allow_negative_numbers = true)]
-    fraud_rate: f64,
+    /// SMS pumping (the otp and outage scenarios): the attacker's code requests a second (at
+    /// most 1,000,000; default 10).
+    #[arg(long, alias = "fraud-rate", value_parser = rate, allow_negative_numbers = true)]
+    otp_rate: Option<f64>,
+    /// The attacker's addresses (at most 254 a block; default 50).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=130_048))]
+    otp_addresses: Option<u64>,
+    /// The /24 blocks its addresses fall in (1 to 512; default 4).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=512))]
+    otp_blocks: Option<u64>,
+    /// The premium numbers it asks codes for (at most 10,000 a range; default 2,000).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1_000_000_000))]
+    otp_numbers: Option<u64>,
+    /// The number ranges they fall in (a range: a number but its last four digits; default 20).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=100_000))]
+    otp_ranges: Option<u64>,
+    /// Accounts the attacker makes first, one per this many codes (0: none, the default).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(0..=1_000_000_000))]
+    otp_signs_up: Option<u64>,
+    /// How long the attack lasts, hours; its scenario lasts as long (default: 1 for otp, 0.5
+    /// for outage; scaled with --scale).
+    #[arg(long, value_parser = hours, allow_negative_numbers = true)]
+    otp_hours: Option<f64>,
+    /// What sending one code costs, dollars (default 0.05).
+    #[arg(long, value_parser = price, allow_negative_numbers = true)]
+    sms_price: Option<f64>,
     /// The slow-exports scenario's exports a minute (one account, 30 s of work each).
     #[arg(long, default_value_t = SlowExports::default().exports_per_minute, value_parser = rate, allow_negative_numbers = true)]
     exports_per_minute: f64,
@@ -107,6 +130,30 @@ fn rate(text: &str) -> Result<f64, String> {
     }
 }
 
+/// `--otp-hours`: above 0, at most 1,000.
+fn hours(text: &str) -> Result<f64, String> {
+    let hours: f64 = text
+        .parse()
+        .map_err(|_| format!("{text:?} is not a number"))?;
+    if hours.is_finite() && hours > 0.0 && hours <= 1_000.0 {
+        Ok(hours)
+    } else {
+        Err(format!("{text} is not above 0 and at most 1000 hours"))
+    }
+}
+
+/// `--sms-price`: a finite amount from 0.
+fn price(text: &str) -> Result<f64, String> {
+    let price: f64 = text
+        .parse()
+        .map_err(|_| format!("{text:?} is not a number"))?;
+    if price.is_finite() && price >= 0.0 {
+        Ok(price)
+    } else {
+        Err(format!("{text} is not a price of 0 or more"))
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum Which {
     Wave,
@@ -114,6 +161,7 @@ enum Which {
     Crowd,
     Outage,
     Slow,
+    Otp,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -228,10 +276,22 @@ fn scenarios(args: &Args) -> Result<Vec<Scenario>, String> {
                 addresses: args.crowd_addresses,
                 ..Crowd::default()
             }),
-            Which::Outage => Scenario::Outage(OutageAndFraud {
-                fraud_per_second: args.fraud_rate,
-                ..OutageAndFraud::default()
-            }),
+            Which::Outage => {
+                let outage = OutageAndFraud::default();
+                Scenario::Outage(OutageAndFraud {
+                    attack: attack(args, &outage.attack),
+                    sms_price: args.sms_price.unwrap_or(outage.sms_price),
+                    ..outage
+                })
+            }
+            Which::Otp => {
+                let otp = OtpFraud::default();
+                Scenario::Otp(OtpFraud {
+                    attack: attack(args, &otp.attack),
+                    sms_price: args.sms_price.unwrap_or(otp.sms_price),
+                    ..otp
+                })
+            }
             Which::Slow => Scenario::Slow(SlowExports {
                 exports_per_minute: args.exports_per_minute,
                 workers: args.workers,
@@ -240,7 +300,24 @@ fn scenarios(args: &Args) -> Result<Vec<Scenario>, String> {
         })
         .map(|scenario| scenario.scaled(args.scale))
         .collect();
+    let attack = attack(args, &OtpAttack::default());
+    if let Some(problem) = attack.problem() {
+        return Err(format!("the --otp-* flags: {problem}"));
+    }
     Ok(scenarios)
+}
+
+/// An SMS pumping attack: `defaults`, with each `--otp-*` flag given.
+fn attack(args: &Args, defaults: &OtpAttack) -> OtpAttack {
+    OtpAttack {
+        per_second: args.otp_rate.unwrap_or(defaults.per_second),
+        addresses: args.otp_addresses.unwrap_or(defaults.addresses),
+        blocks: args.otp_blocks.unwrap_or(defaults.blocks),
+        numbers: args.otp_numbers.unwrap_or(defaults.numbers),
+        ranges: args.otp_ranges.unwrap_or(defaults.ranges),
+        signs_up: args.otp_signs_up.unwrap_or(defaults.signs_up),
+        hours: args.otp_hours.unwrap_or(defaults.hours),
+    }
 }
 
 fn progress(quiet: bool, scenario: &Scenario, policy: &Policy) -> ProgressBar {

@@ -24,6 +24,10 @@ pub struct Second {
     pub innocent_served: u32,
     /// See [`innocent_served`](Self::innocent_served).
     pub innocent_latency_micros: u64,
+    /// One-time codes sent to the attacker's numbers (pumped).
+    pub pumped_sent: u32,
+    /// One-time codes sent to real people.
+    pub real_codes_sent: u32,
 }
 
 impl Second {
@@ -72,6 +76,15 @@ pub struct Score {
     pub accounts_created: u64,
     /// Codes sent to the attackers' numbers (code requests let through).
     pub sms_sent: u64,
+    /// Codes the attackers asked for (of which [`sms_sent`](Self::sms_sent) were sent).
+    pub pumped_asked: u64,
+    /// Codes real people asked for (each ask, a retry too).
+    pub real_codes_asked: u64,
+    /// Of those, refused (any refusal but a challenge).
+    pub real_codes_refused: u64,
+    /// Of those, answered with a challenge (`403`): a person can solve it and have the code,
+    /// which the simulation does not play.
+    pub real_codes_challenged: u64,
     /// Innocent callers (people, partners' normal traffic) who sent anything.
     pub innocents: u64,
     /// Of those, refused at least once.
@@ -105,6 +118,26 @@ impl Score {
         (self.delayed > 0).then(|| self.delay_total_micros as f64 / 1e6 / self.delayed as f64)
     }
 
+    /// Codes sent to the attackers' numbers, in percent of those they asked for.
+    pub fn pumped_sent_percent(&self) -> f64 {
+        percent(self.sms_sent, self.pumped_asked)
+    }
+
+    /// Real people's codes refused, in percent of those asked for.
+    pub fn real_codes_refused_percent(&self) -> f64 {
+        percent(self.real_codes_refused, self.real_codes_asked)
+    }
+
+    /// Real people's codes challenged, in percent of those asked for.
+    pub fn real_codes_challenged_percent(&self) -> f64 {
+        percent(self.real_codes_challenged, self.real_codes_asked)
+    }
+
+    /// Codes sent to real people.
+    pub fn real_codes_sent(&self) -> u64 {
+        self.real_codes_asked - self.real_codes_refused - self.real_codes_challenged
+    }
+
     /// Innocent callers blocked at least once, in percent of those who sent anything.
     pub fn innocents_blocked_percent(&self) -> f64 {
         if self.innocents == 0 {
@@ -113,6 +146,26 @@ impl Score {
             self.innocents_blocked as f64 * 100.0 / self.innocents as f64
         }
     }
+}
+
+/// `part` in percent of `whole` (0 of nothing).
+fn percent(part: u64, whole: u64) -> f64 {
+    if whole == 0 {
+        0.0
+    } else {
+        part as f64 * 100.0 / whole as f64
+    }
+}
+
+/// What became of a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Answer {
+    /// Let through (after a pacing rule's delay, if any).
+    Admitted,
+    /// Answered with a challenge (`403`).
+    Challenged,
+    /// Refused otherwise.
+    Refused,
 }
 
 /// Everything one simulation found.
@@ -132,23 +185,41 @@ pub struct Outcome {
     pub seconds: Vec<Second>,
     /// While the store was down, rule by rule (empty when it never was).
     pub outage: Vec<RuleInOutage>,
+    /// What one code cost, where the scenario bills codes.
+    pub sms_price: Option<f64>,
 }
 
 impl Outcome {
     /// While the store was down, what `rule` did (`None`: it was never asked then).
     ///
     /// ```
-    /// use tollgate_simulator::{OutageAndFraud, Policy, Scenario, simulate};
+    /// use tollgate::OnStoreFailure;
+    /// use tollgate_simulator::{OtpAttack, OutageAndFraud, Policy, Scenario, simulate};
     ///
-    /// let outage = Scenario::Outage(OutageAndFraud { minutes: 1.0, outage_from_minute: 0.25,
+    /// let attack = OtpAttack { hours: 1.0 / 60.0, ..OtpAttack::default() };
+    /// let outage = Scenario::Outage(OutageAndFraud { attack, outage_from_minute: 0.25,
     ///     outage_minutes: 0.5, users: 10, ..OutageAndFraud::default() });
     /// let outcome = simulate(&outage, &Policy::layered()?, 1, &mut |_| {})?;
-    /// assert_eq!(outcome.outage_of("otp-global").map(|rule| rule.attackers_let_through), Some(0));
+    /// let codes = outcome.outage_of("sms-per-range").expect("asked while the store was down");
+    /// assert_eq!(codes.on_failure, Some(OnStoreFailure::Local));
+    /// assert!(codes.attackers_let_through < codes.attacker_requests);
     /// assert!(outcome.outage_of("no-such-rule").is_none());
     /// # Ok::<(), tollgate_simulator::Error>(())
     /// ```
     pub fn outage_of(&self, rule: &str) -> Option<&RuleInOutage> {
         self.outage.iter().find(|asked| asked.rule.as_str() == rule)
+    }
+
+    /// What the codes sent to the attackers' numbers cost, where the scenario bills codes.
+    pub fn pumped_bill(&self) -> Option<f64> {
+        Some(self.sms_price? * self.score.sms_sent as f64)
+    }
+
+    /// What every code sent cost (the attackers' and real people's), where the scenario bills
+    /// codes.
+    pub fn total_bill(&self) -> Option<f64> {
+        let codes = self.score.sms_sent + self.score.real_codes_sent();
+        Some(self.sms_price? * codes as f64)
     }
 }
 
@@ -162,6 +233,10 @@ pub(crate) struct Tally {
     attackers_let_through: u64,
     accounts_created: u64,
     sms_sent: u64,
+    pumped_asked: u64,
+    real_codes_asked: u64,
+    real_codes_refused: u64,
+    real_codes_challenged: u64,
     innocents: HashSet<u64>,
     blocked: HashSet<u64>,
     innocent_requests_refused: u64,
@@ -183,6 +258,10 @@ impl Tally {
             attackers_let_through: 0,
             accounts_created: 0,
             sms_sent: 0,
+            pumped_asked: 0,
+            real_codes_asked: 0,
+            real_codes_refused: 0,
+            real_codes_challenged: 0,
             innocents: HashSet::new(),
             blocked: HashSet::new(),
             innocent_requests_refused: 0,
@@ -195,10 +274,14 @@ impl Tally {
         }
     }
 
-    /// `visit` was let through after `delay` µs (a pacing rule's), or refused. It counts in
-    /// the second it went through.
-    pub(crate) fn record(&mut self, visit: &Visit, refused: bool, delay: u64) {
+    /// `visit` was let through after `delay` µs (a pacing rule's), or refused (a challenge
+    /// too). It counts in the second it went through.
+    pub(crate) fn record(&mut self, visit: &Visit, answer: Answer, delay: u64) {
+        let refused = answer != Answer::Admitted;
         self.requests += 1;
+        if let Call::Otp { .. } = visit.call {
+            self.record_code(visit, answer, delay);
+        }
         if delay > 0 && !refused {
             self.delayed += 1;
             self.delay_total_micros = self.delay_total_micros.saturating_add(delay);
@@ -236,6 +319,33 @@ impl Tally {
                         _ => {}
                     }
                 }
+            }
+        }
+    }
+
+    /// A one-time code asked for: sent, challenged or refused.
+    fn record_code(&mut self, visit: &Visit, answer: Answer, delay: u64) {
+        let index = (visit.at.saturating_add(delay) / 1_000_000) as usize;
+        if index >= self.seconds.len() {
+            self.seconds.resize(index + 1, Second::default());
+        }
+        let second = &mut self.seconds[index];
+        match (visit.caller.side, answer) {
+            (Side::Attacker, answer) => {
+                self.pumped_asked += 1;
+                second.pumped_sent += u32::from(answer == Answer::Admitted);
+            }
+            (Side::Innocent, Answer::Admitted) => {
+                self.real_codes_asked += 1;
+                second.real_codes_sent += 1;
+            }
+            (Side::Innocent, Answer::Challenged) => {
+                self.real_codes_asked += 1;
+                self.real_codes_challenged += 1;
+            }
+            (Side::Innocent, Answer::Refused) => {
+                self.real_codes_asked += 1;
+                self.real_codes_refused += 1;
             }
         }
     }
@@ -312,7 +422,7 @@ impl Tally {
 
     pub(crate) fn finish(
         mut self,
-        scenario: &'static str,
+        scenario: &crate::Scenario,
         policy: &crate::Policy,
         seed: u64,
     ) -> Outcome {
@@ -339,6 +449,10 @@ impl Tally {
             attackers_let_through: self.attackers_let_through,
             accounts_created: self.accounts_created,
             sms_sent: self.sms_sent,
+            pumped_asked: self.pumped_asked,
+            real_codes_asked: self.real_codes_asked,
+            real_codes_refused: self.real_codes_refused,
+            real_codes_challenged: self.real_codes_challenged,
             innocents: self.innocents.len() as u64,
             innocents_blocked: self.blocked.len() as u64,
             innocent_requests_refused: self.innocent_requests_refused,
@@ -360,7 +474,8 @@ impl Tally {
             innocent_latency_p99_micros: percentile(&self.innocent_latencies, 99),
         };
         Outcome {
-            scenario,
+            scenario: scenario.name(),
+            sms_price: scenario.sms_price(),
             policy: policy.name().to_owned(),
             kind: policy.kind(),
             seed,

@@ -10,7 +10,7 @@ use tollgate::{FallbackStore, MemoryStore, RuleId, Store, Timestamp};
 use tower::Service;
 
 use crate::outage::OutageStore;
-use crate::outcome::{Outcome, Tally};
+use crate::outcome::{Answer, Outcome, Tally};
 use crate::serving::Serving;
 use crate::{Error, Policy, Scenario};
 
@@ -29,6 +29,18 @@ pub(crate) fn is_refusal<B>(response: &Response<B>) -> bool {
         .get(header::CONTENT_TYPE)
         .is_some_and(|kind| kind.as_bytes().starts_with(b"application/problem+json"));
     problem && (response.status().is_client_error() || response.status().is_server_error())
+}
+
+/// What became of a request: let through, challenged (Chirp's `403` with a problem body: its
+/// only `403`), or refused.
+fn answer<B>(response: &Response<B>) -> Answer {
+    if !is_refusal(response) {
+        Answer::Admitted
+    } else if response.status() == StatusCode::FORBIDDEN {
+        Answer::Challenged
+    } else {
+        Answer::Refused
+    }
 }
 
 /// Runs `scenario` against `policy` with the traffic of `seed`, deterministically: a
@@ -130,8 +142,9 @@ async fn play<St: Store>(
         let called = tokio::time::Instant::now();
         let Ok(response) = app.call(request).await;
         let delay = u64::try_from(called.elapsed().as_micros()).unwrap_or(u64::MAX);
-        let refused = is_refusal(&response);
-        tally.record(&visit, refused, delay);
+        let answer = answer(&response);
+        let refused = answer != Answer::Admitted;
+        tally.record(&visit, answer, delay);
         let response = match &mut serving {
             Some(serving) if !refused => {
                 let start = visit.at.saturating_add(delay);
@@ -158,5 +171,5 @@ async fn play<St: Store>(
         }
     }
     progress(scenario.duration_micros());
-    Ok(tally.finish(scenario.name(), policy, seed))
+    Ok(tally.finish(scenario, policy, seed))
 }

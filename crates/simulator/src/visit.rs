@@ -90,8 +90,12 @@ pub enum Call {
     },
     /// `POST /otp`: a one-time code by SMS.
     Otp {
-        /// The phone number's digits.
+        /// The phone number's digits (E.164 without its `+`).
         phone: u64,
+        /// The signed-in account asking (`Authorization: Bearer user-<n>`), if any.
+        account: Option<u32>,
+        /// Its `X-Device-Id` (`device-<n>`), if any.
+        device: Option<u64>,
     },
     /// `GET /partner/v1/timeline`.
     Partner {
@@ -164,7 +168,22 @@ impl Call {
                     format!(r#"{{"account":"user-{account}","password":"{password}"}}"#),
                 )
             }
-            Call::Otp { phone } => json("/otp", format!(r#"{{"phone":"+{phone}"}}"#)),
+            Call::Otp {
+                phone,
+                account,
+                device,
+            } => {
+                let mut request = builder(Method::POST, "/otp".into())
+                    .header(header::CONTENT_TYPE, "application/json");
+                if let Some(account) = account {
+                    request =
+                        request.header(header::AUTHORIZATION, format!("Bearer user-{account}"));
+                }
+                if let Some(device) = device {
+                    request = request.header("x-device-id", format!("device-{device}"));
+                }
+                request.body(Body::from(format!(r#"{{"phone":"+{phone}"}}"#)))
+            }
             Call::Partner { key } => builder(Method::GET, "/partner/v1/timeline".into())
                 .header("x-api-key", *key)
                 .body(Body::empty()),

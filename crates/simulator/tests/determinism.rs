@@ -1,6 +1,8 @@
 //! The same seed gives the same results, byte for byte; another seed gives other traffic.
 
-use tollgate_simulator::{Crowd, OutageAndFraud, Policy, Scenario, Wave, report, simulate};
+use tollgate_simulator::{
+    Crowd, OtpAttack, OtpFraud, OutageAndFraud, Policy, Scenario, Wave, report, simulate,
+};
 
 fn csv(seed: u64) -> String {
     let scenarios = [
@@ -15,11 +17,22 @@ fn csv(seed: u64) -> String {
             ..Crowd::default()
         }),
         Scenario::Outage(OutageAndFraud {
-            minutes: 2.0,
+            attack: OtpAttack {
+                hours: 2.0 / 60.0,
+                ..OtpAttack::default()
+            },
             outage_from_minute: 0.5,
             outage_minutes: 1.0,
             users: 100,
             ..OutageAndFraud::default()
+        }),
+        Scenario::Otp(OtpFraud {
+            attack: OtpAttack {
+                hours: 0.05,
+                signs_up: 3,
+                ..OtpAttack::default()
+            },
+            ..OtpFraud::default()
         }),
     ];
     let policies = [
@@ -43,8 +56,8 @@ fn two_runs_with_one_seed_write_identical_csv_and_another_seed_differs() {
     let first = csv(11);
     assert_eq!(
         first.lines().count(),
-        10,
-        "a header and nine rows:\n{first}"
+        13,
+        "a header and twelve rows:\n{first}"
     );
     assert_eq!(first, csv(11));
     assert_ne!(first, csv(12));

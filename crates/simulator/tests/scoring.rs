@@ -4,8 +4,8 @@
 
 use tollgate::OnStoreFailure;
 use tollgate_simulator::{
-    Crowd, Error, OutageAndFraud, Outcome, PartnerLoop, Policy, Scenario, Wave, simulate,
-    story_notes,
+    Crowd, Error, OtpAttack, OutageAndFraud, Outcome, PartnerLoop, Policy, RealCodes, Scenario,
+    Wave, simulate, story_notes,
 };
 
 fn policy(text: &str) -> Policy {
@@ -70,11 +70,17 @@ fn during_an_outage_a_refusal_is_charged_to_the_rule_that_fails_closed_not_to_an
          on_store_failure = \"closed\"\n",
     );
     let scenario = Scenario::Outage(OutageAndFraud {
-        minutes: 2.0,
+        attack: OtpAttack {
+            hours: 2.0 / 60.0,
+            ..OtpAttack::default()
+        },
         outage_from_minute: 0.5,
         outage_minutes: 1.0,
         users: 50,
-        real_codes_per_hour: 3_600.0,
+        codes: RealCodes {
+            per_hour: 3_600.0,
+            ..RealCodes::default()
+        },
         ..OutageAndFraud::default()
     });
     let outcome = simulate(&scenario, &mixed, 9, &mut |_| {}).expect("it runs");
@@ -131,11 +137,17 @@ fn a_loop_too_short_to_measure_a_whole_second_reports_no_rate_and_no_loop_report
 /// A short outage scenario (store down from minute 0.5 to 1.5) scored against `text`.
 fn outage_with(text: &str) -> Outcome {
     let scenario = Scenario::Outage(OutageAndFraud {
-        minutes: 2.0,
+        attack: OtpAttack {
+            hours: 2.0 / 60.0,
+            ..OtpAttack::default()
+        },
         outage_from_minute: 0.5,
         outage_minutes: 1.0,
         users: 30,
-        real_codes_per_hour: 3_600.0,
+        codes: RealCodes {
+            per_hour: 3_600.0,
+            ..RealCodes::default()
+        },
         ..OutageAndFraud::default()
     });
     simulate(&scenario, &policy(text), 4, &mut |_| {}).expect("it runs")

@@ -15,7 +15,8 @@ const POINTS: usize = 300;
 const FLOOR: f64 = 0.01;
 
 /// Writes an SVG chart of `outcomes` (one panel each) for `scenario`; for a scenario that
-/// models the service's work, one panel of the innocents' latency, a line a policy.
+/// models the service's work, one panel of the innocents' latency, a line a policy; for the
+/// code-fraud scenario, codes sent over time (pumped, and real people's), a line a policy.
 ///
 /// ```
 /// use tollgate_simulator::{Crowd, Policy, Scenario, report::write_chart, simulate};
@@ -35,6 +36,8 @@ pub fn write_chart(
     let mut svg = String::new();
     let drawn = if scenario.service().is_some() {
         super::latency_chart::draw(&mut svg, scenario, outcomes)
+    } else if let Scenario::Otp(_) = scenario {
+        super::codes_chart::draw(&mut svg, scenario, outcomes)
     } else {
         draw(&mut svg, scenario, outcomes)
     };

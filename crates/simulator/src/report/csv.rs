@@ -5,7 +5,7 @@ use std::io::{self, Write};
 use crate::Outcome;
 
 /// The CSV's columns.
-const COLUMNS: [&str; 20] = [
+const COLUMNS: [&str; 29] = [
     "scenario",
     "policy",
     "seed",
@@ -26,6 +26,15 @@ const COLUMNS: [&str; 20] = [
     "mean_delay_seconds",
     "innocent_latency_p50_seconds",
     "innocent_latency_p99_seconds",
+    "pumped_asked",
+    "pumped_sent_percent",
+    "real_codes_asked",
+    "real_codes_refused",
+    "real_codes_refused_percent",
+    "real_codes_challenged",
+    "real_codes_challenged_percent",
+    "pumped_bill",
+    "whole_bill",
 ];
 
 /// Writes a header and one row per outcome (figures with fixed decimals, so equal runs give
@@ -75,9 +84,23 @@ pub fn write_csv(out: &mut dyn Write, outcomes: &[Outcome]) -> io::Result<()> {
                 .map_or(String::new(), |seconds| format!("{seconds:.6}")),
             seconds(score.innocent_latency_p50_micros),
             seconds(score.innocent_latency_p99_micros),
+            score.pumped_asked.to_string(),
+            format!("{:.2}", score.pumped_sent_percent()),
+            score.real_codes_asked.to_string(),
+            score.real_codes_refused.to_string(),
+            format!("{:.2}", score.real_codes_refused_percent()),
+            score.real_codes_challenged.to_string(),
+            format!("{:.2}", score.real_codes_challenged_percent()),
+            dollars(outcome.pumped_bill()),
+            dollars(outcome.total_bill()),
         ])?;
     }
     writer.flush()
+}
+
+/// A bill with two decimals; empty where the scenario bills no codes.
+fn dollars(bill: Option<f64>) -> String {
+    bill.map_or(String::new(), |bill| format!("{bill:.2}"))
 }
 
 /// µs as seconds with six decimals; empty when the figure does not apply.

@@ -13,7 +13,7 @@ const BIN_SECONDS: usize = 10;
 const FLOOR: f64 = 0.01;
 
 /// Colours of the policies' lines, in order.
-const COLORS: [RGBColor; 5] = [
+pub(super) const COLORS: [RGBColor; 5] = [
     RGBColor(214, 39, 40),
     RGBColor(255, 127, 14),
     RGBColor(31, 119, 180),

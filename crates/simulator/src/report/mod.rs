@@ -1,6 +1,7 @@
 //! The results, three ways: a table on the terminal, a CSV, and an SVG chart a scenario.
 
 mod chart;
+mod codes_chart;
 mod csv;
 mod latency_chart;
 mod table;

@@ -86,6 +86,9 @@ pub fn write_table(
             loop_rate
         )?;
     }
+    if scenario.sms_price().is_some() {
+        write_codes(out, outcomes)?;
+    }
     for outcome in outcomes.iter().filter(|outcome| !outcome.outage.is_empty()) {
         write_outage(out, outcome)?;
     }
@@ -121,6 +124,54 @@ pub fn write_table(
         for note in notes {
             writeln!(out, "  {note}")?;
         }
+    }
+    Ok(())
+}
+
+/// One-time codes: per policy, the pumped codes sent (of those asked for), the real people's
+/// codes refused and challenged, and the SMS bill.
+fn write_codes(out: &mut dyn Write, outcomes: &[Outcome]) -> io::Result<()> {
+    let width = outcomes
+        .iter()
+        .map(|outcome| outcome.policy.chars().count())
+        .fold(14, usize::max);
+    writeln!(out, "\n  one-time codes:")?;
+    writeln!(
+        out,
+        "    {:<width$} {:>24} {:>22} {:>22} {:>12} {:>12}",
+        "policy",
+        "pumped sent / asked",
+        "real refused",
+        "real challenged",
+        "pumped bill",
+        "whole bill"
+    )?;
+    let dollars = |bill: Option<f64>| bill.map_or("-".to_owned(), |bill| format!("${bill:.2}"));
+    for outcome in outcomes {
+        let score = &outcome.score;
+        let share = |part: u64, whole: u64, percent: f64| format!("{part}/{whole} {percent:.2}%");
+        writeln!(
+            out,
+            "    {:<width$} {:>24} {:>22} {:>22} {:>12} {:>12}",
+            outcome.policy,
+            share(
+                score.sms_sent,
+                score.pumped_asked,
+                score.pumped_sent_percent()
+            ),
+            share(
+                score.real_codes_refused,
+                score.real_codes_asked,
+                score.real_codes_refused_percent()
+            ),
+            share(
+                score.real_codes_challenged,
+                score.real_codes_asked,
+                score.real_codes_challenged_percent()
+            ),
+            dollars(outcome.pumped_bill()),
+            dollars(outcome.total_bill())
+        )?;
     }
     Ok(())
 }

@@ -1,7 +1,9 @@
 //! The kinds of trouble a policy is scored against, each a generator whose parameters are
 //! printed with its results.
 
+mod codes;
 mod crowd;
+mod otp;
 mod outage;
 mod partner;
 mod slow;
@@ -9,7 +11,9 @@ mod wave;
 
 use std::ops::Range;
 
+pub use codes::{OtpAttack, RealCodes};
 pub use crowd::Crowd;
+pub use otp::OtpFraud;
 pub use outage::OutageAndFraud;
 pub use partner::{LOOPING_KEY, PartnerLoop};
 pub use slow::{EXPORTING_ACCOUNT, Service, SlowExports};
@@ -39,10 +43,12 @@ pub enum Scenario {
     Outage(OutageAndFraud),
     /// (e) One account's slow exports filling the service beside users browsing.
     Slow(SlowExports),
+    /// (f) SMS pumping among real people asking for one-time codes, in normal times.
+    Otp(OtpFraud),
 }
 
 impl Scenario {
-    /// All five, with their default (full-length) parameters.
+    /// All six, with their default (full-length) parameters.
     pub fn all() -> Vec<Scenario> {
         vec![
             Scenario::Wave(Wave::default()),
@@ -50,10 +56,11 @@ impl Scenario {
             Scenario::Crowd(Crowd::default()),
             Scenario::Outage(OutageAndFraud::default()),
             Scenario::Slow(SlowExports::default()),
+            Scenario::Otp(OtpFraud::default()),
         ]
     }
 
-    /// Its short name: `wave`, `partner`, `crowd`, `outage` or `slow`.
+    /// Its short name: `wave`, `partner`, `crowd`, `outage`, `slow` or `otp`.
     pub fn name(&self) -> &'static str {
         match self {
             Scenario::Wave(_) => "wave",
@@ -61,6 +68,7 @@ impl Scenario {
             Scenario::Crowd(_) => "crowd",
             Scenario::Outage(_) => "outage",
             Scenario::Slow(_) => "slow",
+            Scenario::Otp(_) => "otp",
         }
     }
 
@@ -72,6 +80,7 @@ impl Scenario {
             Scenario::Crowd(_) => "the crowd: real users behind a carrier's NAT",
             Scenario::Outage(_) => "a store outage while a fraudster pumps SMS codes",
             Scenario::Slow(_) => "slow exports: one account's 30-second reports beside users",
+            Scenario::Otp(_) => "one-time-code fraud: SMS pumping among real people's codes",
         }
     }
 
@@ -83,6 +92,7 @@ impl Scenario {
             Scenario::Crowd(crowd) => crowd.parameters(),
             Scenario::Outage(outage) => outage.parameters(),
             Scenario::Slow(slow) => slow.parameters(),
+            Scenario::Otp(otp) => otp.parameters(),
         }
     }
 
@@ -94,6 +104,7 @@ impl Scenario {
             Scenario::Crowd(crowd) => crowd.duration(),
             Scenario::Outage(outage) => outage.duration(),
             Scenario::Slow(slow) => slow.duration(),
+            Scenario::Otp(otp) => otp.duration(),
         }
     }
 
@@ -102,6 +113,15 @@ impl Scenario {
     pub fn service(&self) -> Option<Service> {
         match self {
             Scenario::Slow(slow) => Some(slow.service()),
+            _ => None,
+        }
+    }
+
+    /// What sending one code costs, in dollars, where the scenario sends codes and bills them.
+    pub fn sms_price(&self) -> Option<f64> {
+        match self {
+            Scenario::Outage(outage) => Some(outage.sms_price),
+            Scenario::Otp(otp) => Some(otp.sms_price),
             _ => None,
         }
     }
@@ -126,7 +146,8 @@ impl Scenario {
     }
 
     /// The same scenario, `factor` times as long (`0.1`: a tenth), at the same rates: the
-    /// wave's attempts shrink with its hours; the outage and the loop keep their place.
+    /// wave's attempts shrink with its hours; the outage and the loop keep their place; an
+    /// SMS pumping attack lasts `factor` times as long.
     ///
     /// ```
     /// use tollgate_simulator::{Scenario, Wave};
@@ -156,7 +177,10 @@ impl Scenario {
                 ..crowd.clone()
             }),
             Scenario::Outage(outage) => Scenario::Outage(OutageAndFraud {
-                minutes: outage.minutes * factor,
+                attack: OtpAttack {
+                    hours: outage.attack.hours * factor,
+                    ..outage.attack.clone()
+                },
                 outage_from_minute: outage.outage_from_minute * factor,
                 outage_minutes: outage.outage_minutes * factor,
                 ..outage.clone()
@@ -164,6 +188,13 @@ impl Scenario {
             Scenario::Slow(slow) => Scenario::Slow(SlowExports {
                 minutes: slow.minutes * factor,
                 ..slow.clone()
+            }),
+            Scenario::Otp(otp) => Scenario::Otp(OtpFraud {
+                attack: OtpAttack {
+                    hours: otp.attack.hours * factor,
+                    ..otp.attack.clone()
+                },
+                ..otp.clone()
             }),
         }
     }
@@ -174,8 +205,9 @@ impl Scenario {
             Scenario::Wave(wave) => wave.sources(),
             Scenario::Partner(partner) => partner.sources(),
             Scenario::Crowd(crowd) => crowd.sources(),
-            Scenario::Outage(outage) => outage.sources(),
+            Scenario::Outage(outage) => outage.sources(seed),
             Scenario::Slow(slow) => slow.sources(),
+            Scenario::Otp(otp) => otp.sources(seed),
         };
         Timeline::new(sources, seed)
     }
