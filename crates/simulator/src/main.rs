@@ -69,14 +69,15 @@ struct Args {
     /// The attacker's addresses (at most 254 a block; default 50).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=130_048))]
     otp_addresses: Option<u64>,
-    /// The /24 blocks its addresses fall in (1 to 512; default 4).
+    /// The /24 blocks its addresses fall in (1 to 512, at most one an address; default 4).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=512))]
     otp_blocks: Option<u64>,
     /// The premium numbers it asks codes for (at most 10,000 a range; default 2,000).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1_000_000_000))]
     otp_numbers: Option<u64>,
-    /// The number ranges they fall in (a range: a number but its last four digits; default 20).
-    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=100_000))]
+    /// The number ranges they fall in (a range: a number but its last four digits; 1 to 1,000;
+    /// default 20).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1_000))]
     otp_ranges: Option<u64>,
     /// Accounts the attacker makes first, one per this many codes (0: none, the default).
     #[arg(long, value_parser = clap::value_parser!(u64).range(0..=1_000_000_000))]
@@ -130,27 +131,29 @@ fn rate(text: &str) -> Result<f64, String> {
     }
 }
 
-/// `--otp-hours`: above 0, at most 1,000.
+/// `--otp-hours`: a second (1/3600) to 1,000 hours.
 fn hours(text: &str) -> Result<f64, String> {
     let hours: f64 = text
         .parse()
         .map_err(|_| format!("{text:?} is not a number"))?;
-    if hours.is_finite() && hours > 0.0 && hours <= 1_000.0 {
+    if hours.is_finite() && hours * 3_600.0 >= 1.0 && hours <= 1_000.0 {
         Ok(hours)
     } else {
-        Err(format!("{text} is not above 0 and at most 1000 hours"))
+        Err(format!(
+            "{text} is not from a second (0.0003) to 1000 hours"
+        ))
     }
 }
 
-/// `--sms-price`: a finite amount from 0.
+/// `--sms-price`: from 0 to 1,000 dollars.
 fn price(text: &str) -> Result<f64, String> {
     let price: f64 = text
         .parse()
         .map_err(|_| format!("{text:?} is not a number"))?;
-    if price.is_finite() && price >= 0.0 {
+    if (0.0..=1_000.0).contains(&price) {
         Ok(price)
     } else {
-        Err(format!("{text} is not a price of 0 or more"))
+        Err(format!("{text} is not a price from 0 to 1000 dollars"))
     }
 }
 
@@ -256,7 +259,7 @@ fn scenarios(args: &Args) -> Result<Vec<Scenario>, String> {
             254 * args.wave_blocks
         ));
     }
-    let scenarios = args
+    let scenarios: Vec<Scenario> = args
         .scenarios
         .iter()
         .map(|which| match which {
@@ -303,6 +306,10 @@ fn scenarios(args: &Args) -> Result<Vec<Scenario>, String> {
     let attack = attack(args, &OtpAttack::default());
     if let Some(problem) = attack.problem() {
         return Err(format!("the --otp-* flags: {problem}"));
+    }
+    // As scaled: --scale stretches the attack, and an outage must fall within it.
+    if let Some(problem) = scenarios.iter().find_map(Scenario::problem) {
+        return Err(format!("the --otp-* flags (and --scale): {problem}"));
     }
     Ok(scenarios)
 }

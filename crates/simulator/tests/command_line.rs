@@ -100,6 +100,9 @@ fn lengths_and_rates_that_cannot_be_simulated_are_refused_before_anything_runs()
         ["--sms-price", "-1"],
         ["--otp-blocks", "0"],
         ["--otp-ranges", "0"],
+        ["--otp-ranges", "1001"],
+        ["--otp-hours", "1e-300"],
+        ["--sms-price", "1e300"],
         ["--loop-rate", "2000000"],
         ["--wave-blocks", "0"],
         ["--crowd-addresses", "300"],
@@ -131,6 +134,15 @@ fn lengths_and_rates_that_cannot_be_simulated_are_refused_before_anything_runs()
         ),
         (["--otp-addresses", "600", "--otp-blocks", "2"], "1 to 508"),
         (["--otp-numbers", "2", "--otp-ranges", "3"], "at least one"),
+        (
+            ["--otp-addresses", "5", "--otp-blocks", "10"],
+            "at most one an address",
+        ),
+        (
+            ["--scenario", "outage", "--otp-hours", "0.1"],
+            "past the end",
+        ),
+        (["--otp-hours", "1000", "--scale", "10"], "1,000 hours"),
     ] {
         let output = tollgate_sim()
             .args(bad)

@@ -24,12 +24,12 @@ pub struct OtpAttack {
     pub per_second: f64,
     /// The addresses it sends from (at most 254 a block).
     pub addresses: u64,
-    /// The /24 blocks they fall in (1 to 512).
+    /// The /24 blocks they fall in (1 to 512, at most one an address).
     pub blocks: u64,
     /// The premium numbers it asks codes for (at most 10,000 a range).
     pub numbers: u64,
     /// The ranges (10,000 numbers each: a number but its last four digits) they fall in, spread
-    /// over up to 3 destinations.
+    /// over up to 3 destinations (1 to 1,000: the smallest destination holds about 700).
     pub ranges: u64,
     /// Accounts made first, one per this many codes (0: none; it asks signed out).
     pub signs_up: u64,
@@ -66,11 +66,17 @@ impl OtpAttack {
         if !(self.per_second.is_finite() && (0.0..=1_000_000.0).contains(&self.per_second)) {
             return fail(format!("a rate of {} a second", self.per_second));
         }
-        if !(self.hours.is_finite() && self.hours > 0.0 && self.hours <= 1_000.0) {
-            return fail(format!("{} hours (above 0, at most 1,000)", self.hours));
+        if !(self.hours.is_finite() && self.hours * 3_600.0 >= 1.0 && self.hours <= 1_000.0) {
+            return fail(format!(
+                "an attack of {} hours (a second to 1,000 hours)",
+                self.hours
+            ));
         }
-        if !(1..=512).contains(&self.blocks) {
-            return fail(format!("{} blocks (1 to 512)", self.blocks));
+        if !(1..=512).contains(&self.blocks) || self.blocks > self.addresses {
+            return fail(format!(
+                "{} blocks for {} addresses (1 to 512, at most one an address)",
+                self.blocks, self.addresses
+            ));
         }
         if self.addresses == 0 || self.addresses > 254 * self.blocks {
             return fail(format!(
@@ -80,8 +86,8 @@ impl OtpAttack {
                 254 * self.blocks
             ));
         }
-        if !(1..=100_000).contains(&self.ranges) {
-            return fail(format!("{} ranges (1 to 100,000)", self.ranges));
+        if !(1..=MAX_RANGES).contains(&self.ranges) {
+            return fail(format!("{} ranges (1 to 1,000)", self.ranges));
         }
         if self.numbers < self.ranges || self.numbers > self.ranges * RANGE_SIZE {
             return fail(format!(
@@ -131,6 +137,10 @@ impl OtpAttack {
         })
     }
 }
+
+/// The most ranges an attack may use: spread over its 3 destinations, each holds them (the
+/// smallest, Moldova's mobile numbers, about 700).
+pub(crate) const MAX_RANGES: u64 = 1_000;
 
 /// The attacker's devices and accounts, numbered apart from real people's.
 const ATTACKER_DEVICES: u64 = 5_000_000_000;
@@ -197,9 +207,10 @@ pub(crate) struct Targets {
 }
 
 impl Targets {
-    /// `attack`'s ranges, drawn from `random`.
+    /// `attack`'s ranges, drawn from `random` (as many as [`OtpAttack::problem`] allows; each
+    /// destination holds a third of [`MAX_RANGES`] many times over).
     pub(crate) fn draw(attack: &OtpAttack, random: &mut Random) -> Targets {
-        let wanted = attack.ranges.clamp(1, 100_000);
+        let wanted = attack.ranges.clamp(1, MAX_RANGES);
         let mut countries: Vec<&'static Country> = Vec::new();
         while countries.len() < (wanted as usize).min(3) {
             let country = &PREMIUM[random.below(PREMIUM.len() as u64) as usize];

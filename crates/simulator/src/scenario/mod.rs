@@ -117,6 +117,38 @@ impl Scenario {
         }
     }
 
+    /// What is wrong with its parameters, if anything: an SMS pumping attack's
+    /// ([`OtpAttack::problem`]), or a store outage that would not fall within the run.
+    ///
+    /// ```
+    /// use tollgate_simulator::{OtpAttack, OutageAndFraud, Scenario};
+    ///
+    /// assert_eq!(Scenario::Outage(OutageAndFraud::default()).problem(), None);
+    /// let short = OtpAttack { hours: 0.1, ..OtpAttack::default() };
+    /// let outage = Scenario::Outage(OutageAndFraud { attack: short, ..OutageAndFraud::default() });
+    /// assert!(outage.problem().is_some_and(|problem| problem.contains("past the end")));
+    /// ```
+    pub fn problem(&self) -> Option<String> {
+        match self {
+            Scenario::Otp(otp) => otp.attack.problem(),
+            Scenario::Outage(outage) => outage.attack.problem().or_else(|| {
+                let down = outage.outage();
+                let minutes = |micros: u64| micros as f64 / 60e6;
+                (down.is_empty() || down.end > outage.duration()).then(|| {
+                    format!(
+                        "the store would be down from minute {} to {}, past the end of a {}-minute \
+                         attack: the outage scenario needs an attack of at least {} hours",
+                        minutes(down.start),
+                        minutes(down.end),
+                        minutes(outage.duration()),
+                        minutes(down.end) / 60.0
+                    )
+                })
+            }),
+            _ => None,
+        }
+    }
+
     /// What sending one code costs, in dollars, where the scenario sends codes and bills them.
     pub fn sms_price(&self) -> Option<f64> {
         match self {
