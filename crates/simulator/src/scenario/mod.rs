@@ -1,21 +1,23 @@
 //! The kinds of trouble a policy is scored against, each a generator whose parameters are
 //! printed with its results.
 
-mod codes;
 mod crowd;
 mod otp;
 mod outage;
 mod partner;
+mod pumping;
+mod real_codes;
 mod slow;
 mod wave;
 
 use std::ops::Range;
 
-pub use codes::{OtpAttack, RealCodes};
 pub use crowd::Crowd;
 pub use otp::OtpFraud;
 pub use outage::OutageAndFraud;
 pub use partner::{LOOPING_KEY, PartnerLoop};
+pub use pumping::OtpAttack;
+pub use real_codes::RealCodes;
 pub use slow::{EXPORTING_ACCOUNT, Service, SlowExports};
 pub use wave::Wave;
 

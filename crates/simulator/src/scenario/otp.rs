@@ -4,7 +4,8 @@
 use crate::random::Random;
 use crate::timeline::Source;
 
-use super::codes::{OtpAttack, RealCodes, Targets};
+use super::pumping::{OtpAttack, Targets};
+use super::real_codes::RealCodes;
 
 /// The code-fraud scenario's parameters: an [`OtpAttack`] (an hour of 10 codes a second to
 /// 2,000 numbers in 20 ranges, by default) among [`RealCodes`], and what one code costs.

@@ -9,8 +9,9 @@ use crate::random::Random;
 use crate::timeline::{Poisson, Source};
 use crate::visit::{Call, Caller, Visit};
 
-use super::codes::{OtpAttack, RealCodes, Targets};
 use super::otp::{DEFAULT_SMS_PRICE, TARGETS_STREAM};
+use super::pumping::{OtpAttack, Targets};
+use super::real_codes::RealCodes;
 
 /// The outage scenario's parameters.
 ///
