@@ -174,7 +174,10 @@ async fn a_rule_file_change_is_in_force_without_a_restart_and_a_bad_one_is_refus
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     let (status, printed) = running.terminate();
-    assert!(status.success(), "a clean stop: {status:?}, printed {printed:?}");
+    assert!(
+        status.success(),
+        "a clean stop: {status:?}, printed {printed:?}"
+    );
 }
 
 #[test]
@@ -308,5 +311,8 @@ async fn with_redis_down_at_start_it_serves_and_each_rule_answers_by_its_policy(
         .into_inner();
     assert_eq!(open.overall_code, Code::Ok as i32);
     let (status, printed) = running.terminate();
-    assert!(status.success(), "a clean stop: {status:?}, printed {printed:?}");
+    assert!(
+        status.success(),
+        "a clean stop: {status:?}, printed {printed:?}"
+    );
 }
