@@ -6,6 +6,7 @@ use std::io::{self, Write};
 
 use plotters::prelude::*;
 
+use super::plot;
 use crate::{Outcome, Scenario, Second};
 
 /// At most this many points a line.
@@ -122,22 +123,9 @@ fn draw(svg: &mut String, scenario: &Scenario, outcomes: &[Outcome]) -> Result<(
                 .map_err(|e| e.to_string())?;
         }
         for ((label, color), line) in styles.iter().zip(lines) {
-            let color = *color;
-            chart
-                .draw_series(LineSeries::new(line, color.stroke_width(2)))
-                .map_err(|e| e.to_string())?
-                .label(*label)
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2))
-                });
+            plot::line(&mut chart, line, *color, (*label).to_owned())?;
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::LowerRight)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .draw()
-            .map_err(|e| e.to_string())?;
+        plot::legend(&mut chart, SeriesLabelPosition::LowerRight)?;
     }
     root.present().map_err(|e| e.to_string())
 }

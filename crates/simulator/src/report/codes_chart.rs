@@ -5,6 +5,7 @@
 use plotters::prelude::*;
 
 use super::latency_chart::COLORS;
+use super::plot;
 use crate::{Outcome, Scenario, Second};
 
 /// Which codes a panel counts, from a second's tally.
@@ -63,21 +64,9 @@ pub(super) fn draw(
             .map_err(|e| e.to_string())?;
         for (index, (outcome, line)) in outcomes.iter().zip(lines).enumerate() {
             let color = COLORS[index % COLORS.len()];
-            chart
-                .draw_series(LineSeries::new(line, color.stroke_width(2)))
-                .map_err(|e| e.to_string())?
-                .label(outcome.policy.clone())
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2))
-                });
+            plot::line(&mut chart, line, color, outcome.policy.clone())?;
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::LowerRight)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .draw()
-            .map_err(|e| e.to_string())?;
+        plot::legend(&mut chart, SeriesLabelPosition::LowerRight)?;
     }
     root.present().map_err(|e| e.to_string())
 }

@@ -4,6 +4,7 @@
 
 use plotters::prelude::*;
 
+use super::plot;
 use crate::{Outcome, Scenario, Second};
 
 /// Seconds a point.
@@ -58,24 +59,13 @@ pub(super) fn draw(
         .map_err(|e| e.to_string())?;
     for (index, (outcome, line)) in outcomes.iter().zip(lines).enumerate() {
         let color = COLORS[index % COLORS.len()];
-        chart
-            .draw_series(LineSeries::new(line, color.stroke_width(2)))
-            .map_err(|e| e.to_string())?
-            .label(format!(
-                "{} (innocents refused: {})",
-                outcome.policy, outcome.score.innocent_requests_refused
-            ))
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2))
-            });
+        let label = format!(
+            "{} (innocents refused: {})",
+            outcome.policy, outcome.score.innocent_requests_refused
+        );
+        plot::line(&mut chart, line, color, label)?;
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperLeft)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .draw()
-        .map_err(|e| e.to_string())?;
+    plot::legend(&mut chart, SeriesLabelPosition::UpperLeft)?;
     root.present().map_err(|e| e.to_string())
 }
 

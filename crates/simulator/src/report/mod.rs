@@ -4,6 +4,7 @@ mod chart;
 mod codes_chart;
 mod csv;
 mod latency_chart;
+mod plot;
 mod table;
 
 pub use chart::write_chart;
