@@ -41,6 +41,18 @@ fn challenge(_refused: &tollgate_tower::Refused) -> Response<Bytes> {
 /// The seeds' limits table, as the example rule file states it.
 const CHIRP: &str = include_str!("../../../examples/rules/chirp.toml");
 
+/// How Chirp answers a refusal where a script is suspected: its challenge, the limit undisclosed.
+trait Challenged {
+    fn challenged(self) -> Self;
+}
+
+impl Challenged for Rule {
+    fn challenged(self) -> Self {
+        self.on_refusal(OnRefusal::respond(challenge))
+            .disclose(false)
+    }
+}
+
 /// The same rules, built in code.
 fn chirp_in_code() -> RuleSet {
     let account = || ExtensionKey::new(|account: &Account| account.0);
@@ -97,8 +109,7 @@ fn chirp_in_code() -> RuleSet {
             .expect("id")
             .on_missing_key(MissingKey::Refuse(StatusCode::BAD_REQUEST))
             .with_store_failure(OnStoreFailure::Closed)
-            .on_refusal(OnRefusal::respond(challenge))
-            .disclose(false),
+            .challenged(),
         )
         .expect("pattern")
         .route(
@@ -111,8 +122,7 @@ fn chirp_in_code() -> RuleSet {
             )
             .expect("id")
             .with_store_failure(OnStoreFailure::Closed)
-            .on_refusal(OnRefusal::respond(challenge))
-            .disclose(false),
+            .challenged(),
         )
         .expect("pattern")
         .any_method(
@@ -139,8 +149,7 @@ fn chirp_in_code() -> RuleSet {
             )
             .expect("id")
             .with_store_failure(OnStoreFailure::Local)
-            .on_refusal(OnRefusal::respond(challenge))
-            .disclose(false),
+            .challenged(),
         )
         .expect("pattern")
         .route(
@@ -153,8 +162,7 @@ fn chirp_in_code() -> RuleSet {
             )
             .expect("id")
             .with_store_failure(OnStoreFailure::Local)
-            .on_refusal(OnRefusal::respond(challenge))
-            .disclose(false),
+            .challenged(),
         )
         .expect("pattern")
         .route(
@@ -169,8 +177,7 @@ fn chirp_in_code() -> RuleSet {
             .count_only_when(|status| status.is_success())
             .with_alert_at(AlertShare::new(0.8).expect("a share"))
             .with_store_failure(OnStoreFailure::Local)
-            .on_refusal(OnRefusal::respond(challenge))
-            .disclose(false),
+            .challenged(),
         )
         .expect("pattern")
         .headers(HeaderStyle::default().with_legacy(true))
